@@ -1,0 +1,60 @@
+/*
+ * render.h - the one render entry point. The CLI, the batch runner and the
+ * server all call kiln_render(); none of them knows how a format is written.
+ *
+ * Each format is a row in one writer table (render.c): its name, extension,
+ * media type and render function, which writes a validated kiln_doc into a
+ * kiln_output (common/output.h). kiln_render owns the output's life: it
+ * opens it, lets the writer fill it, then commits or aborts, so a writer
+ * cannot leave a partial file even by mistake.
+ */
+#ifndef KILN_RENDER_H
+#define KILN_RENDER_H
+
+#include <stdint.h>
+
+#include "../common/error.h"
+#include "../common/output.h"
+#include "spec.h"
+
+typedef enum { KILN_FORMAT_XLSX, KILN_FORMAT_DOCX, KILN_FORMAT_PDF, KILN_FORMAT_PPTX,
+               KILN_FORMAT__COUNT } kiln_format;
+
+typedef struct kiln_render_options {
+    uint64_t max_bytes;   /* output ceiling; 0 = KILN_DEFAULT_MAX_BYTES */
+    const char *tmp_dir;  /* scratch space for writers that need it; NULL = $TMPDIR or /tmp */
+} kiln_render_options;
+
+typedef struct kiln_render_result {
+    kiln_format format;
+    uint64_t bytes;       /* size of the committed file */
+} kiln_render_result;
+
+typedef kiln_status (*kiln_write_fn)(const kiln_doc *doc, kiln_output *out,
+                                     const kiln_render_options *opt, kiln_error *err);
+
+typedef struct kiln_writer {
+    kiln_format format;
+    const char *name;        /* "xlsx" */
+    const char *extension;   /* ".xlsx" */
+    const char *media_type;
+    kiln_write_fn write;     /* NULL: this build has no writer for the format yet */
+} kiln_writer;
+
+/* The writer for a format; never NULL for a valid format. */
+const kiln_writer *kiln_writer_for(kiln_format format);
+/* Look a format up by name ("xlsx") or by a file name's extension. 0 / -1. */
+int kiln_format_from_name(const char *name, kiln_format *out);
+int kiln_format_from_path(const char *path, kiln_format *out);
+
+/* Render doc to out_path ("-" = stdout). Nothing appears at out_path unless
+ * the whole file was written within the ceiling. */
+kiln_status kiln_render(const kiln_doc *doc, kiln_format format, const char *out_path,
+                        const kiln_render_options *opt, kiln_render_result *result,
+                        kiln_error *err);
+
+/* Writers (one per format). */
+kiln_status kiln_xlsx_write(const kiln_doc *doc, kiln_output *out,
+                            const kiln_render_options *opt, kiln_error *err);
+
+#endif

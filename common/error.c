@@ -1,0 +1,91 @@
+/* error.c - see error.h. */
+#include "error.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+static const struct {
+    const char *name;
+    int exit_status;
+} codes[] = {
+#define KILN_X_ROW(name, str, status) {str, status},
+    KILN_ERROR_CODES(KILN_X_ROW)
+#undef KILN_X_ROW
+};
+
+const char *kiln_status_name(kiln_status code)
+{
+    if ((unsigned)code >= KILN_E__COUNT)
+        return "internal";
+    return codes[code].name;
+}
+
+int kiln_status_exit(kiln_status code)
+{
+    if ((unsigned)code >= KILN_E__COUNT)
+        return 70;
+    return codes[code].exit_status;
+}
+
+static void fill(kiln_error *err, kiln_status code, const char *pointer, const char *fmt,
+                 va_list ap)
+{
+    err->code = code;
+    snprintf(err->pointer, sizeof err->pointer, "%s", pointer ? pointer : "");
+    vsnprintf(err->message, sizeof err->message, fmt, ap);
+    err->limit = 0;
+    err->actual = 0;
+}
+
+kiln_status kiln_error_set(kiln_error *err, kiln_status code, const char *pointer,
+                           const char *fmt, ...)
+{
+    if (!err)
+        return code;
+    va_list ap;
+    va_start(ap, fmt);
+    fill(err, code, pointer, fmt, ap);
+    va_end(ap);
+    return code;
+}
+
+kiln_status kiln_error_limit(kiln_error *err, kiln_status code, const char *pointer,
+                             uint64_t limit, uint64_t actual, const char *fmt, ...)
+{
+    if (!err)
+        return code;
+    va_list ap;
+    va_start(ap, fmt);
+    fill(err, code, pointer, fmt, ap);
+    va_end(ap);
+    err->limit = limit;
+    err->actual = actual;
+    return code;
+}
+
+void kiln_errors_init(kiln_errors *list)
+{
+    list->count = 0;
+    list->dropped = 0;
+}
+
+void kiln_errors_add(kiln_errors *list, const kiln_error *err)
+{
+    if (list->count < KILN_ERRORS_MAX)
+        list->items[list->count++] = *err;
+    else
+        list->dropped++;
+}
+
+kiln_status kiln_errors_addf(kiln_errors *list, kiln_status code, const char *pointer,
+                             const char *fmt, ...)
+{
+    kiln_error e;
+    va_list ap;
+    va_start(ap, fmt);
+    fill(&e, code, pointer, fmt, ap);
+    va_end(ap);
+    kiln_errors_add(list, &e);
+    return code;
+}

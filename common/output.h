@@ -1,0 +1,59 @@
+/*
+ * output.h - the one path every byte of an artifact goes out through.
+ *
+ * A writer never opens its target. It gets a kiln_output, writes into it
+ * (through kiln_output_write, or by opening kiln_output_path() when a library
+ * insists on a file name), and the caller commits or aborts:
+ *
+ *   - the bytes go to an unnamed temporary file (O_TMPFILE) in the target's
+ *     directory, so a crash, a kill or a full disk leaves nothing behind and
+ *     nothing partial is ever visible at the target path;
+ *   - kiln_output_write counts bytes and fails with KILN_E_TOO_LARGE as soon
+ *     as the ceiling would be passed (the early stop);
+ *   - kiln_output_commit checks the final size against the ceiling, flushes,
+ *     and only then links the file into place, atomically replacing any
+ *     existing file.
+ * Where the filesystem has no O_TMPFILE, a named temporary file
+ * (".NAME.kiln-XXXXXX") in the same directory is used and removed on abort.
+ * The target "-" means standard output: the file is built in $TMPDIR and
+ * copied out on commit.
+ */
+#ifndef KILN_OUTPUT_H
+#define KILN_OUTPUT_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "error.h"
+
+#define KILN_DEFAULT_MAX_BYTES (30ull << 20) /* hosted interpreters' figure */
+
+typedef struct kiln_output {
+    int fd;              /* the temporary file, -1 when closed */
+    int dir_fd;          /* the target's directory */
+    char *target;        /* full target path as given */
+    char *base;          /* target's last component */
+    char *temp_name;     /* fallback only: the named temporary file, else NULL */
+    int to_stdout;
+    uint64_t max_bytes;
+    uint64_t written;    /* bytes written through kiln_output_write */
+    char path[64];       /* "/proc/self/fd/N": a name a library can open */
+} kiln_output;
+
+/* Prepare to write target_path with the given ceiling (0 = default). */
+kiln_status kiln_output_open(kiln_output *out, const char *target_path, uint64_t max_bytes,
+                             kiln_error *err);
+/* A path naming the temporary file, for libraries that take a file name. */
+const char *kiln_output_path(const kiln_output *out);
+/* Append bytes; KILN_E_TOO_LARGE before writing anything past the ceiling. */
+kiln_status kiln_output_write(kiln_output *out, const void *data, size_t len,
+                              kiln_error *err);
+/* Current size of the temporary file (whoever wrote it). */
+uint64_t kiln_output_size(const kiln_output *out);
+/* Check the ceiling, make the file durable, move it into place. Frees out.
+ * On failure the target is untouched and nothing is left behind. */
+kiln_status kiln_output_commit(kiln_output *out, uint64_t *final_bytes, kiln_error *err);
+/* Discard everything. Safe to call on a committed or never-opened output. */
+void kiln_output_abort(kiln_output *out);
+
+#endif
