@@ -54,7 +54,8 @@ void *kiln_arena_calloc(kiln_arena *arena, size_t n, size_t size)
 {
     if (size && n > SIZE_MAX / size)
         return NULL;
-    return kiln_arena_alloc(arena, n * size ? n * size : 1);
+    size_t total = n * size;
+    return kiln_arena_alloc(arena, total > 0 ? total : 1);
 }
 
 char *kiln_arena_strndup(kiln_arena *arena, const char *s, size_t len)

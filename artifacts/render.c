@@ -1,0 +1,86 @@
+/*
+ * render.c - the writer table and the one render entry point (render.h).
+ *
+ * Adding a format is adding a row here and a write function; the front ends
+ * pick it up by name and extension without changes.
+ */
+#include "render.h"
+
+#include <string.h>
+#include <strings.h>
+
+static const kiln_writer writers[KILN_FORMAT__COUNT] = {
+    {KILN_FORMAT_XLSX, "xlsx", ".xlsx",
+     "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet", kiln_xlsx_write},
+    {KILN_FORMAT_DOCX, "docx", ".docx",
+     "application/vnd.openxmlformats-officedocument.wordprocessingml.document", NULL},
+    {KILN_FORMAT_PDF, "pdf", ".pdf", "application/pdf", NULL},
+    {KILN_FORMAT_PPTX, "pptx", ".pptx",
+     "application/vnd.openxmlformats-officedocument.presentationml.presentation", NULL},
+};
+
+const kiln_writer *kiln_writer_for(kiln_format format)
+{
+    if ((unsigned)format >= KILN_FORMAT__COUNT)
+        return NULL;
+    return &writers[format];
+}
+
+int kiln_format_from_name(const char *name, kiln_format *out)
+{
+    if (name[0] == '.')
+        name++;
+    for (int i = 0; i < KILN_FORMAT__COUNT; i++) {
+        if (strcasecmp(writers[i].name, name) == 0) {
+            *out = writers[i].format;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+int kiln_format_from_path(const char *path, kiln_format *out)
+{
+    const char *slash = strrchr(path, '/');
+    const char *dot = strrchr(slash ? slash + 1 : path, '.');
+    if (!dot)
+        return -1;
+    return kiln_format_from_name(dot, out);
+}
+
+kiln_status kiln_render(const kiln_doc *doc, kiln_format format, const char *out_path,
+                        const kiln_render_options *opt, kiln_render_result *result,
+                        kiln_error *err)
+{
+    static const kiln_render_options defaults = {0, NULL};
+    const kiln_writer *w = kiln_writer_for(format);
+    kiln_output out;
+    kiln_status st;
+    uint64_t bytes = 0;
+
+    if (!opt)
+        opt = &defaults;
+    if (!w)
+        return kiln_error_set(err, KILN_E_USAGE, NULL, "unknown output format");
+    if (!w->write)
+        return kiln_error_set(err, KILN_E_USAGE, NULL,
+                              "this build of Kiln cannot write %s files yet", w->name);
+    st = kiln_output_open(&out, out_path, opt->max_bytes, err);
+    if (st != KILN_E_OK)
+        return st;
+    st = w->write(doc, &out, opt, err);
+    if (st != KILN_E_OK)
+        goto fail_abort;
+    st = kiln_output_commit(&out, &bytes, err);
+    if (st != KILN_E_OK)
+        return st; /* commit cleans up after itself */
+    if (result) {
+        result->format = format;
+        result->bytes = bytes;
+    }
+    return KILN_E_OK;
+
+fail_abort:
+    kiln_output_abort(&out);
+    return st;
+}

@@ -1,0 +1,214 @@
+/* test_output.c - the size-enforcing output path (common/output.c) and the
+ * render entry point's format table (artifacts/render.c). */
+#include <dirent.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "artifacts/render.h"
+#include "common/error.h"
+#include "common/output.h"
+
+static char dir[256];
+
+static int setup(void **state)
+{
+    (void)state;
+    snprintf(dir, sizeof dir, "/tmp/kiln-test-output-XXXXXX");
+    return mkdtemp(dir) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+/* Number of directory entries other than . and .. */
+static int entries(void)
+{
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)))
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+            n++;
+    closedir(d);
+    return n;
+}
+
+static char *path_in(const char *name)
+{
+    static char p[512];
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    return p;
+}
+
+static void test_commit_makes_file(void **state)
+{
+    (void)state;
+    kiln_output out;
+    kiln_error err;
+    uint64_t bytes = 0;
+    assert_int_equal(kiln_output_open(&out, path_in("a.bin"), 100, &err), KILN_E_OK);
+    assert_int_equal(entries(), 0); /* the temporary file has no name */
+    assert_int_equal(kiln_output_write(&out, "hello", 5, &err), KILN_E_OK);
+    assert_int_equal(kiln_output_commit(&out, &bytes, &err), KILN_E_OK);
+    assert_int_equal(bytes, 5);
+    struct stat st;
+    assert_int_equal(stat(path_in("a.bin"), &st), 0);
+    assert_int_equal(st.st_size, 5);
+    assert_int_equal(entries(), 1);
+}
+
+static void test_abort_leaves_nothing(void **state)
+{
+    (void)state;
+    kiln_output out;
+    kiln_error err;
+    assert_int_equal(kiln_output_open(&out, path_in("b.bin"), 100, &err), KILN_E_OK);
+    assert_int_equal(kiln_output_write(&out, "data", 4, &err), KILN_E_OK);
+    kiln_output_abort(&out);
+    assert_int_equal(entries(), 0);
+    kiln_output_abort(&out); /* twice is harmless */
+}
+
+static void test_write_past_ceiling_stops_early(void **state)
+{
+    (void)state;
+    kiln_output out;
+    kiln_error err;
+    assert_int_equal(kiln_output_open(&out, path_in("c.bin"), 8, &err), KILN_E_OK);
+    assert_int_equal(kiln_output_write(&out, "12345", 5, &err), KILN_E_OK);
+    assert_int_equal(kiln_output_write(&out, "6789", 4, &err), KILN_E_TOO_LARGE);
+    assert_int_equal(err.limit, 8);
+    assert_int_equal(err.actual, 9);
+    assert_non_null(strstr(err.message, "8 bytes"));
+    assert_int_equal(kiln_output_size(&out), 5); /* nothing past the ceiling was written */
+    kiln_output_abort(&out);
+    assert_int_equal(entries(), 0);
+}
+
+/* A library that writes through the path (as libxlsxwriter does) is caught
+ * on commit, and the existing target survives untouched. */
+static void test_commit_over_ceiling_keeps_old_file(void **state)
+{
+    (void)state;
+    FILE *f = fopen(path_in("d.bin"), "w");
+    assert_non_null(f);
+    fputs("old", f);
+    fclose(f);
+
+    kiln_output out;
+    kiln_error err;
+    assert_int_equal(kiln_output_open(&out, path_in("d.bin"), 10, &err), KILN_E_OK);
+    FILE *lib = fopen(kiln_output_path(&out), "wb");
+    assert_non_null(lib);
+    for (int i = 0; i < 20; i++)
+        fputc('x', lib);
+    fclose(lib);
+    assert_int_equal(kiln_output_size(&out), 20);
+    assert_int_equal(kiln_output_commit(&out, NULL, &err), KILN_E_TOO_LARGE);
+    assert_int_equal(err.limit, 10);
+    assert_int_equal(err.actual, 20);
+    assert_non_null(strstr(err.message, "reached 20 bytes"));
+
+    char buf[16] = {0};
+    f = fopen(path_in("d.bin"), "r");
+    assert_non_null(f);
+    assert_non_null(fgets(buf, sizeof buf, f));
+    fclose(f);
+    assert_string_equal(buf, "old");
+    assert_int_equal(entries(), 1);
+}
+
+static void test_commit_replaces_existing(void **state)
+{
+    (void)state;
+    FILE *f = fopen(path_in("e.bin"), "w");
+    assert_non_null(f);
+    fputs("old contents", f);
+    fclose(f);
+    kiln_output out;
+    kiln_error err;
+    assert_int_equal(kiln_output_open(&out, path_in("e.bin"), 0, &err), KILN_E_OK);
+    assert_int_equal(out.max_bytes, KILN_DEFAULT_MAX_BYTES);
+    assert_int_equal(kiln_output_write(&out, "new", 3, &err), KILN_E_OK);
+    assert_int_equal(kiln_output_commit(&out, NULL, &err), KILN_E_OK);
+    struct stat st;
+    assert_int_equal(stat(path_in("e.bin"), &st), 0);
+    assert_int_equal(st.st_size, 3);
+    assert_int_equal(entries(), 1);
+}
+
+static void test_missing_directory(void **state)
+{
+    (void)state;
+    kiln_output out;
+    kiln_error err;
+    assert_int_equal(kiln_output_open(&out, path_in("nope/x.bin"), 0, &err), KILN_E_WRITE);
+    assert_non_null(strstr(err.message, "nope"));
+    assert_int_equal(kiln_output_open(&out, path_in(""), 0, &err), KILN_E_USAGE);
+}
+
+static void test_formats(void **state)
+{
+    (void)state;
+    kiln_format f;
+    assert_int_equal(kiln_format_from_path("a/b.XLSX", &f), 0);
+    assert_int_equal(f, KILN_FORMAT_XLSX);
+    assert_int_equal(kiln_format_from_path("report.pdf", &f), 0);
+    assert_int_equal(f, KILN_FORMAT_PDF);
+    assert_int_equal(kiln_format_from_path("dir.x/noext", &f), -1);
+    assert_int_equal(kiln_format_from_name("pptx", &f), 0);
+    assert_int_equal(f, KILN_FORMAT_PPTX);
+    assert_int_equal(kiln_format_from_name("csv", &f), -1);
+    assert_string_equal(kiln_writer_for(KILN_FORMAT_XLSX)->media_type,
+                        "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet");
+}
+
+static void test_error_codes(void **state)
+{
+    (void)state;
+    assert_string_equal(kiln_status_name(KILN_E_INVALID_SPEC), "invalid_spec");
+    assert_int_equal(kiln_status_exit(KILN_E_USAGE), 2);
+    assert_int_equal(kiln_status_exit(KILN_E_INVALID_SPEC), 3);
+    assert_int_equal(kiln_status_exit(KILN_E_LIMIT), 3);
+    assert_int_equal(kiln_status_exit(KILN_E_TOO_LARGE), 4);
+    assert_int_equal(kiln_status_exit(KILN_E_INPUT), 5);
+    assert_int_equal(kiln_status_exit(KILN_E_WRITE), 6);
+    kiln_errors list;
+    kiln_errors_init(&list);
+    for (int i = 0; i < KILN_ERRORS_MAX + 3; i++)
+        kiln_errors_addf(&list, KILN_E_INVALID_SPEC, "/a", "error %d", i);
+    assert_int_equal(list.count, KILN_ERRORS_MAX);
+    assert_int_equal(list.dropped, 3);
+    assert_string_equal(list.items[1].message, "error 1");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_commit_makes_file, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_abort_leaves_nothing, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_write_past_ceiling_stops_early, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_commit_over_ceiling_keeps_old_file, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_commit_replaces_existing, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_missing_directory, setup, teardown),
+        cmocka_unit_test(test_formats),
+        cmocka_unit_test(test_error_codes),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
