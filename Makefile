@@ -57,7 +57,7 @@ deps:
 		DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q --no-install-recommends $$missing; \
 	else echo "make deps: all packages present"; fi
 
-samples: $(BIN)
+samples:
 	$(PYTHON) samples/make_data.py
 
 # The main job for now: render every sample into out/ and list what it made.
@@ -71,7 +71,7 @@ unit: $(UNIT_BINS)
 	@for t in $(UNIT_BINS); do echo "== $$t"; $$t || exit 1; done
 
 e2e: $(BIN) samples
-	$(PYTHON) -m pytest -q tests/e2e
+	KILN_BIN=$(BIN) $(PYTHON) -m pytest -q tests/e2e
 
 check: all unit e2e fuzz-check
 
@@ -81,19 +81,51 @@ asan:
 		CFLAGS="-O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" \
 		LDFLAGS="-fsanitize=address,undefined" KILN_BIN=build-asan/bin/kiln unit e2e
 
-FUZZ_FLAGS := -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
-fuzz/build/%: fuzz/%.c $(LIB_SRCS) $(TEMPLATES)
-	@mkdir -p $(dir $@)
-	clang -std=c11 -D_GNU_SOURCE -I. $(FUZZ_FLAGS) $(shell pkg-config --cflags $(PKGS)) \
-		-o $@ $< $(LIB_SRCS) $(LDLIBS)
-
+# Fuzzing (fuzz/README.md). The library is compiled once with the sanitizers
+# and libFuzzer's coverage hooks into fuzz/build/obj/ and linked into each
+# target. The corpus libFuzzer writes to is always its first directory: a
+# fresh temporary one for fuzz-check, fuzz/corpus/NAME for fuzz; fuzz/seeds and
+# samples/ come after it and are only read.
+FUZZ_CC      := clang
+FUZZ_CFLAGS  := -std=c11 -D_GNU_SOURCE -I. $(WARN) -O1 -g -fno-omit-frame-pointer \
+	-fsanitize=address,undefined -fno-sanitize-recover=all $(shell pkg-config --cflags $(PKGS))
+FUZZ_OBJS    := $(LIB_SRCS:%.c=fuzz/build/obj/%.o)
 FUZZ_TARGETS := $(patsubst fuzz/%.c,fuzz/build/%,$(wildcard fuzz/fuzz_*.c))
-fuzz: $(FUZZ_TARGETS)
-	@for f in $(FUZZ_TARGETS); do mkdir -p fuzz/corpus/$$(basename $$f); \
-		$$f -max_total_time=$${FUZZ_SECONDS:-300} fuzz/corpus/$$(basename $$f) samples || exit 1; done
+FUZZ_ARGS    := -max_len=65536 -timeout=25 -rss_limit_mb=2048 -detect_leaks=1 \
+	-dict=fuzz/spec.dict -artifact_prefix=fuzz/build/ -print_final_stats=1
+FUZZ_SEEDS    = fuzz/seeds $(wildcard samples)
 
+fuzz/build/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -MMD -MP -c -o $@ $<
+
+fuzz/build/obj/common/templates.o: $(TEMPLATES)
+
+$(FUZZ_TARGETS): fuzz/build/%: fuzz/%.c fuzz/fuzz_common.h $(FUZZ_OBJS)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_OBJS) $(LDLIBS)
+
+-include $(FUZZ_OBJS:.o=.d)
+
+# Long runs: FUZZ_SECONDS per target (default 300), corpus kept in fuzz/corpus/.
+fuzz: $(FUZZ_TARGETS)
+	@for f in $(FUZZ_TARGETS); do n=$$(basename $$f); mkdir -p fuzz/corpus/$$n; \
+		echo "== $$n ($${FUZZ_SECONDS:-300} s)"; \
+		$$f $(FUZZ_ARGS) -max_total_time=$${FUZZ_SECONDS:-300} \
+			fuzz/corpus/$$n $(FUZZ_SEEDS) || exit 1; done
+
+# Quick check for `make check`: FUZZ_SECONDS per target (default 20). Any crash,
+# leak, timeout or sanitizer report fails the make; the log and the crashing
+# input stay in fuzz/build/.
 fuzz-check: $(FUZZ_TARGETS)
-	@for f in $(FUZZ_TARGETS); do $$f -max_total_time=$${FUZZ_SECONDS:-20} -max_len=65536 samples || exit 1; done
+	@for f in $(FUZZ_TARGETS); do n=$$(basename $$f); corpus=$$(mktemp -d); \
+		echo "== $$n ($${FUZZ_SECONDS:-20} s)"; \
+		$$f $(FUZZ_ARGS) -max_total_time=$${FUZZ_SECONDS:-20} \
+			$$corpus $(FUZZ_SEEDS) >fuzz/build/$$n.log 2>&1; rc=$$?; rm -rf $$corpus; \
+		if [ $$rc -ne 0 ]; then tail -n 40 fuzz/build/$$n.log; \
+			echo "fuzz-check: $$n failed (exit $$rc); see fuzz/build/$$n.log"; exit 1; fi; \
+		grep -E '^(Done|stat::number_of_executed_units)' fuzz/build/$$n.log | tr '\n' ' '; echo; \
+	done
 
 bench: $(BIN)
 	$(PYTHON) bench/run.py

@@ -174,7 +174,7 @@ static int cmd_render(int argc, char **argv)
 
     kiln_parse_options_init(&popt);
     optind = 1;
-    while ((c = getopt_long(argc, argv, "+o:f:b:m:jh", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "o:f:b:m:jh", opts, NULL)) != -1) {
         switch (c) {
         case 'o': output = optarg; break;
         case 'f': format_name = optarg; break;
@@ -246,7 +246,7 @@ static int cmd_validate(int argc, char **argv)
 
     kiln_parse_options_init(&popt);
     optind = 1;
-    while ((c = getopt_long(argc, argv, "+b:sjh", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "b:sjh", opts, NULL)) != -1) {
         switch (c) {
         case 'b': popt.base_dir = optarg; break;
         case 's': popt.scan_data_files = 1; break;

@@ -1,0 +1,903 @@
+/*
+ * parse_content.c - the report and deck side of the spec: blocks, lists,
+ * runs, slides, and the charts and images sheets share with them.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "markdown.h"
+#include "spec_internal.h"
+
+/* ---- text and runs ---- */
+
+static int url_ok(const char *u)
+{
+    static const char *const schemes[] = {"http://", "https://", "mailto:", "ftp://", NULL};
+    for (int i = 0; schemes[i]; i++) {
+        size_t n = strlen(schemes[i]);
+        if (strncasecmp(u, schemes[i], n) == 0 && u[n])
+            return 1;
+    }
+    return 0;
+}
+
+static void parse_run(kiln_pctx *c, const json_t *r, kiln_run *run)
+{
+    static const char *const allowed[] = {"text",      "bold",      "italic", "underline",
+                                          "strike",    "superscript", "subscript", "code",
+                                          "color",     "size",      "font",   "link", NULL};
+    static const struct {
+        const char *name;
+        unsigned flag;
+    } flags[] = {{"bold", KILN_RUN_BOLD},           {"italic", KILN_RUN_ITALIC},
+                 {"underline", KILN_RUN_UNDERLINE}, {"strike", KILN_RUN_STRIKE},
+                 {"superscript", KILN_RUN_SUPERSCRIPT}, {"subscript", KILN_RUN_SUBSCRIPT},
+                 {"code", KILN_RUN_CODE}};
+    run->color = KILN_COLOR_NONE;
+    if (!json_is_object(r)) {
+        kiln_perr(c, NULL, "expected a run object {\"text\": ...}");
+        return;
+    }
+    kiln_check_members(c, r, allowed);
+    const json_t *t = json_object_get(r, "text");
+    if (!json_is_string(t))
+        kiln_perr(c, t ? "text" : NULL, t ? "expected a string" : "missing \"text\"");
+    else {
+        run->text = json_string_value(t);
+        run->len = json_string_length(t);
+    }
+    for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++) {
+        int b = 0;
+        kiln_get_bool(c, r, flags[i].name, &b);
+        if (b)
+            run->flags |= flags[i].flag;
+    }
+    if ((run->flags & KILN_RUN_SUPERSCRIPT) && (run->flags & KILN_RUN_SUBSCRIPT))
+        kiln_perr(c, "subscript", "\"superscript\" and \"subscript\" exclude each other");
+    kiln_get_color(c, r, "color", &run->color);
+    kiln_get_number(c, r, "size", 1, 409, &run->size);
+    kiln_get_string(c, r, "font", &run->font);
+    kiln_get_string(c, r, "link", &run->link);
+    if (run->link && !url_ok(run->link)) {
+        kiln_perr(c, "link", "expected a URL starting with http://, https://, mailto: or "
+                             "ftp://");
+        run->link = NULL;
+    }
+}
+
+static int text_run(kiln_pctx *c, const json_t *s, kiln_text *out)
+{
+    out->runs = kiln_arena_calloc(c->arena, 1, sizeof *out->runs);
+    if (!out->runs) {
+        kiln_pnomem(c);
+        return -1;
+    }
+    out->runs[0].text = json_string_value(s);
+    out->runs[0].len = json_string_length(s);
+    out->runs[0].color = KILN_COLOR_NONE;
+    out->run_count = 1;
+    return 0;
+}
+
+int kiln_parse_text(kiln_pctx *c, const json_t *obj, kiln_text *out, int required)
+{
+    const json_t *t = json_object_get(obj, "text");
+    const json_t *runs = json_object_get(obj, "runs");
+    if (t && runs) {
+        kiln_perr(c, "runs", "give either \"text\" or \"runs\", not both");
+        return -1;
+    }
+    if (t) {
+        if (!json_is_string(t)) {
+            kiln_perr(c, "text", "expected a string");
+            return -1;
+        }
+        return text_run(c, t, out);
+    }
+    if (runs) {
+        size_t saved = kiln_ptr_push(&c->ptr, "runs");
+        size_t n = json_is_array(runs) ? json_array_size(runs) : 0;
+        if (!json_is_array(runs)) {
+            kiln_perr(c, NULL, "expected an array of runs");
+            kiln_ptr_pop(&c->ptr, saved);
+            return -1;
+        }
+        out->runs = kiln_arena_calloc(c->arena, n ? n : 1, sizeof *out->runs);
+        if (!out->runs) {
+            kiln_pnomem(c);
+            kiln_ptr_pop(&c->ptr, saved);
+            return -1;
+        }
+        for (size_t i = 0; i < n; i++) {
+            size_t s2 = kiln_ptr_push_index(&c->ptr, i);
+            parse_run(c, json_array_get(runs, i), &out->runs[i]);
+            kiln_ptr_pop(&c->ptr, s2);
+        }
+        out->run_count = n;
+        kiln_ptr_pop(&c->ptr, saved);
+        return 0;
+    }
+    if (required) {
+        kiln_perr(c, NULL, "missing \"text\" or \"runs\"");
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- lists ---- */
+
+void kiln_parse_list_items(kiln_pctx *c, const json_t *arr, kiln_list *list, uint32_t depth)
+{
+    static const char *const allowed[] = {"text", "runs", "items", NULL};
+    if (!json_is_array(arr)) {
+        kiln_perr(c, NULL, "expected an array of list items");
+        return;
+    }
+    if (depth > c->lim.list_depth) {
+        kiln_perr_limit(c, NULL, c->lim.list_depth, depth,
+                        "lists nested %u levels deep; at most %u are allowed", (unsigned)depth,
+                        (unsigned)c->lim.list_depth);
+        return;
+    }
+    size_t n = json_array_size(arr);
+    list->items = kiln_arena_calloc(c->arena, n ? n : 1, sizeof *list->items);
+    if (!list->items) {
+        kiln_pnomem(c);
+        return;
+    }
+    list->item_count = n;
+    for (size_t i = 0; i < n && !c->nomem; i++) {
+        const json_t *it = json_array_get(arr, i);
+        kiln_list_item *li = &list->items[i];
+        size_t saved = kiln_ptr_push_index(&c->ptr, i);
+        if (json_is_string(it)) {
+            text_run(c, it, &li->text);
+        } else if (json_is_object(it)) {
+            kiln_check_members(c, it, allowed);
+            kiln_parse_text(c, it, &li->text, 1);
+            const json_t *sub = json_object_get(it, "items");
+            if (sub) {
+                li->children = kiln_arena_calloc(c->arena, 1, sizeof *li->children);
+                if (!li->children) {
+                    kiln_pnomem(c);
+                } else {
+                    /* Nested lists follow the parent's numbering style. */
+                    li->children->ordered = list->ordered;
+                    li->children->start = 1;
+                    size_t s2 = kiln_ptr_push(&c->ptr, "items");
+                    kiln_parse_list_items(c, sub, li->children, depth + 1);
+                    kiln_ptr_pop(&c->ptr, s2);
+                }
+            }
+        } else {
+            kiln_perr(c, NULL, "expected a list item: a string or {\"text\": ..., \"items\": "
+                               "[...]}");
+        }
+        kiln_ptr_pop(&c->ptr, saved);
+    }
+}
+
+/* ---- images ---- */
+
+kiln_image *kiln_parse_image(kiln_pctx *c, const json_t *v)
+{
+    static const char *const allowed[] = {"path", "data", "alt", "format", NULL};
+    static const char *const formats[] = {"png", "jpeg", "jpg", NULL};
+    if (!json_is_object(v)) {
+        kiln_perr(c, NULL, "expected an image {\"path\": ...} or {\"data\": \"<base64>\"}");
+        return NULL;
+    }
+    if (kiln_check_members(c, v, allowed))
+        return NULL;
+    const json_t *path = json_object_get(v, "path");
+    const json_t *data = json_object_get(v, "data");
+    if (!!path + !!data != 1) {
+        kiln_perr(c, NULL, "an image needs exactly one of \"path\" and \"data\"");
+        return NULL;
+    }
+    int fmt = -1;
+    if (kiln_get_enum(c, v, "format", formats, &fmt) != 0)
+        return NULL;
+    kiln_image *img = kiln_arena_alloc(c->arena, sizeof *img);
+    if (!img) {
+        kiln_pnomem(c);
+        return NULL;
+    }
+    img->alt = "";
+    kiln_get_string(c, v, "alt", &img->alt);
+    if (++c->image_count > c->lim.images) {
+        kiln_perr_limit(c, NULL, c->lim.images, c->image_count,
+                        "more than %u images in one document", (unsigned)c->lim.images);
+        return NULL;
+    }
+    unsigned char *bytes = NULL;
+    size_t size = 0;
+    char why[300];
+    const char *member = path ? "path" : "data";
+    int rc;
+    if (path) {
+        if (!json_is_string(path)) {
+            kiln_perr(c, "path", "expected a string");
+            return NULL;
+        }
+        const char *p = json_string_value(path);
+        int is_input;
+        int fd = kiln_open_beneath(c->base_dir, p, why, sizeof why, &is_input);
+        if (fd < 0) {
+            kiln_perr_code(c, is_input ? KILN_E_INPUT : KILN_E_INVALID_SPEC, "path", "%s: %s", p,
+                           why);
+            return NULL;
+        }
+        rc = kiln_read_fd(c->arena, fd, c->lim.image_bytes, &bytes, &size, why, sizeof why);
+        close(fd);
+        if (rc == -1) {
+            kiln_perr_code(c, KILN_E_INPUT, "path", "%s: %s", p, why);
+            return NULL;
+        }
+        const char *slash = strrchr(p, '/');
+        img->name = slash ? slash + 1 : p;
+    } else {
+        if (!json_is_string(data)) {
+            kiln_perr(c, "data", "expected a base64 string");
+            return NULL;
+        }
+        rc = kiln_base64_decode(c->arena, json_string_value(data), json_string_length(data),
+                                c->lim.image_bytes, &bytes, &size, why, sizeof why);
+        if (rc == -1) {
+            kiln_perr(c, "data", "%s", why);
+            return NULL;
+        }
+    }
+    if (rc == -3) {
+        kiln_pnomem(c);
+        return NULL;
+    }
+    if (rc == -2) {
+        kiln_perr_limit(c, member, c->lim.image_bytes, size,
+                        "an image of %zu bytes, more than the %llu allowed", size,
+                        (unsigned long long)c->lim.image_bytes);
+        return NULL;
+    }
+    c->image_total += size;
+    if (c->image_total > c->lim.images_bytes) {
+        kiln_perr_limit(c, member, c->lim.images_bytes, c->image_total,
+                        "the images together pass %llu bytes",
+                        (unsigned long long)c->lim.images_bytes);
+        return NULL;
+    }
+    if (kiln_image_probe(bytes, size, img, why, sizeof why) != 0) {
+        kiln_perr(c, member, "%s", why);
+        return NULL;
+    }
+    if (fmt >= 0 && (fmt == 0) != (img->format == KILN_IMAGE_PNG)) {
+        kiln_perr(c, "format", "declared \"%s\" but the content is a %s image",
+                  fmt == 0 ? "png" : fmt == 1 ? "jpeg" : "jpg",
+                  img->format == KILN_IMAGE_PNG ? "PNG" : "JPEG");
+        return NULL;
+    }
+    img->data = bytes;
+    img->size = size;
+    if (!img->name) {
+        img->name = kiln_arena_printf(c->arena, "image%u.%s", (unsigned)c->image_count,
+                                      img->format == KILN_IMAGE_PNG ? "png" : "jpg");
+        if (!img->name) {
+            kiln_pnomem(c);
+            return NULL;
+        }
+    }
+    return img;
+}
+
+/* ---- charts ---- */
+
+static const char *quote_sheet(kiln_pctx *c, const char *sheet, const char *rest)
+{
+    /* Always quoted, apostrophes doubled: one form every consumer parses. */
+    size_t n = strlen(sheet), q = 0;
+    for (size_t i = 0; i < n; i++)
+        q += sheet[i] == '\'';
+    char *out = kiln_arena_alloc(c->arena, n + q + strlen(rest) + 4);
+    if (!out) {
+        kiln_pnomem(c);
+        return NULL;
+    }
+    char *p = out;
+    *p++ = '\'';
+    for (size_t i = 0; i < n; i++) {
+        *p++ = sheet[i];
+        if (sheet[i] == '\'')
+            *p++ = '\'';
+    }
+    *p++ = '\'';
+    *p++ = '!';
+    strcpy(p, rest);
+    return out;
+}
+
+/* A range (or single cell when cell_only) string inside a sheet chart:
+ * checks it and returns it normalised to "'Sheet'!A1:B2"; *cells gets the
+ * number of cells. NULL (reported) when bad. */
+static const char *chart_ref(kiln_pctx *c, const char *member, const json_t *v,
+                             kiln_chart_place place, int cell_only, size_t *cells)
+{
+    if (place != KILN_IN_SHEET) {
+        kiln_perr(c, member, "a range string works only in a sheet's chart; give the values "
+                             "themselves");
+        return NULL;
+    }
+    const char *s = json_string_value(v);
+    char sheet_buf[128];
+    const char *sheet, *rest;
+    kiln_range r;
+    if (*s == '=')
+        s++;
+    if (kiln_ref_split_sheet(s, sheet_buf, sizeof sheet_buf, &sheet, &rest) != 0 ||
+        kiln_range_parse(rest, &r) != 0 ||
+        (cell_only && (r.first_row != r.last_row || r.first_col != r.last_col))) {
+        kiln_perr(c, member, cell_only ? "expected a cell reference such as \"B1\" or "
+                                         "\"'Other sheet'!B1\""
+                                       : "expected a range such as \"A2:A13\" or \"'Other "
+                                         "sheet'!B2:B13\"");
+        return NULL;
+    }
+    if (sheet) {
+        const char *found = NULL;
+        for (size_t i = 0; i < c->sheet_name_count && !found; i++)
+            if (c->sheet_names[i] && strcasecmp(c->sheet_names[i], sheet) == 0)
+                found = c->sheet_names[i];
+        if (!found) {
+            kiln_perr(c, member, "there is no sheet named \"%s\"", sheet);
+            return NULL;
+        }
+        sheet = found;
+    } else {
+        sheet = c->cur_sheet ? c->cur_sheet : "Sheet1";
+    }
+    *cells = (size_t)(r.last_row - r.first_row + 1) * (r.last_col - r.first_col + 1);
+    return quote_sheet(c, sheet, rest);
+}
+
+/* Does a series name read as a cell reference? Only an explicit form counts
+ * ("=B1", "Sheet!B1", "'My sheet'!B1"): a bare "Q1" is far more often a name
+ * than a reference. */
+static int looks_like_ref(const char *s)
+{
+    if (*s == '=')
+        return 1;
+    return strchr(s, '!') != NULL;
+}
+
+static void parse_series(kiln_pctx *c, const json_t *s, kiln_series *se, kiln_chart_place place)
+{
+    static const char *const allowed[] = {"name", "values", "color", NULL};
+    se->color = KILN_COLOR_NONE;
+    if (!json_is_object(s)) {
+        kiln_perr(c, NULL, "expected a series {\"name\": ..., \"values\": [...]}");
+        return;
+    }
+    kiln_check_members(c, s, allowed);
+    const json_t *nm = json_object_get(s, "name");
+    if (nm) {
+        if (!json_is_string(nm)) {
+            kiln_perr(c, "name", "expected a string");
+        } else if (place == KILN_IN_SHEET && looks_like_ref(json_string_value(nm))) {
+            size_t cells;
+            se->name_ref = chart_ref(c, "name", nm, place, 1, &cells);
+        } else {
+            se->name = json_string_value(nm);
+        }
+    }
+    kiln_get_color(c, s, "color", &se->color);
+    const json_t *v = json_object_get(s, "values");
+    if (!v) {
+        kiln_perr(c, NULL, "missing \"values\"");
+        return;
+    }
+    if (json_is_string(v)) {
+        se->values_ref = chart_ref(c, "values", v, place, 0, &se->value_count);
+        return;
+    }
+    if (!json_is_array(v)) {
+        kiln_perr(c, "values", place == KILN_IN_SHEET ? "expected an array of numbers or a range"
+                                                      : "expected an array of numbers");
+        return;
+    }
+    size_t n = json_array_size(v);
+    se->values = kiln_arena_calloc(c->arena, n ? n : 1, sizeof *se->values);
+    if (!se->values) {
+        kiln_pnomem(c);
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const json_t *e = json_array_get(v, i);
+        if (!json_is_number(e)) {
+            size_t saved = kiln_ptr_push(&c->ptr, "values");
+            kiln_ptr_push_index(&c->ptr, i);
+            kiln_perr(c, NULL, "expected a number");
+            kiln_ptr_pop(&c->ptr, saved);
+            continue;
+        }
+        se->values[i] = json_number_value(e);
+    }
+    se->value_count = n;
+}
+
+static void parse_axis(kiln_pctx *c, const json_t *ch, const char *key, const char **title)
+{
+    static const char *const allowed[] = {"title", NULL};
+    const json_t *a = json_object_get(ch, key);
+    if (!a)
+        return;
+    size_t saved = kiln_ptr_push(&c->ptr, key);
+    if (!json_is_object(a))
+        kiln_perr(c, NULL, "expected {\"title\": ...}");
+    else {
+        kiln_check_members(c, a, allowed);
+        kiln_get_string(c, a, "title", title);
+    }
+    kiln_ptr_pop(&c->ptr, saved);
+}
+
+void kiln_parse_chart(kiln_pctx *c, const json_t *obj, kiln_chart *ch, kiln_chart_place place,
+                      const char *const *extra)
+{
+    static const char *const base[] = {"kind",   "title",  "stacked", "categories",
+                                       "series", "x_axis", "y_axis",  "legend",
+                                       "width",  "height", NULL};
+    static const char *const kinds[] = {"column", "bar", "line", "pie", "doughnut", "scatter",
+                                        "area", NULL};
+    static const char *const legends[] = {"right", "left", "top", "bottom", "none", NULL};
+    ch->anchor_row = ch->anchor_col = -1;
+    ch->width_px = c->chart_width;
+    ch->height_px = c->chart_height;
+    ch->pointer = kiln_ptr_dup(c, NULL);
+    if (!json_is_object(obj)) {
+        kiln_perr(c, NULL, "expected a chart object");
+        return;
+    }
+    /* The allowed members are the chart's own plus the place's extras. */
+    const char *allowed[24];
+    size_t na = 0;
+    for (size_t i = 0; base[i]; i++)
+        allowed[na++] = base[i];
+    for (size_t i = 0; extra && extra[i] && na < 23; i++)
+        allowed[na++] = extra[i];
+    allowed[na] = NULL;
+    kiln_check_members(c, obj, allowed);
+
+    int kind = -1;
+    kiln_get_enum(c, obj, "kind", kinds, &kind);
+    if (kind < 0 && !json_object_get(obj, "kind"))
+        kiln_perr(c, NULL, "missing \"kind\"");
+    ch->kind = (kiln_chart_kind)(kind < 0 ? 0 : kind);
+    kiln_get_string(c, obj, "title", &ch->title);
+    kiln_get_bool(c, obj, "stacked", &ch->stacked);
+    if (ch->stacked && kind >= 0 && ch->kind != KILN_CHART_COLUMN && ch->kind != KILN_CHART_BAR &&
+        ch->kind != KILN_CHART_AREA)
+        kiln_perr(c, "stacked", "\"stacked\" applies to column, bar and area charts");
+    int legend = 0;
+    kiln_get_enum(c, obj, "legend", legends, &legend);
+    ch->legend = (kiln_legend)legend;
+    parse_axis(c, obj, "x_axis", &ch->x_title);
+    parse_axis(c, obj, "y_axis", &ch->y_title);
+    int64_t w = ch->width_px, h = ch->height_px;
+    kiln_get_int(c, obj, "width", 16, 8192, &w);
+    kiln_get_int(c, obj, "height", 16, 8192, &h);
+    ch->width_px = (uint32_t)w;
+    ch->height_px = (uint32_t)h;
+    if (json_object_get(obj, "anchor")) {
+        uint32_t r, col;
+        const json_t *a = json_object_get(obj, "anchor");
+        if (!json_is_string(a) || kiln_cell_ref_parse(json_string_value(a), &r, &col) != 0)
+            kiln_perr(c, "anchor", "expected a cell reference such as \"F2\"");
+        else {
+            ch->anchor_row = r;
+            ch->anchor_col = col;
+        }
+    }
+    if (json_object_get(obj, "caption"))
+        kiln_get_string(c, obj, "caption", &ch->caption);
+
+    /* Categories: inline labels or numbers, or a range in a sheet. */
+    const json_t *cats = json_object_get(obj, "categories");
+    size_t ncat = 0;
+    int have_cats = 0;
+    if (cats && json_is_string(cats)) {
+        ch->categories_ref = chart_ref(c, "categories", cats, place, 0, &ncat);
+        have_cats = ch->categories_ref != NULL;
+    } else if (json_is_array(cats)) {
+        ncat = json_array_size(cats);
+        ch->categories = kiln_arena_calloc(c->arena, ncat ? ncat : 1, sizeof *ch->categories);
+        if (!ch->categories) {
+            kiln_pnomem(c);
+            return;
+        }
+        for (size_t i = 0; i < ncat; i++) {
+            const json_t *e = json_array_get(cats, i);
+            kiln_category *k = &ch->categories[i];
+            if (json_is_number(e)) {
+                k->is_number = 1;
+                k->number = json_number_value(e);
+                k->text = kiln_arena_printf(c->arena, "%.15g", k->number);
+                if (!k->text)
+                    kiln_pnomem(c);
+            } else if (json_is_string(e) && ch->kind != KILN_CHART_SCATTER) {
+                k->text = json_string_value(e);
+            } else {
+                size_t saved = kiln_ptr_push(&c->ptr, "categories");
+                kiln_ptr_push_index(&c->ptr, i);
+                kiln_perr(c, NULL, ch->kind == KILN_CHART_SCATTER
+                                       ? "expected a number (a scatter chart's categories are "
+                                         "its x values)"
+                                       : "expected a string or a number");
+                kiln_ptr_pop(&c->ptr, saved);
+            }
+        }
+        ch->category_count = ncat;
+        have_cats = 1;
+    } else if (cats) {
+        kiln_perr(c, "categories", place == KILN_IN_SHEET
+                                       ? "expected an array of labels or a range string"
+                                       : "expected an array of labels");
+    }
+
+    const json_t *series = json_object_get(obj, "series");
+    if (!series) {
+        kiln_perr(c, NULL, "missing \"series\"");
+        return;
+    }
+    size_t saved = kiln_ptr_push(&c->ptr, "series");
+    size_t ns = json_is_array(series) ? json_array_size(series) : 0;
+    if (!ns) {
+        kiln_perr(c, NULL, "expected a non-empty array of series");
+        goto pop;
+    }
+    if ((ch->kind == KILN_CHART_PIE || ch->kind == KILN_CHART_DOUGHNUT) && ns != 1) {
+        kiln_perr(c, NULL, "a %s chart takes exactly one series, not %zu", kinds[ch->kind], ns);
+    }
+    ch->series = kiln_arena_calloc(c->arena, ns, sizeof *ch->series);
+    if (!ch->series) {
+        kiln_pnomem(c);
+        goto pop;
+    }
+    ch->series_count = ns;
+    size_t first_count = 0;
+    for (size_t i = 0; i < ns; i++) {
+        size_t s2 = kiln_ptr_push_index(&c->ptr, i), before = c->errs->count;
+        kiln_series *se = &ch->series[i];
+        parse_series(c, json_array_get(series, i), se, place);
+        int values_ok = c->errs->count == before && (se->values || se->values_ref);
+        if (values_ok && have_cats && se->value_count != ncat)
+            kiln_perr(c, "values", "%zu values for %zu categories (every series needs one value "
+                                   "per category)",
+                      se->value_count, ncat);
+        else if (values_ok && !have_cats && i > 0 && se->value_count != first_count)
+            kiln_perr(c, "values", "%zu values, but series 0 has %zu", se->value_count,
+                      first_count);
+        if (i == 0)
+            first_count = se->value_count;
+        kiln_ptr_pop(&c->ptr, s2);
+    }
+pop:
+    kiln_ptr_pop(&c->ptr, saved);
+}
+
+/* ---- tables (blocks and slides) ---- */
+
+static kiln_table *parse_table(kiln_pctx *c, const json_t *obj)
+{
+    kiln_table *t = kiln_arena_alloc(c->arena, sizeof *t);
+    if (!t) {
+        kiln_pnomem(c);
+        return NULL;
+    }
+    kiln_parse_table_data(c, obj, &t->data);
+    kiln_get_string(c, obj, "caption", &t->caption);
+    if (kiln_get_string(c, obj, "name", &t->name) == 0 && t->name) {
+        /* The name becomes a sheet name in xlsx, so it follows those rules. */
+        const char *problem = kiln_sheet_name_problem(t->name, strlen(t->name));
+        if (problem)
+            kiln_perr(c, "name", "%s", problem);
+    }
+    return t;
+}
+
+/* ---- blocks ---- */
+
+typedef struct block_vec {
+    kiln_block *items;
+    size_t count, cap;
+} block_vec;
+
+static kiln_block *vec_push(kiln_pctx *c, block_vec *v, size_t more)
+{
+    if (v->count + more > v->cap) {
+        size_t cap = v->cap ? v->cap : 16;
+        while (cap < v->count + more)
+            cap *= 2;
+        kiln_block *n = kiln_arena_calloc(c->arena, cap, sizeof *n);
+        if (!n) {
+            kiln_pnomem(c);
+            return NULL;
+        }
+        if (v->count)
+            memcpy(n, v->items, v->count * sizeof *n);
+        v->items = n;
+        v->cap = cap;
+    }
+    kiln_block *b = &v->items[v->count];
+    v->count += more;
+    return b;
+}
+
+static const char *const block_types[] = {"heading", "paragraph", "list",       "table",
+                                          "image",   "chart",     "page_break", "toc",
+                                          "code",    "quote",     "rule",       "markdown",
+                                          NULL};
+
+static void parse_block(kiln_pctx *c, const json_t *b, block_vec *vec)
+{
+    static const char *const heading_m[] = {"type", "level", "text", "runs", NULL};
+    static const char *const para_m[] = {"type", "text", "runs", "align", NULL};
+    static const char *const list_m[] = {"type", "ordered", "start", "items", NULL};
+    static const char *const table_m[] = {"type",   "columns", "rows", "data",
+                                          "caption", "header", "name", NULL};
+    static const char *const image_m[] = {"type", "image", "caption", "width", NULL};
+    static const char *const chart_extra[] = {"type", "caption", NULL};
+    static const char *const bare_m[] = {"type", NULL};
+    static const char *const toc_m[] = {"type", "title", "levels", NULL};
+    static const char *const code_m[] = {"type", "text", "language", NULL};
+    static const char *const quote_m[] = {"type", "text", "runs", "attribution", NULL};
+    static const char *const md_m[] = {"type", "text", NULL};
+    static const char *const aligns[] = {"left", "center", "right", "justify", NULL};
+
+    if (!json_is_object(b)) {
+        kiln_perr(c, NULL, "expected a block object with a \"type\"");
+        return;
+    }
+    int type = -1;
+    if (kiln_get_enum(c, b, "type", block_types, &type) != 0)
+        return;
+    if (type < 0) {
+        kiln_perr(c, NULL, "missing \"type\"");
+        return;
+    }
+    if (type == 11) { /* markdown */
+        kiln_check_members(c, b, md_m);
+        const json_t *t = json_object_get(b, "text");
+        if (!json_is_string(t)) {
+            kiln_perr(c, t ? "text" : NULL, t ? "expected a string" : "missing \"text\"");
+            return;
+        }
+        kiln_block *blocks = NULL;
+        size_t n = 0;
+        kiln_error e;
+        const char *ptr = kiln_ptr_dup(c, NULL);
+        if (!ptr)
+            return;
+        if (kiln_markdown_to_blocks(c->arena, json_string_value(t), json_string_length(t), ptr,
+                                    &c->lim, c->keepalive, &blocks, &n, &e) != KILN_E_OK) {
+            if (!e.pointer[0])
+                snprintf(e.pointer, sizeof e.pointer, "%s", ptr);
+            kiln_errors_add(c->errs, &e);
+            return;
+        }
+        kiln_block *dst = n ? vec_push(c, vec, n) : NULL;
+        if (dst)
+            memcpy(dst, blocks, n * sizeof *dst);
+        return;
+    }
+    kiln_block *bl = vec_push(c, vec, 1);
+    if (!bl)
+        return;
+    bl->pointer = kiln_ptr_dup(c, NULL);
+    switch (type) {
+    case 0: {
+        bl->kind = KILN_BLOCK_HEADING;
+        kiln_check_members(c, b, heading_m);
+        int64_t lv = 1;
+        kiln_get_int(c, b, "level", 1, 6, &lv);
+        bl->level = (int)lv;
+        kiln_parse_text(c, b, &bl->text, 1);
+        break;
+    }
+    case 1: {
+        bl->kind = KILN_BLOCK_PARAGRAPH;
+        kiln_check_members(c, b, para_m);
+        kiln_parse_text(c, b, &bl->text, 1);
+        int a = -1;
+        kiln_get_enum(c, b, "align", aligns, &a);
+        bl->align = a < 0 ? KILN_ALIGN_DEFAULT : (kiln_align)(a + 1);
+        break;
+    }
+    case 2: {
+        bl->kind = KILN_BLOCK_LIST;
+        kiln_check_members(c, b, list_m);
+        kiln_get_bool(c, b, "ordered", &bl->list.ordered);
+        int64_t start = 1;
+        kiln_get_int(c, b, "start", 0, 2147483647, &start);
+        bl->list.start = (int)start;
+        const json_t *items = json_object_get(b, "items");
+        if (!items) {
+            kiln_perr(c, NULL, "missing \"items\"");
+            break;
+        }
+        size_t saved = kiln_ptr_push(&c->ptr, "items");
+        kiln_parse_list_items(c, items, &bl->list, 1);
+        kiln_ptr_pop(&c->ptr, saved);
+        break;
+    }
+    case 3:
+        bl->kind = KILN_BLOCK_TABLE;
+        kiln_check_members(c, b, table_m);
+        bl->table = parse_table(c, b);
+        break;
+    case 4: {
+        bl->kind = KILN_BLOCK_IMAGE;
+        kiln_check_members(c, b, image_m);
+        kiln_get_string(c, b, "caption", &bl->caption);
+        kiln_get_length(c, b, "width", 1, 14400, &bl->width_pt);
+        const json_t *im = json_object_get(b, "image");
+        if (!im) {
+            kiln_perr(c, NULL, "missing \"image\"");
+            break;
+        }
+        size_t saved = kiln_ptr_push(&c->ptr, "image");
+        bl->image = kiln_parse_image(c, im);
+        kiln_ptr_pop(&c->ptr, saved);
+        break;
+    }
+    case 5:
+        bl->kind = KILN_BLOCK_CHART;
+        bl->chart = kiln_arena_alloc(c->arena, sizeof *bl->chart);
+        if (!bl->chart) {
+            kiln_pnomem(c);
+            break;
+        }
+        kiln_parse_chart(c, b, bl->chart, KILN_IN_BLOCK, chart_extra);
+        break;
+    case 6:
+        bl->kind = KILN_BLOCK_PAGE_BREAK;
+        kiln_check_members(c, b, bare_m);
+        break;
+    case 7: {
+        bl->kind = KILN_BLOCK_TOC;
+        kiln_check_members(c, b, toc_m);
+        bl->title = "Contents";
+        kiln_get_string(c, b, "title", &bl->title);
+        int64_t lv = 3;
+        kiln_get_int(c, b, "levels", 1, 6, &lv);
+        bl->level = (int)lv;
+        break;
+    }
+    case 8:
+        bl->kind = KILN_BLOCK_CODE;
+        kiln_check_members(c, b, code_m);
+        if (kiln_get_string(c, b, "text", &bl->code) == 0 && !bl->code)
+            kiln_perr(c, NULL, "missing \"text\"");
+        kiln_get_string(c, b, "language", &bl->language);
+        break;
+    case 9:
+        bl->kind = KILN_BLOCK_QUOTE;
+        kiln_check_members(c, b, quote_m);
+        kiln_parse_text(c, b, &bl->text, 1);
+        kiln_get_string(c, b, "attribution", &bl->attribution);
+        break;
+    case 10:
+        bl->kind = KILN_BLOCK_RULE;
+        kiln_check_members(c, b, bare_m);
+        break;
+    }
+}
+
+void kiln_parse_blocks(kiln_pctx *c, const json_t *arr)
+{
+    size_t saved = kiln_ptr_push(&c->ptr, "blocks");
+    if (!json_is_array(arr)) {
+        kiln_perr(c, NULL, "expected an array of blocks");
+        kiln_ptr_pop(&c->ptr, saved);
+        return;
+    }
+    block_vec vec = {0};
+    size_t n = json_array_size(arr);
+    for (size_t i = 0; i < n && !c->nomem; i++) {
+        size_t s2 = kiln_ptr_push_index(&c->ptr, i);
+        parse_block(c, json_array_get(arr, i), &vec);
+        kiln_ptr_pop(&c->ptr, s2);
+    }
+    c->doc->blocks = vec.items;
+    c->doc->block_count = vec.count;
+    kiln_ptr_pop(&c->ptr, saved);
+}
+
+/* ---- slides ---- */
+
+static void parse_slide(kiln_pctx *c, const json_t *s, kiln_slide *sl)
+{
+    static const char *const allowed[] = {"layout", "title", "subtitle", "bullets", "left",
+                                          "right",  "table", "image",    "chart",   "notes",
+                                          NULL};
+    static const char *const layouts[] = {"title", "section", "content", "two_column", "table",
+                                          "image", "chart",   "blank",   NULL};
+    static const char *const table_m[] = {"columns", "rows", "data", "caption", "header",
+                                          "name", NULL};
+    static const char *const lists[] = {"bullets", "left", "right"};
+    sl->layout = KILN_LAYOUT_CONTENT;
+    sl->pointer = kiln_ptr_dup(c, NULL);
+    if (!json_is_object(s)) {
+        kiln_perr(c, NULL, "expected a slide object");
+        return;
+    }
+    kiln_check_members(c, s, allowed);
+    int layout = KILN_LAYOUT_CONTENT;
+    kiln_get_enum(c, s, "layout", layouts, &layout);
+    sl->layout = (kiln_layout)layout;
+    kiln_get_string(c, s, "title", &sl->title);
+    kiln_get_string(c, s, "subtitle", &sl->subtitle);
+    kiln_get_string(c, s, "notes", &sl->notes);
+    kiln_list *targets[] = {&sl->bullets, &sl->left, &sl->right};
+    for (size_t i = 0; i < 3; i++) {
+        const json_t *items = json_object_get(s, lists[i]);
+        if (!items)
+            continue;
+        size_t saved = kiln_ptr_push(&c->ptr, lists[i]);
+        targets[i]->start = 1;
+        kiln_parse_list_items(c, items, targets[i], 1);
+        kiln_ptr_pop(&c->ptr, saved);
+    }
+    const json_t *t = json_object_get(s, "table");
+    if (t) {
+        size_t saved = kiln_ptr_push(&c->ptr, "table");
+        if (!json_is_object(t))
+            kiln_perr(c, NULL, "expected a table object");
+        else {
+            kiln_check_members(c, t, table_m);
+            sl->table = parse_table(c, t);
+        }
+        kiln_ptr_pop(&c->ptr, saved);
+    }
+    const json_t *im = json_object_get(s, "image");
+    if (im) {
+        size_t saved = kiln_ptr_push(&c->ptr, "image");
+        sl->image = kiln_parse_image(c, im);
+        kiln_ptr_pop(&c->ptr, saved);
+    }
+    const json_t *ch = json_object_get(s, "chart");
+    if (ch) {
+        size_t saved = kiln_ptr_push(&c->ptr, "chart");
+        sl->chart = kiln_arena_alloc(c->arena, sizeof *sl->chart);
+        if (!sl->chart)
+            kiln_pnomem(c);
+        else
+            kiln_parse_chart(c, ch, sl->chart, KILN_IN_SLIDE, NULL);
+        kiln_ptr_pop(&c->ptr, saved);
+    }
+}
+
+void kiln_parse_slides(kiln_pctx *c, const json_t *arr)
+{
+    size_t saved = kiln_ptr_push(&c->ptr, "slides");
+    if (!json_is_array(arr)) {
+        kiln_perr(c, NULL, "expected an array of slides");
+        kiln_ptr_pop(&c->ptr, saved);
+        return;
+    }
+    size_t n = json_array_size(arr);
+    c->doc->slides = kiln_arena_calloc(c->arena, n ? n : 1, sizeof *c->doc->slides);
+    if (!c->doc->slides) {
+        kiln_pnomem(c);
+        kiln_ptr_pop(&c->ptr, saved);
+        return;
+    }
+    c->doc->slide_count = n;
+    for (size_t i = 0; i < n && !c->nomem; i++) {
+        size_t s2 = kiln_ptr_push_index(&c->ptr, i);
+        parse_slide(c, json_array_get(arr, i), &c->doc->slides[i]);
+        kiln_ptr_pop(&c->ptr, s2);
+    }
+    kiln_ptr_pop(&c->ptr, saved);
+}

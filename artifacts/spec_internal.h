@@ -1,0 +1,228 @@
+/*
+ * spec_internal.h - declarations shared by the spec parser's own files
+ * (spec_parse.c, parse_*.c, rows.c, image.c, cellref.c). Writers include
+ * spec.h only; nothing here is a stable interface.
+ */
+#ifndef KILN_SPEC_INTERNAL_H
+#define KILN_SPEC_INTERNAL_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../common/arena.h"
+#include "../common/error.h"
+#include "spec.h"
+
+/* Everything a kiln_doc owns besides its public members. */
+struct kiln_doc_private {
+    json_t *root;        /* the parsed spec: model strings borrow from it */
+    json_t *keepalive;   /* JSON arrays markdown tables point into */
+    kiln_arena arena;    /* the model itself (the kiln_doc struct included) */
+    kiln_limits limits;  /* limits the doc was parsed with; row readers apply them */
+};
+
+/* What kiln_table_data.private_rows points to for CSV / JSON Lines sources:
+ * the path relative to doc->base_dir, so kiln_rows_open can walk it again
+ * without following symbolic links. */
+typedef struct kiln_data_file {
+    const char *rel_path;
+    const char *display;  /* the path as written in the spec, for messages */
+} kiln_data_file;
+
+/* Longest CSV record / JSON Lines line a reader accepts (the bounded buffer). */
+#define KILN_RECORD_MAX (16u << 20)
+
+/* ---- JSON Pointer building (RFC 6901) ---- */
+#define KILN_PTR_BUF 1024
+typedef struct kiln_ptr {
+    char buf[KILN_PTR_BUF];
+    size_t len;
+} kiln_ptr;
+
+/* Append "/" + escaped segment; returns the previous length for kiln_ptr_pop. */
+size_t kiln_ptr_push(kiln_ptr *p, const char *segment);
+size_t kiln_ptr_push_index(kiln_ptr *p, size_t index);
+void kiln_ptr_pop(kiln_ptr *p, size_t saved_len);
+/* Escape one segment into out (~ -> ~0, / -> ~1); always NUL-terminates. */
+void kiln_ptr_escape(char *out, size_t cap, const char *segment);
+
+/* ---- strings ---- */
+/* Code points in valid UTF-8 of len bytes. */
+size_t kiln_utf8_count(const char *s, size_t len);
+/* Byte offset of the first character XML 1.0 forbids (NUL and other C0
+ * controls except tab/LF/CR, U+FFFE, U+FFFF), or -1 when there is none. */
+long kiln_xml_illegal_at(const char *s, size_t len);
+/* 1 when s is valid UTF-8. */
+int kiln_utf8_valid(const char *s, size_t len);
+
+/* ---- colors, styles and cells (parse_cell.c) ---- */
+/* "#RRGGBB" or "RRGGBB" -> 0xRRGGBB; -1 when malformed. */
+int32_t kiln_color_parse(const char *s);
+
+/*
+ * Convert one JSON cell value under a column type into *out. style is the
+ * scratch the cell's own style (if any) is written into; out->style points at
+ * it. Strings are borrowed from v. On error returns -1 and fills err with a
+ * pointer RELATIVE to the cell ("" for the cell itself, "/style/bold" for a
+ * member) that the caller prefixes with the cell's own pointer.
+ */
+int kiln_cell_from_json(const json_t *v, kiln_column_type type, const kiln_limits *lim,
+                        kiln_cell *out, kiln_style *style, kiln_error *err);
+/* Parse a style object into *st; errors as above (relative pointers). */
+int kiln_style_from_json(const json_t *v, kiln_style *st, kiln_error *err);
+/* Prefix err->pointer with prefix (an absolute pointer). */
+void kiln_error_prefix(kiln_error *err, const char *prefix);
+
+/* Text field conversion for CSV fields under a column type. Returns 0, or -1
+ * with a message (no pointer) in err. text must be NUL-terminated. */
+int kiln_cell_from_text(const char *text, size_t len, kiln_column_type type,
+                        const kiln_limits *lim, kiln_cell *out, kiln_error *err);
+
+/* The scan over a whole JSON tree: nesting depth, strings XML cannot hold, and
+ * the total string bytes. Adds errors (absolute pointers under prefix) to
+ * errs, or when errs is NULL fills err with the first one. Returns the number
+ * of errors found. *string_bytes is increased by the bytes of the strings. */
+size_t kiln_json_scan(const json_t *root, const char *prefix, const kiln_limits *lim,
+                      uint64_t *string_bytes, kiln_errors *errs, kiln_error *err);
+
+/* ---- rows (rows.c) ---- */
+/*
+ * Convert one JSON row (array, or object looked up by column key) of table t
+ * into cells/styles, which need room for max(t->column_count, row length)
+ * entries (callers bound that by lim->columns first; see kiln_json_row_width).
+ * *count gets the number of cells (column_count when columns are given).
+ * Returns the number of errors found. With errs every bad cell is added, with
+ * the pointer rows_ptr + "/" + index + "/" + column (+ member); without errs
+ * the first one goes to err (rows_ptr NULL: pointer relative to the row).
+ */
+size_t kiln_json_row(const json_t *row, const kiln_table_data *t, const kiln_limits *lim,
+                     const char *rows_ptr, uint64_t index, kiln_cell *cells, kiln_style *styles,
+                     size_t *count, kiln_errors *errs, kiln_error *err);
+/* Cells a row needs room for: max(column_count, array length). */
+size_t kiln_json_row_width(const json_t *row, const kiln_table_data *t);
+
+/* Read the first record of a CSV file as column names (arena copies).
+ * Errors as kiln_rows_next reports them. 0 / -1. */
+int kiln_csv_header(const char *base_dir, const kiln_table_data *t, const kiln_limits *lim,
+                    kiln_arena *arena, char ***names, size_t *count, kiln_error *err);
+
+/* Open a reader without a kiln_doc (the parser uses this before the doc is
+ * finished). */
+kiln_status kiln_rows_open_with(const char *base_dir, const kiln_limits *lim,
+                                const kiln_table_data *table, kiln_row_reader **out,
+                                kiln_error *err);
+
+/* ---- references and dates (cellref.c) ---- */
+/* Split an optional sheet prefix ("'My sheet'!A1:B2", "Data!A1") off a range:
+ * *sheet gets the unquoted sheet name in sheet_buf (or NULL when none), *rest
+ * the part after '!'. Returns 0, or -1 when the prefix is malformed. */
+int kiln_ref_split_sheet(const char *ref, char *sheet_buf, size_t cap, const char **sheet,
+                         const char **rest);
+/* Parse ISO 8601 date / date-time into fields; zone designator skipped.
+ * Returns 0 / -1. */
+int kiln_iso_parse(const char *iso, int *y, int *mo, int *d, int *h, int *mi, double *sec,
+                   int *has_time);
+/* Days from 1970-01-01 to the given civil date (proleptic Gregorian). */
+int64_t kiln_days_from_civil(int64_t y, unsigned m, unsigned d);
+
+/* ---- files and images (image.c) ---- */
+/*
+ * Check a spec path (no absolute path, no ".." component, not empty) and
+ * open it relative to base_dir without following a symbolic link in any
+ * component. Returns an fd (O_RDONLY, O_CLOEXEC) for a regular file, or -1
+ * with a reason in why. *is_input is set to 1 when the path was acceptable but
+ * the file could not be opened (KILN_E_INPUT), 0 when the path itself is
+ * refused (KILN_E_INVALID_SPEC).
+ */
+int kiln_open_beneath(const char *base_dir, const char *rel, char *why, size_t why_cap,
+                      int *is_input);
+
+/* Recognise PNG/JPEG bytes and read their size and resolution. 0 / -1 (why). */
+int kiln_image_probe(const unsigned char *data, size_t size, kiln_image *img, char *why,
+                     size_t why_cap);
+
+/* Decode base64 (RFC 4648, padding optional, whitespace ignored) into a new
+ * buffer from arena; -1 on malformed input (why), -2 when the decoded size
+ * would pass max_bytes, -3 out of memory. */
+int kiln_base64_decode(kiln_arena *arena, const char *in, size_t len, uint64_t max_bytes,
+                       unsigned char **out, size_t *out_len, char *why, size_t why_cap);
+
+/* Read the whole regular file fd into arena memory, at most max_bytes.
+ * Returns 0, -1 read error (why), -2 too large (*size gets the file size),
+ * -3 out of memory. Closes nothing. */
+int kiln_read_fd(kiln_arena *arena, int fd, uint64_t max_bytes, unsigned char **out,
+                 size_t *size, char *why, size_t why_cap);
+
+/* ---- the parser's working state (spec_parse.c, parse_content.c) ---- */
+typedef enum { KILN_IN_SHEET, KILN_IN_BLOCK, KILN_IN_SLIDE } kiln_chart_place;
+
+typedef struct kiln_pctx {
+    kiln_doc *doc;
+    kiln_arena *arena;
+    kiln_limits lim;
+    const char *base_dir;
+    int scan_data;
+    kiln_errors *errs;
+    kiln_ptr ptr;              /* pointer of the value being validated */
+    uint32_t image_count;
+    uint64_t image_total;
+    int nomem;                 /* an allocation failed: stop and report once */
+    json_t *keepalive;
+    const char **sheet_names;  /* every sheet's (final) name, for range prefixes */
+    size_t sheet_name_count;
+    const char *cur_sheet;     /* the sheet being validated, or NULL */
+    uint32_t chart_width, chart_height; /* theme.json defaults */
+    const char *table_style;   /* theme.json default */
+} kiln_pctx;
+
+/* Errors at the current pointer, or at member under it (member may be NULL). */
+void kiln_perr(kiln_pctx *c, const char *member, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+void kiln_perr_code(kiln_pctx *c, kiln_status code, const char *member, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+void kiln_perr_limit(kiln_pctx *c, const char *member, uint64_t limit, uint64_t actual,
+                     const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+/* Add a ready error (its pointer relative to the current one). */
+void kiln_perr_rel(kiln_pctx *c, kiln_error *e);
+void kiln_pnomem(kiln_pctx *c);
+/* Report members of obj that are not in allowed (NULL-terminated). Returns
+ * how many there were. */
+size_t kiln_check_members(kiln_pctx *c, const json_t *obj, const char *const *allowed);
+/* Arena copy of the current pointer (plus member). */
+const char *kiln_ptr_dup(kiln_pctx *c, const char *member);
+
+/* Member getters: absent members leave *out alone and return 0; a wrong
+ * type reports an error at the member and returns -1. */
+int kiln_get_string(kiln_pctx *c, const json_t *obj, const char *key, const char **out);
+int kiln_get_bool(kiln_pctx *c, const json_t *obj, const char *key, int *out);
+int kiln_get_number(kiln_pctx *c, const json_t *obj, const char *key, double min, double max,
+                    double *out);
+int kiln_get_int(kiln_pctx *c, const json_t *obj, const char *key, int64_t min, int64_t max,
+                 int64_t *out);
+/* names NULL-terminated; *out = index. expected: text for the message. */
+int kiln_get_enum(kiln_pctx *c, const json_t *obj, const char *key, const char *const *names,
+                  int *out);
+int kiln_get_color(kiln_pctx *c, const json_t *obj, const char *key, int32_t *out);
+/* A length (number of points or "20mm", "2.5cm", "1in", "72pt"). */
+int kiln_get_length(kiln_pctx *c, const json_t *obj, const char *key, double min, double max,
+                    double *out);
+/* Sheet-name rules without uniqueness; NULL when fine, else what is wrong. */
+const char *kiln_sheet_name_problem(const char *name, size_t len);
+
+/* Tables (spec_parse.c): columns + rows/data + header of obj into td. */
+void kiln_parse_table_data(kiln_pctx *c, const json_t *obj, kiln_table_data *td);
+
+/* Content (parse_content.c). */
+void kiln_parse_blocks(kiln_pctx *c, const json_t *arr);
+void kiln_parse_slides(kiln_pctx *c, const json_t *arr);
+/* Parse a chart object at the current pointer. extra: additional allowed
+ * members (NULL-terminated) beyond the chart's own. */
+void kiln_parse_chart(kiln_pctx *c, const json_t *obj, kiln_chart *ch, kiln_chart_place place,
+                      const char *const *extra);
+/* An image object at the current pointer; NULL on error (reported). */
+kiln_image *kiln_parse_image(kiln_pctx *c, const json_t *v);
+int kiln_parse_text(kiln_pctx *c, const json_t *obj, kiln_text *out, int required);
+void kiln_parse_list_items(kiln_pctx *c, const json_t *arr, kiln_list *list, uint32_t depth);
+
+#endif

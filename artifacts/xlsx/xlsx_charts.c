@@ -1,0 +1,357 @@
+/*
+ * xlsx_charts.c - native Excel charts.
+ *
+ * An Excel chart always reads its data from cells. Categories and values
+ * given as ranges ("B2:B13", "'Other sheet'!B2:B13") are referenced as they
+ * are. Literal categories and values (chart blocks, slides, or sheet charts
+ * written with numbers) are written into one hidden worksheet,
+ * "_kiln_data" (renamed "_kiln_data (2)" … should a sheet of the spec
+ * already use the name; xlsx_writer.c also keeps long validation lists
+ * there), and referenced there: a block per chart,
+ * stacked downwards, with a header row of series names, then one row per
+ * category (category in column A, series values in B, C, …). A hidden sheet
+ * keeps the user's sheets exactly as specified (no stray cells to the right
+ * of their data, no interference with their autofilter, table or widths),
+ * and it is written strictly top to bottom, so it works in constant_memory
+ * mode too.
+ *
+ * In constant_memory mode libxlsxwriter cannot read cells back, so charts are
+ * written without cached values (Excel and LibreOffice read the cells when
+ * they open the file; a viewer that only draws caches shows an empty chart).
+ *
+ * Axis titles follow the data, not the orientation: x_axis titles the
+ * category axis and y_axis the value axis for every kind, so a column chart
+ * turned into a bar chart keeps its titles on the right axes (in a bar chart
+ * the category axis is the vertical one).
+ *
+ * A literal title or series name starting with "=" would be read by
+ * libxlsxwriter as a cell reference, so it gets a leading space.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "xlsx_internal.h"
+
+int xlsx_chart_needs_data(const kiln_chart *chart)
+{
+    if (!chart->categories_ref && chart->category_count > 0)
+        return 1;
+    for (size_t i = 0; i < chart->series_count; i++)
+        if (!chart->series[i].values_ref)
+            return 1;
+    return 0;
+}
+
+static uint8_t chart_type(const kiln_chart *c)
+{
+    switch (c->kind) {
+    case KILN_CHART_COLUMN: return c->stacked ? LXW_CHART_COLUMN_STACKED : LXW_CHART_COLUMN;
+    case KILN_CHART_BAR: return c->stacked ? LXW_CHART_BAR_STACKED : LXW_CHART_BAR;
+    case KILN_CHART_LINE: return LXW_CHART_LINE;
+    case KILN_CHART_PIE: return LXW_CHART_PIE;
+    case KILN_CHART_DOUGHNUT: return LXW_CHART_DOUGHNUT;
+    case KILN_CHART_SCATTER: return LXW_CHART_SCATTER_STRAIGHT_WITH_MARKERS;
+    case KILN_CHART_AREA: return c->stacked ? LXW_CHART_AREA_STACKED : LXW_CHART_AREA;
+    }
+    return LXW_CHART_COLUMN;
+}
+
+static uint8_t legend_position(kiln_legend l)
+{
+    switch (l) {
+    case KILN_LEGEND_LEFT: return LXW_CHART_LEGEND_LEFT;
+    case KILN_LEGEND_TOP: return LXW_CHART_LEGEND_TOP;
+    case KILN_LEGEND_BOTTOM: return LXW_CHART_LEGEND_BOTTOM;
+    case KILN_LEGEND_NONE: return LXW_CHART_LEGEND_NONE;
+    default: return LXW_CHART_LEGEND_RIGHT;
+    }
+}
+
+/* A literal text libxlsxwriter must not mistake for a reference. */
+static const char *literal(xlsx_chart_ctx *ctx, const char *s)
+{
+    if (!s || s[0] != '=')
+        return s;
+    return kiln_arena_printf(ctx->arena, " %s", s);
+}
+
+typedef struct resolved {
+    const char *sheet; /* canonical sheet name */
+    kiln_range range;
+} resolved;
+
+/*
+ * "B2:B13", "Data!B2:B13", "'My data'!B2:B13" -> sheet and range. A missing
+ * sheet prefix means the chart's own sheet. The sheet must be one the
+ * workbook has: libxlsxwriter would otherwise only print a warning.
+ */
+static kiln_status resolve_ref(xlsx_chart_ctx *ctx, const xlsx_plan_sheet *own,
+                               const char *ref, int single_cell, const char *pointer,
+                               resolved *out, kiln_error *err)
+{
+    char sheet[256];
+    const char *rest = ref;
+    const char *name = NULL;
+    if (ref[0] == '\'') {
+        size_t n = 0;
+        const char *p = ref + 1;
+        for (;;) {
+            if (*p == '\0' || n + 1 >= sizeof sheet)
+                goto fail_syntax;
+            if (*p == '\'') {
+                if (p[1] == '\'') {
+                    sheet[n++] = '\'';
+                    p += 2;
+                    continue;
+                }
+                break;
+            }
+            sheet[n++] = *p++;
+        }
+        if (p[1] != '!')
+            goto fail_syntax;
+        sheet[n] = '\0';
+        name = sheet;
+        rest = p + 2;
+    } else {
+        const char *bang = strchr(ref, '!');
+        if (bang) {
+            size_t n = (size_t)(bang - ref);
+            if (n == 0 || n >= sizeof sheet)
+                goto fail_syntax;
+            memcpy(sheet, ref, n);
+            sheet[n] = '\0';
+            name = sheet;
+            rest = bang + 1;
+        }
+    }
+    if (kiln_range_parse(rest, &out->range) != 0)
+        goto fail_syntax;
+    if (single_cell && (out->range.first_row != out->range.last_row ||
+                        out->range.first_col != out->range.last_col))
+        goto fail_syntax;
+    if (!name) {
+        out->sheet = own->name;
+        return KILN_E_OK;
+    }
+    const xlsx_plan_sheet *target = xlsx_plan_find(ctx->plan, name);
+    if (!target)
+        return kiln_error_set(err, KILN_E_INVALID_SPEC, pointer,
+                              "the chart refers to sheet '%s', which the workbook does not "
+                              "have", name);
+    out->sheet = target->name;
+    return KILN_E_OK;
+
+fail_syntax:
+    return kiln_error_set(err, KILN_E_INVALID_SPEC, pointer, "'%s' is not a %s", ref,
+                          single_cell ? "cell reference" : "cell range");
+}
+
+static kiln_status lxw_fail(xlsx_chart_ctx *ctx, lxw_error e, const char *pointer,
+                            kiln_error *err)
+{
+    ctx->lxw_err = e;
+    return xlsx_lxw_error(err, e, pointer, "writing a chart");
+}
+
+/* Write the chart's literal data into the hidden sheet; *base gets the
+ * block's header row. */
+static kiln_status write_literal_data(xlsx_chart_ctx *ctx, const kiln_chart *c, uint32_t *base,
+                                      kiln_error *err)
+{
+    lxw_worksheet *ws = ctx->data_ws;
+    uint32_t row = ctx->data_row;
+    size_t n = c->categories_ref ? 0 : c->category_count;
+    lxw_error e;
+    *base = row;
+    for (size_t s = 0; s < c->series_count; s++) {
+        const kiln_series *se = &c->series[s];
+        if (!se->values_ref && se->value_count > n)
+            n = se->value_count;
+        if (se->name && !se->values_ref) {
+            e = worksheet_write_string(ws, row, (lxw_col_t)(1 + s), se->name, NULL);
+            if (e)
+                return lxw_fail(ctx, e, c->pointer, err);
+        }
+    }
+    if (n + 2 > (size_t)LXW_ROW_MAX - row)
+        return kiln_error_limit(err, KILN_E_LIMIT, c->pointer, LXW_ROW_MAX, row + n,
+                                "the charts' literal data does not fit in one sheet");
+    for (size_t i = 0; i < n; i++) {
+        uint32_t r = row + 1 + (uint32_t)i;
+        if (!c->categories_ref && i < c->category_count) {
+            const kiln_category *cat = &c->categories[i];
+            e = cat->is_number ? worksheet_write_number(ws, r, 0, cat->number, NULL)
+                               : worksheet_write_string(ws, r, 0, cat->text, NULL);
+            if (e)
+                return lxw_fail(ctx, e, c->pointer, err);
+        }
+        for (size_t s = 0; s < c->series_count; s++) {
+            const kiln_series *se = &c->series[s];
+            if (se->values_ref || i >= se->value_count)
+                continue;
+            e = worksheet_write_number(ws, r, (lxw_col_t)(1 + s), se->values[i], NULL);
+            if (e)
+                return lxw_fail(ctx, e, c->pointer, err);
+        }
+    }
+    ctx->data_row = row + (uint32_t)n + 2;
+    return KILN_E_OK;
+}
+
+static lxw_color_t series_color(const xlsx_chart_ctx *ctx, const kiln_series *se, size_t i)
+{
+    if (se->color != KILN_COLOR_NONE)
+        return xlsx_color(se->color);
+    if (ctx->theme->accent_count > 0)
+        return xlsx_color(ctx->theme->accent_colors[i % (size_t)ctx->theme->accent_count]);
+    return LXW_COLOR_UNSET;
+}
+
+/* Pie and doughnut slices take the accent colors in turn. */
+static kiln_status color_points(xlsx_chart_ctx *ctx, lxw_chart_series *s, size_t count,
+                                const char *pointer, kiln_error *err)
+{
+    if (ctx->theme->accent_count <= 0 || count == 0)
+        return KILN_E_OK;
+    if (count > 255)
+        count = 255;
+    lxw_chart_point *pts = kiln_arena_calloc(ctx->arena, count, sizeof *pts);
+    lxw_chart_fill *fills = kiln_arena_calloc(ctx->arena, count, sizeof *fills);
+    lxw_chart_point **list = kiln_arena_calloc(ctx->arena, count + 1, sizeof *list);
+    if (!pts || !fills || !list)
+        return kiln_error_set(err, KILN_E_NOMEM, pointer, "out of memory");
+    for (size_t i = 0; i < count; i++) {
+        fills[i].color =
+            xlsx_color(ctx->theme->accent_colors[i % (size_t)ctx->theme->accent_count]);
+        pts[i].fill = &fills[i];
+        list[i] = &pts[i];
+    }
+    lxw_error e = chart_series_set_points(s, list);
+    return e ? lxw_fail(ctx, e, pointer, err) : KILN_E_OK;
+}
+
+kiln_status xlsx_chart_insert(xlsx_chart_ctx *ctx, xlsx_plan_sheet *sheet,
+                              const kiln_chart *c, uint32_t row, uint32_t col,
+                              kiln_error *err)
+{
+    kiln_status st;
+    char ptr[KILN_POINTER_MAX];
+    const char *cp = c->pointer ? c->pointer : "";
+    int is_pie = c->kind == KILN_CHART_PIE || c->kind == KILN_CHART_DOUGHNUT;
+    uint32_t base = 0;
+    resolved cats = {0}, vals, nm;
+
+    if (c->series_count == 0)
+        return kiln_error_set(err, KILN_E_INVALID_SPEC, cp, "a chart needs a series");
+    if (xlsx_chart_needs_data(c)) {
+        st = write_literal_data(ctx, c, &base, err);
+        if (st != KILN_E_OK)
+            return st;
+    }
+    if (c->categories_ref) {
+        snprintf(ptr, sizeof ptr, "%s/categories", cp);
+        st = resolve_ref(ctx, sheet, c->categories_ref, 0, ptr, &cats, err);
+        if (st != KILN_E_OK)
+            return st;
+    }
+
+    lxw_chart *chart = workbook_add_chart(ctx->wb, chart_type(c));
+    if (!chart)
+        return kiln_error_set(err, KILN_E_NOMEM, cp, "out of memory creating a chart");
+    if (c->title)
+        chart_title_set_name(chart, literal(ctx, c->title));
+
+    for (size_t i = 0; i < c->series_count; i++) {
+        const kiln_series *se = &c->series[i];
+        lxw_chart_series *s = chart_add_series(chart, NULL, NULL);
+        if (!s)
+            return kiln_error_set(err, KILN_E_NOMEM, cp, "out of memory creating a chart");
+        size_t points = 0;
+
+        if (c->categories_ref) {
+            chart_series_set_categories(s, cats.sheet, cats.range.first_row,
+                                        (lxw_col_t)cats.range.first_col, cats.range.last_row,
+                                        (lxw_col_t)cats.range.last_col);
+        } else if (c->category_count > 0) {
+            chart_series_set_categories(s, ctx->data_name, base + 1, 0,
+                                        base + (uint32_t)c->category_count, 0);
+        }
+
+        if (se->values_ref) {
+            snprintf(ptr, sizeof ptr, "%s/series/%zu/values", cp, i);
+            st = resolve_ref(ctx, sheet, se->values_ref, 0, ptr, &vals, err);
+            if (st != KILN_E_OK)
+                return st;
+            chart_series_set_values(s, vals.sheet, vals.range.first_row,
+                                    (lxw_col_t)vals.range.first_col, vals.range.last_row,
+                                    (lxw_col_t)vals.range.last_col);
+            points = (size_t)(vals.range.last_row - vals.range.first_row + 1) *
+                     (vals.range.last_col - vals.range.first_col + 1);
+        } else if (se->value_count > 0) {
+            chart_series_set_values(s, ctx->data_name, base + 1, (lxw_col_t)(1 + i),
+                                    base + (uint32_t)se->value_count, (lxw_col_t)(1 + i));
+            points = se->value_count;
+        }
+
+        if (se->name_ref) {
+            snprintf(ptr, sizeof ptr, "%s/series/%zu/name", cp, i);
+            st = resolve_ref(ctx, sheet, se->name_ref, 1, ptr, &nm, err);
+            if (st != KILN_E_OK)
+                return st;
+            chart_series_set_name_range(s, nm.sheet, nm.range.first_row,
+                                        (lxw_col_t)nm.range.first_col);
+        } else {
+            const char *name = se->name ? literal(ctx, se->name)
+                                        : kiln_arena_printf(ctx->arena, "Series %zu", i + 1);
+            if (!name)
+                return kiln_error_set(err, KILN_E_NOMEM, cp, "out of memory");
+            chart_series_set_name(s, name);
+        }
+
+        if (is_pie) {
+            if (se->color == KILN_COLOR_NONE) {
+                st = color_points(ctx, s, points, cp, err);
+                if (st != KILN_E_OK)
+                    return st;
+            } else {
+                lxw_chart_fill fill = {.color = xlsx_color(se->color)};
+                chart_series_set_fill(s, &fill);
+            }
+            continue;
+        }
+        lxw_color_t color = series_color(ctx, se, i);
+        if (color == LXW_COLOR_UNSET)
+            continue;
+        if (c->kind == KILN_CHART_LINE || c->kind == KILN_CHART_SCATTER) {
+            lxw_chart_line line = {.color = color, .width = 2.25f};
+            lxw_chart_fill fill = {.color = color};
+            chart_series_set_line(s, &line);
+            chart_series_set_marker_fill(s, &fill);
+            chart_series_set_marker_line(s, &line);
+        } else {
+            lxw_chart_fill fill = {.color = color};
+            chart_series_set_fill(s, &fill);
+        }
+    }
+
+    if (!is_pie) {
+        /* libxlsxwriter's bar chart has the category axis as y_axis. */
+        lxw_chart_axis *cat_axis = c->kind == KILN_CHART_BAR ? chart->y_axis : chart->x_axis;
+        lxw_chart_axis *val_axis = c->kind == KILN_CHART_BAR ? chart->x_axis : chart->y_axis;
+        if (c->x_title)
+            chart_axis_set_name(cat_axis, literal(ctx, c->x_title));
+        if (c->y_title)
+            chart_axis_set_name(val_axis, literal(ctx, c->y_title));
+    }
+    chart_legend_set_position(chart, legend_position(c->legend));
+
+    lxw_chart_options opt = {0};
+    opt.x_scale = (c->width_px ? c->width_px : 480) / 480.0;
+    opt.y_scale = (c->height_px ? c->height_px : 288) / 288.0;
+    opt.description = (char *)(c->title ? c->title : NULL);
+    lxw_error e = worksheet_insert_chart_opt(sheet->ws, row, (lxw_col_t)col, chart, &opt);
+    if (e)
+        return lxw_fail(ctx, e, cp, err);
+    return KILN_E_OK;
+}

@@ -1,0 +1,194 @@
+"""Shared fixtures for Kiln's end-to-end tests.
+
+The binary under test comes from $KILN_BIN (default bin/kiln; a relative path is
+taken relative to the repository root). ooxml-check comes from $OOXML_CHECK
+(default ../shared/tools/ooxml-check beside the repository). A missing tool is a
+test failure with a message saying what to install, never a silent skip.
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+SAMPLES = REPO / "samples"
+E2E_DIR = Path(__file__).resolve().parent
+
+
+def _resolve(env, default):
+    p = Path(os.environ.get(env) or default)
+    if not p.is_absolute():
+        p = REPO / p
+    return p
+
+
+KILN_BIN = _resolve("KILN_BIN", "bin/kiln")
+OOXML_CHECK = _resolve("OOXML_CHECK", REPO.parent / "shared" / "tools" / "ooxml-check")
+
+
+# --------------------------------------------------------------------------- helpers
+
+def run_kiln(*args, input=None, timeout=300, cwd=None, env=None):
+    """Run the binary; returns CompletedProcess with bytes stdout/stderr."""
+    if not (KILN_BIN.is_file() and os.access(KILN_BIN, os.X_OK)):
+        pytest.fail("kiln binary not found at %s (build it with `make`, or set KILN_BIN)" % KILN_BIN)
+    if isinstance(input, str):
+        input = input.encode("utf-8")
+    return subprocess.run([str(KILN_BIN)] + [str(a) for a in args], input=input,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout,
+                          cwd=cwd, env=env)
+
+
+def out_text(proc):
+    return proc.stdout.decode("utf-8", "replace")
+
+
+def err_text(proc):
+    return proc.stderr.decode("utf-8", "replace")
+
+
+def describe(proc):
+    return "exit %s\n--- stdout:\n%s\n--- stderr:\n%s" % (
+        proc.returncode, out_text(proc)[:3000], err_text(proc)[:3000])
+
+
+def write_spec(directory, spec, name="spec.json"):
+    """Write a spec (dict -> JSON, or str/bytes as is) and return its path."""
+    path = Path(directory) / name
+    if isinstance(spec, (dict, list)):
+        path.write_text(json.dumps(spec, ensure_ascii=False), encoding="utf-8")
+    elif isinstance(spec, str):
+        path.write_text(spec, encoding="utf-8")
+    else:
+        path.write_bytes(spec)
+    return path
+
+
+def render_ok(spec_path, out_path, *extra, timeout=300):
+    """Render and assert success; returns the output path."""
+    proc = run_kiln("render", spec_path, "-o", out_path, *extra, timeout=timeout)
+    assert proc.returncode == 0, "render %s failed: %s" % (spec_path, describe(proc))
+    assert Path(out_path).is_file(), "render exited 0 but wrote no %s" % out_path
+    return Path(out_path)
+
+
+def listing(directory):
+    """Every entry of a directory (hidden ones too) with size and mtime."""
+    d = Path(directory)
+    result = {}
+    for name in sorted(os.listdir(d)):
+        st = os.lstat(d / name)
+        result[name] = (st.st_size, st.st_mtime_ns)
+    return result
+
+
+def ooxml_check(*files, timeout=900):
+    """Run ooxml-check on files; returns CompletedProcess (text)."""
+    if not OOXML_CHECK.is_file():
+        pytest.fail("ooxml-check not found at %s (set OOXML_CHECK, or put shared/ beside the repo)"
+                    % OOXML_CHECK)
+    return subprocess.run([sys.executable, str(OOXML_CHECK), "--quiet"] + [str(f) for f in files],
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                          timeout=timeout)
+
+
+def assert_ooxml_ok(*files):
+    proc = ooxml_check(*files)
+    assert proc.returncode == 0, "ooxml-check failed:\n" + proc.stdout[-6000:]
+
+
+def soffice_convert(files, outdir, timeout=300):
+    """Convert files to PDF with one LibreOffice call (private profile).
+    Returns (CompletedProcess, {file: pdf path or None})."""
+    soffice = shutil.which("soffice") or shutil.which("libreoffice")
+    if not soffice:
+        pytest.fail("LibreOffice (soffice) is not installed: apt-get install libreoffice-calc-nogui")
+    outdir = Path(outdir)
+    outdir.mkdir(parents=True, exist_ok=True)
+    profile = outdir / "lo-profile"
+    cmd = [soffice, "-env:UserInstallation=" + profile.resolve().as_uri(), "--headless",
+           "--norestore", "--convert-to", "pdf", "--outdir", str(outdir)] + [str(f) for f in files]
+    env = dict(os.environ, HOME=str(outdir))
+    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                          timeout=timeout, env=env)
+    pdfs = {}
+    for f in files:
+        pdf = outdir / (Path(f).stem + ".pdf")
+        pdfs[Path(f)] = pdf if pdf.is_file() and pdf.stat().st_size > 0 else None
+    return proc, pdfs
+
+
+def load_json(path):
+    with open(path, encoding="utf-8") as fh:
+        return json.load(fh)
+
+
+def sample_specs():
+    return sorted(p for p in SAMPLES.glob("*.json"))
+
+
+# --------------------------------------------------------------------------- fixtures
+
+@pytest.fixture(scope="session")
+def kiln_bin():
+    if not KILN_BIN.is_file():
+        pytest.fail("kiln binary not found at %s (build it with `make`, or set KILN_BIN)" % KILN_BIN)
+    if not os.access(KILN_BIN, os.X_OK):
+        pytest.fail("%s is not executable" % KILN_BIN)
+    return KILN_BIN
+
+
+@pytest.fixture
+def outdir(tmp_path):
+    """An empty directory for outputs (separate from where specs are written)."""
+    d = tmp_path / "out"
+    d.mkdir()
+    return d
+
+
+@pytest.fixture
+def specdir(tmp_path):
+    d = tmp_path / "spec"
+    d.mkdir()
+    return d
+
+
+@pytest.fixture(scope="session")
+def sample_data_ready():
+    """samples/data/*.csv are generated (`make samples`); generate them when missing."""
+    gen = SAMPLES / "make_data.py"
+    csv_200k = SAMPLES / "data" / "export_200k.csv"
+    if not csv_200k.is_file():
+        if not gen.is_file():
+            pytest.fail("samples/data/export_200k.csv is missing and samples/make_data.py does not exist")
+        proc = subprocess.run([sys.executable, str(gen)], cwd=str(REPO), stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True, timeout=600)
+        assert proc.returncode == 0, "samples/make_data.py failed:\n" + proc.stdout[-3000:]
+        assert csv_200k.is_file(), "samples/make_data.py did not write %s" % csv_200k
+    return True
+
+
+@pytest.fixture(scope="session")
+def rendered_samples(tmp_path_factory, kiln_bin, sample_data_ready):
+    """Every samples/*.json rendered to xlsx once per session: {stem: (spec_path, xlsx_path, seconds)}."""
+    specs = sample_specs()
+    d = tmp_path_factory.mktemp("samples")
+    result = {}
+    failures = [] if specs else ["no samples/*.json found"]
+    for spec in specs:
+        out = d / (spec.stem + ".xlsx")
+        t0 = time.monotonic()
+        proc = run_kiln("render", spec, "-o", out, timeout=600)
+        dt = time.monotonic() - t0
+        if proc.returncode != 0 or not out.is_file():
+            failures.append("%s: %s" % (spec.name, describe(proc)))
+            result[spec.stem] = (spec, None, dt)
+        else:
+            result[spec.stem] = (spec, out, dt)
+    result["_failures"] = failures
+    return result
