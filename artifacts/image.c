@@ -164,12 +164,6 @@ static int b64val(unsigned char c)
 int kiln_base64_decode(kiln_arena *arena, const char *in, size_t len, uint64_t max_bytes,
                        unsigned char **out, size_t *out_len, char *why, size_t why_cap)
 {
-    /* A data: URL prefix is what browsers and assistants often paste. */
-    const char *comma = len > 5 && strncmp(in, "data:", 5) == 0 ? memchr(in, ',', len) : NULL;
-    if (comma) {
-        len -= (size_t)(comma + 1 - in);
-        in = comma + 1;
-    }
     size_t upper = len / 4 * 3 + 3;
     if ((uint64_t)(len / 4 * 3) > max_bytes + 3) {
         *out_len = len / 4 * 3;

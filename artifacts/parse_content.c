@@ -101,12 +101,13 @@ int kiln_parse_text(kiln_pctx *c, const json_t *obj, kiln_text *out, int require
     if (runs) {
         size_t saved = kiln_ptr_push(&c->ptr, "runs");
         size_t n = json_is_array(runs) ? json_array_size(runs) : 0;
-        if (!json_is_array(runs)) {
-            kiln_perr(c, NULL, "expected an array of runs");
+        if (!n) {
+            kiln_perr(c, NULL, json_is_array(runs) ? "expected at least one run"
+                                                   : "expected an array of runs");
             kiln_ptr_pop(&c->ptr, saved);
             return -1;
         }
-        out->runs = kiln_arena_calloc(c->arena, n ? n : 1, sizeof *out->runs);
+        out->runs = kiln_arena_calloc(c->arena, n, sizeof *out->runs);
         if (!out->runs) {
             kiln_pnomem(c);
             kiln_ptr_pop(&c->ptr, saved);
@@ -144,7 +145,11 @@ void kiln_parse_list_items(kiln_pctx *c, const json_t *arr, kiln_list *list, uin
         return;
     }
     size_t n = json_array_size(arr);
-    list->items = kiln_arena_calloc(c->arena, n ? n : 1, sizeof *list->items);
+    if (n == 0) {
+        kiln_perr(c, NULL, "expected at least one list item (an empty list would show nothing)");
+        return;
+    }
+    list->items = kiln_arena_calloc(c->arena, n, sizeof *list->items);
     if (!list->items) {
         kiln_pnomem(c);
         return;
@@ -243,6 +248,10 @@ kiln_image *kiln_parse_image(kiln_pctx *c, const json_t *v)
     } else {
         if (!json_is_string(data)) {
             kiln_perr(c, "data", "expected a base64 string");
+            return NULL;
+        }
+        if (strncasecmp(json_string_value(data), "data:", 5) == 0) {
+            kiln_perr(c, "data", "expected the base64 alone, without a \"data:\" URL prefix");
             return NULL;
         }
         rc = kiln_base64_decode(c->arena, json_string_value(data), json_string_length(data),
@@ -361,14 +370,21 @@ static const char *chart_ref(kiln_pctx *c, const char *member, const json_t *v,
     return quote_sheet(c, sheet, rest);
 }
 
-/* Does a series name read as a cell reference? Only an explicit form counts
- * ("=B1", "Sheet!B1", "'My sheet'!B1"): a bare "Q1" is far more often a name
- * than a reference. */
+/* Does a series name read as a cell reference? Only an explicit form counts:
+ * "=B1" always (a typo in it is an error), and "Sheet!B1" / "'My sheet'!B1"
+ * when it parses as one. A bare "Q1" is far more often a name than a
+ * reference, and "Wow!" is just a name. */
 static int looks_like_ref(const char *s)
 {
     if (*s == '=')
         return 1;
-    return strchr(s, '!') != NULL;
+    if (!strchr(s, '!'))
+        return 0;
+    char buf[128];
+    const char *sheet, *rest;
+    uint32_t r, c;
+    return kiln_ref_split_sheet(s, buf, sizeof buf, &sheet, &rest) == 0 && sheet &&
+           kiln_cell_ref_parse(rest, &r, &c) == 0;
 }
 
 static void parse_series(kiln_pctx *c, const json_t *s, kiln_series *se, kiln_chart_place place)
@@ -484,6 +500,14 @@ void kiln_parse_chart(kiln_pctx *c, const json_t *obj, kiln_chart *ch, kiln_char
     ch->legend = (kiln_legend)legend;
     parse_axis(c, obj, "x_axis", &ch->x_title);
     parse_axis(c, obj, "y_axis", &ch->y_title);
+    if (kind == KILN_CHART_PIE || kind == KILN_CHART_DOUGHNUT) {
+        static const char *const axes[] = {"x_axis", "y_axis"};
+        for (size_t i = 0; i < 2; i++)
+            if (json_object_get(obj, axes[i]))
+                kiln_perr(c, axes[i], "a %s chart has no axes, so no \"%s\"", kinds[kind],
+                          axes[i]);
+        ch->x_title = ch->y_title = NULL;
+    }
     int64_t w = ch->width_px, h = ch->height_px;
     kiln_get_int(c, obj, "width", 16, 8192, &w);
     kiln_get_int(c, obj, "height", 16, 8192, &h);
@@ -816,6 +840,30 @@ void kiln_parse_blocks(kiln_pctx *c, const json_t *arr)
 
 /* ---- slides ---- */
 
+/* Which of a slide's content members each layout takes (notes go on any),
+ * and the member it requires. Indexed by kiln_layout. */
+enum { SM_TITLE = 1 << 0, SM_SUBTITLE = 1 << 1, SM_BULLETS = 1 << 2, SM_LEFT = 1 << 3,
+       SM_RIGHT = 1 << 4, SM_TABLE = 1 << 5, SM_IMAGE = 1 << 6, SM_CHART = 1 << 7 };
+
+static const char *const slide_members[] = {"title", "subtitle", "bullets", "left",
+                                            "right", "table",    "image",   "chart"};
+
+static const struct {
+    unsigned takes;
+    unsigned needs;
+    const char *says; /* for messages */
+} slide_layouts[] = {
+    [KILN_LAYOUT_TITLE] = {SM_TITLE | SM_SUBTITLE, 0, "title, subtitle and notes"},
+    [KILN_LAYOUT_SECTION] = {SM_TITLE | SM_SUBTITLE, 0, "title, subtitle and notes"},
+    [KILN_LAYOUT_CONTENT] = {SM_TITLE | SM_BULLETS, 0, "title, bullets and notes"},
+    [KILN_LAYOUT_TWO_COLUMN] = {SM_TITLE | SM_LEFT | SM_RIGHT, 0,
+                                "title, left, right and notes"},
+    [KILN_LAYOUT_TABLE] = {SM_TITLE | SM_TABLE, SM_TABLE, "title, table and notes"},
+    [KILN_LAYOUT_IMAGE] = {SM_TITLE | SM_IMAGE, SM_IMAGE, "title, image and notes"},
+    [KILN_LAYOUT_CHART] = {SM_TITLE | SM_CHART, SM_CHART, "title, chart and notes"},
+    [KILN_LAYOUT_BLANK] = {0, 0, "notes only"},
+};
+
 static void parse_slide(kiln_pctx *c, const json_t *s, kiln_slide *sl)
 {
     static const char *const allowed[] = {"layout", "title", "subtitle", "bullets", "left",
@@ -825,7 +873,6 @@ static void parse_slide(kiln_pctx *c, const json_t *s, kiln_slide *sl)
                                           "image", "chart",   "blank",   NULL};
     static const char *const table_m[] = {"columns", "rows", "data", "caption", "header",
                                           "name", NULL};
-    static const char *const lists[] = {"bullets", "left", "right"};
     sl->layout = KILN_LAYOUT_CONTENT;
     sl->pointer = kiln_ptr_dup(c, NULL);
     if (!json_is_object(s)) {
@@ -834,23 +881,44 @@ static void parse_slide(kiln_pctx *c, const json_t *s, kiln_slide *sl)
     }
     kiln_check_members(c, s, allowed);
     int layout = KILN_LAYOUT_CONTENT;
-    kiln_get_enum(c, s, "layout", layouts, &layout);
+    int layout_ok = kiln_get_enum(c, s, "layout", layouts, &layout) == 0;
     sl->layout = (kiln_layout)layout;
-    kiln_get_string(c, s, "title", &sl->title);
-    kiln_get_string(c, s, "subtitle", &sl->subtitle);
+    /* Each layout takes only the members it shows (docs/spec.md "Slides");
+     * with an unknown layout there is no telling, so every member is read. */
+    unsigned takes = layout_ok ? slide_layouts[layout].takes : ~0u;
+    for (size_t i = 0; layout_ok && i < sizeof slide_members / sizeof slide_members[0]; i++) {
+        int present = json_object_get(s, slide_members[i]) != NULL;
+        unsigned bit = 1u << i;
+        if (present && !(takes & bit))
+            kiln_perr(c, slide_members[i], "a \"%s\" slide does not show \"%s\" (it takes %s)",
+                      layouts[layout], slide_members[i], slide_layouts[layout].says);
+        else if (!present && (slide_layouts[layout].needs & bit))
+            kiln_perr(c, NULL, "a \"%s\" slide needs \"%s\"", layouts[layout],
+                      slide_members[i]);
+    }
+    if (takes & SM_TITLE)
+        kiln_get_string(c, s, "title", &sl->title);
+    if (takes & SM_SUBTITLE)
+        kiln_get_string(c, s, "subtitle", &sl->subtitle);
     kiln_get_string(c, s, "notes", &sl->notes);
-    kiln_list *targets[] = {&sl->bullets, &sl->left, &sl->right};
-    for (size_t i = 0; i < 3; i++) {
-        const json_t *items = json_object_get(s, lists[i]);
-        if (!items)
+    const struct {
+        const char *name;
+        unsigned bit;
+        kiln_list *target;
+    } lists[] = {{"bullets", SM_BULLETS, &sl->bullets},
+                 {"left", SM_LEFT, &sl->left},
+                 {"right", SM_RIGHT, &sl->right}};
+    for (size_t i = 0; i < sizeof lists / sizeof lists[0]; i++) {
+        const json_t *items = json_object_get(s, lists[i].name);
+        if (!items || !(takes & lists[i].bit))
             continue;
-        size_t saved = kiln_ptr_push(&c->ptr, lists[i]);
-        targets[i]->start = 1;
-        kiln_parse_list_items(c, items, targets[i], 1);
+        size_t saved = kiln_ptr_push(&c->ptr, lists[i].name);
+        lists[i].target->start = 1;
+        kiln_parse_list_items(c, items, lists[i].target, 1);
         kiln_ptr_pop(&c->ptr, saved);
     }
     const json_t *t = json_object_get(s, "table");
-    if (t) {
+    if (t && (takes & SM_TABLE)) {
         size_t saved = kiln_ptr_push(&c->ptr, "table");
         if (!json_is_object(t))
             kiln_perr(c, NULL, "expected a table object");
@@ -861,13 +929,13 @@ static void parse_slide(kiln_pctx *c, const json_t *s, kiln_slide *sl)
         kiln_ptr_pop(&c->ptr, saved);
     }
     const json_t *im = json_object_get(s, "image");
-    if (im) {
+    if (im && (takes & SM_IMAGE)) {
         size_t saved = kiln_ptr_push(&c->ptr, "image");
         sl->image = kiln_parse_image(c, im);
         kiln_ptr_pop(&c->ptr, saved);
     }
     const json_t *ch = json_object_get(s, "chart");
-    if (ch) {
+    if (ch && (takes & SM_CHART)) {
         size_t saved = kiln_ptr_push(&c->ptr, "chart");
         sl->chart = kiln_arena_alloc(c->arena, sizeof *sl->chart);
         if (!sl->chart)

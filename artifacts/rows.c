@@ -406,15 +406,15 @@ static int csv_record(kiln_row_reader *r, kiln_error *err)
     }
 }
 
-/* One JSON Lines line into rec (NUL-terminated). 1 / 0 end / -1. */
+/* One JSON Lines line into rec (NUL-terminated), skipping blank lines.
+ * 1 = a line, 0 = end, -1 = error. */
 static int jsonl_line(kiln_row_reader *r, kiln_error *err)
 {
     for (;;) {
         r->rec_len = 0;
         r->rec_line = r->line;
-        int c, any = 0, blank = 1, rc;
+        int c, blank = 1, rc;
         while ((c = getbyte(r)) >= 0 && c != '\n') {
-            any = 1;
             if (c != ' ' && c != '\t' && c != '\r')
                 blank = 0;
             if ((rc = rec_put(r, (char)c)))
@@ -431,8 +431,6 @@ static int jsonl_line(kiln_row_reader *r, kiln_error *err)
         r->rec_len--;
         if (!blank)
             return 1;
-        if (c == -1 && !any)
-            return 0;
         if (c == -1)
             return 0;
     }

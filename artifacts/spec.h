@@ -133,7 +133,8 @@ typedef struct kiln_table_data {
     char delimiter;            /* CSV: field separator */
     int data_header;           /* CSV: first record is a header */
     const char *pointer;       /* JSON Pointer of "rows" or "data", for errors */
-    const void *private_rows;  /* INLINE: the parser's row array; for kiln_rows_* only */
+    const void *private_rows;  /* for kiln_rows_* only: INLINE the row array, CSV/JSONL the
+                                  path relative to base_dir (re-walked without symlinks) */
 } kiln_table_data;
 
 /* ---- images ---- */

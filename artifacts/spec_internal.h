@@ -154,7 +154,7 @@ int kiln_base64_decode(kiln_arena *arena, const char *in, size_t len, uint64_t m
 int kiln_read_fd(kiln_arena *arena, int fd, uint64_t max_bytes, unsigned char **out,
                  size_t *size, char *why, size_t why_cap);
 
-/* ---- the parser's working state (spec_parse.c, parse_content.c) ---- */
+/* ---- the parser's working state (spec_parse.c, parse_sheet.c, parse_content.c) ---- */
 typedef enum { KILN_IN_SHEET, KILN_IN_BLOCK, KILN_IN_SLIDE } kiln_chart_place;
 
 typedef struct kiln_pctx {
@@ -210,8 +210,10 @@ int kiln_get_length(kiln_pctx *c, const json_t *obj, const char *key, double min
 /* Sheet-name rules without uniqueness; NULL when fine, else what is wrong. */
 const char *kiln_sheet_name_problem(const char *name, size_t len);
 
-/* Tables (spec_parse.c): columns + rows/data + header of obj into td. */
+/* Sheets and tables (parse_sheet.c). The table data: columns + rows/data +
+ * header of obj into td. */
 void kiln_parse_table_data(kiln_pctx *c, const json_t *obj, kiln_table_data *td);
+void kiln_parse_sheets(kiln_pctx *c, const json_t *arr);
 
 /* Content (parse_content.c). */
 void kiln_parse_blocks(kiln_pctx *c, const json_t *arr);

@@ -28,6 +28,7 @@ int kiln_status_exit(kiln_status code)
     return codes[code].exit_status;
 }
 
+__attribute__((format(printf, 4, 0)))
 static void fill(kiln_error *err, kiln_status code, const char *pointer, const char *fmt,
                  va_list ap)
 {

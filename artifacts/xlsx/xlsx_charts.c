@@ -15,9 +15,13 @@
  * and it is written strictly top to bottom, so it works in constant_memory
  * mode too.
  *
- * In constant_memory mode libxlsxwriter cannot read cells back, so charts are
- * written without cached values (Excel and LibreOffice read the cells when
- * they open the file; a viewer that only draws caches shows an empty chart).
+ * Cached values: in constant_memory mode libxlsxwriter cannot read cells
+ * back, so charts are written without them (Excel and LibreOffice read the
+ * cells when they open the file; a viewer that only draws caches shows an
+ * empty chart). In memory mode libxlsxwriter caches numbers and strings but
+ * takes a formula cell for 0, so the writer fills the caches of ranges over
+ * the sheets' cells itself, from the cells' values and the formulas' cached
+ * results (xlsx_chart_fill_caches, after the last sheet).
  *
  * Axis titles follow the data, not the orientation: x_axis titles the
  * category axis and y_axis the value axis for every kind, so a column chart
@@ -28,6 +32,7 @@
  * libxlsxwriter as a cell reference, so it gets a leading space.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "xlsx_internal.h"
@@ -77,8 +82,18 @@ static const char *literal(xlsx_chart_ctx *ctx, const char *s)
 
 typedef struct resolved {
     const char *sheet; /* canonical sheet name */
+    const xlsx_plan_sheet *target;
     kiln_range range;
 } resolved;
+
+/* The number format of the column a one-column range reads, or NULL. */
+static const char *range_number_format(const resolved *r)
+{
+    const kiln_table_data *d = r->target ? r->target->data : NULL;
+    if (!d || r->range.first_col != r->range.last_col || r->range.first_col >= d->column_count)
+        return NULL;
+    return d->columns[r->range.first_col].number_format;
+}
 
 /*
  * "B2:B13", "Data!B2:B13", "'My data'!B2:B13" -> sheet and range. A missing
@@ -132,6 +147,7 @@ static kiln_status resolve_ref(xlsx_chart_ctx *ctx, const xlsx_plan_sheet *own,
         goto fail_syntax;
     if (!name) {
         out->sheet = own->name;
+        out->target = own;
         return KILN_E_OK;
     }
     const xlsx_plan_sheet *target = xlsx_plan_find(ctx->plan, name);
@@ -140,11 +156,98 @@ static kiln_status resolve_ref(xlsx_chart_ctx *ctx, const xlsx_plan_sheet *own,
                               "the chart refers to sheet '%s', which the workbook does not "
                               "have", name);
     out->sheet = target->name;
+    out->target = target;
     return KILN_E_OK;
 
 fail_syntax:
     return kiln_error_set(err, KILN_E_INVALID_SPEC, pointer, "'%s' is not a %s", ref,
                           single_cell ? "cell reference" : "cell range");
+}
+
+typedef struct xlsx_ref_range {
+    lxw_series_range *range;
+    lxw_worksheet *ws;
+} xlsx_ref_range;
+
+static int remember_range(xlsx_chart_ctx *ctx, lxw_series_range *range, const resolved *r)
+{
+    if (!range || !r->target || !r->target->ws)
+        return 0;
+    if (ctx->ref_count == ctx->ref_cap) {
+        size_t ncap = ctx->ref_cap ? ctx->ref_cap * 2 : 16;
+        xlsx_ref_range *n = kiln_arena_calloc(ctx->arena, ncap, sizeof *n);
+        if (!n)
+            return -1;
+        if (ctx->ref_count)
+            memcpy(n, ctx->refs, ctx->ref_count * sizeof *n);
+        ctx->refs = n;
+        ctx->ref_cap = ncap;
+    }
+    ctx->refs[ctx->ref_count++] = (xlsx_ref_range){range, r->target->ws};
+    return 0;
+}
+
+/* The cache of one range, as libxlsxwriter would build it but with formula
+ * results. Leaves the range alone (to libxlsxwriter) when it is not one row
+ * or one column. */
+static int fill_cache(const xlsx_ref_range *rr)
+{
+    lxw_series_range *range = rr->range;
+    if (range->first_row != range->last_row && range->first_col != range->last_col)
+        return 0;
+    uint64_t n = (uint64_t)(range->last_row - range->first_row + 1) *
+                 (uint64_t)(range->last_col - range->first_col + 1);
+    if (n > UINT16_MAX || !range->data_cache || !STAILQ_EMPTY(range->data_cache))
+        return 0;
+    for (lxw_row_t r = range->first_row; r <= range->last_row; r++) {
+        lxw_row *row = lxw_worksheet_find_row(rr->ws, r);
+        for (lxw_col_t c = range->first_col; c <= range->last_col; c++) {
+            lxw_series_data_point *p = calloc(1, sizeof *p);
+            if (!p)
+                return -1;
+            lxw_cell *cell = lxw_worksheet_find_cell_in_row(row, c);
+            const char *str = NULL;
+            switch (cell ? cell->type : BLANK_CELL) {
+            case NUMBER_CELL:
+            case BOOLEAN_CELL:
+                p->number = cell->u.number;
+                break;
+            case STRING_CELL:
+                str = cell->sst_string;
+                break;
+            case FORMULA_CELL:
+                if (cell->user_data2)
+                    str = cell->user_data2;
+                else
+                    p->number = cell->formula_result;
+                break;
+            default:
+                p->no_data = 1;
+                break;
+            }
+            if (str) {
+                if (!(p->string = strdup(str))) {
+                    free(p);
+                    return -1;
+                }
+                p->is_string = 1;
+                range->has_string_cache = 1;
+            }
+            /* The library frees the points with the chart. */
+            STAILQ_INSERT_TAIL(range->data_cache, p, list_pointers);
+        }
+    }
+    range->num_data_points = (uint16_t)n;
+    range->ignore_cache = 1; /* keep ours */
+    return 0;
+}
+
+kiln_status xlsx_chart_fill_caches(xlsx_chart_ctx *ctx, kiln_error *err)
+{
+    for (size_t i = 0; i < ctx->ref_count; i++)
+        if (fill_cache(&ctx->refs[i]) != 0)
+            return kiln_error_set(err, KILN_E_NOMEM, NULL, "out of memory caching chart data");
+    return KILN_E_OK;
 }
 
 static kiln_status lxw_fail(xlsx_chart_ctx *ctx, lxw_error e, const char *pointer,
@@ -241,6 +344,7 @@ kiln_status xlsx_chart_insert(xlsx_chart_ctx *ctx, xlsx_plan_sheet *sheet,
     int is_pie = c->kind == KILN_CHART_PIE || c->kind == KILN_CHART_DOUGHNUT;
     uint32_t base = 0;
     resolved cats = {0}, vals, nm;
+    const char *cat_nf = NULL, *val_nf = NULL;
 
     if (c->series_count == 0)
         return kiln_error_set(err, KILN_E_INVALID_SPEC, cp, "a chart needs a series");
@@ -254,13 +358,19 @@ kiln_status xlsx_chart_insert(xlsx_chart_ctx *ctx, xlsx_plan_sheet *sheet,
         st = resolve_ref(ctx, sheet, c->categories_ref, 0, ptr, &cats, err);
         if (st != KILN_E_OK)
             return st;
+        /* Dates from cells would show as serial numbers on the axis. */
+        cat_nf = range_number_format(&cats);
+        if (!xlsx_numfmt_is_date(cat_nf) && c->kind != KILN_CHART_SCATTER)
+            cat_nf = NULL;
     }
 
     lxw_chart *chart = workbook_add_chart(ctx->wb, chart_type(c));
     if (!chart)
         return kiln_error_set(err, KILN_E_NOMEM, cp, "out of memory creating a chart");
-    if (c->title)
-        chart_title_set_name(chart, literal(ctx, c->title));
+    /* A chart block's caption titles it when it has no title of its own. */
+    const char *title = c->title ? c->title : c->caption;
+    if (title)
+        chart_title_set_name(chart, literal(ctx, title));
 
     for (size_t i = 0; i < c->series_count; i++) {
         const kiln_series *se = &c->series[i];
@@ -273,6 +383,8 @@ kiln_status xlsx_chart_insert(xlsx_chart_ctx *ctx, xlsx_plan_sheet *sheet,
             chart_series_set_categories(s, cats.sheet, cats.range.first_row,
                                         (lxw_col_t)cats.range.first_col, cats.range.last_row,
                                         (lxw_col_t)cats.range.last_col);
+            if (remember_range(ctx, s->categories, &cats) != 0)
+                return kiln_error_set(err, KILN_E_NOMEM, cp, "out of memory");
         } else if (c->category_count > 0) {
             chart_series_set_categories(s, ctx->data_name, base + 1, 0,
                                         base + (uint32_t)c->category_count, 0);
@@ -286,6 +398,10 @@ kiln_status xlsx_chart_insert(xlsx_chart_ctx *ctx, xlsx_plan_sheet *sheet,
             chart_series_set_values(s, vals.sheet, vals.range.first_row,
                                     (lxw_col_t)vals.range.first_col, vals.range.last_row,
                                     (lxw_col_t)vals.range.last_col);
+            if (remember_range(ctx, s->values, &vals) != 0)
+                return kiln_error_set(err, KILN_E_NOMEM, cp, "out of memory");
+            if (i == 0)
+                val_nf = range_number_format(&vals);
             points = (size_t)(vals.range.last_row - vals.range.first_row + 1) *
                      (vals.range.last_col - vals.range.first_col + 1);
         } else if (se->value_count > 0) {
@@ -343,13 +459,19 @@ kiln_status xlsx_chart_insert(xlsx_chart_ctx *ctx, xlsx_plan_sheet *sheet,
             chart_axis_set_name(cat_axis, literal(ctx, c->x_title));
         if (c->y_title)
             chart_axis_set_name(val_axis, literal(ctx, c->y_title));
+        /* Axes show the cells' formats (currency, dates) as Excel's own
+         * charts do when linked to the source. */
+        if (cat_nf)
+            chart_axis_set_num_format(cat_axis, cat_nf);
+        if (val_nf && !xlsx_numfmt_is_date(val_nf))
+            chart_axis_set_num_format(val_axis, val_nf);
     }
     chart_legend_set_position(chart, legend_position(c->legend));
 
     lxw_chart_options opt = {0};
     opt.x_scale = (c->width_px ? c->width_px : 480) / 480.0;
     opt.y_scale = (c->height_px ? c->height_px : 288) / 288.0;
-    opt.description = (char *)(c->title ? c->title : NULL);
+    opt.description = (char *)title;
     lxw_error e = worksheet_insert_chart_opt(sheet->ws, row, (lxw_col_t)col, chart, &opt);
     if (e)
         return lxw_fail(ctx, e, cp, err);

@@ -115,6 +115,8 @@ typedef struct xlsx_chart_ctx {
     const char *data_name;
     uint32_t data_row;          /* next free row of data_ws */
     lxw_error lxw_err;          /* the library error behind a KILN_E_WRITE */
+    struct xlsx_ref_range *refs; /* ranges of the sheets' cells charts read */
+    size_t ref_count, ref_cap;
 } xlsx_chart_ctx;
 
 /* 1 when the chart has literal categories or values (needs the data sheet). */
@@ -123,6 +125,11 @@ int xlsx_chart_needs_data(const kiln_chart *chart);
 kiln_status xlsx_chart_insert(xlsx_chart_ctx *ctx, xlsx_plan_sheet *sheet,
                               const kiln_chart *chart, uint32_t row, uint32_t col,
                               kiln_error *err);
+
+/* In-memory mode, once every sheet is written: give the charts' cell ranges
+ * their cached values, formula results included (libxlsxwriter's own cache
+ * would show a formula cell as 0). */
+kiln_status xlsx_chart_fill_caches(xlsx_chart_ctx *ctx, kiln_error *err);
 
 /* ---- errors (xlsx_writer.c) ---- */
 /* The one translation of a libxlsxwriter error into a kiln_error. */

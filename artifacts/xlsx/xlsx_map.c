@@ -6,21 +6,26 @@
  *     rendered into a workbook then).
  *   - Otherwise each table block is a sheet, named from the table's name,
  *     else the nearest heading above it, else "Table N"; the chart blocks
- *     after it (up to the next table) are placed beside it. Then the slides:
- *     a slide's table is a sheet named from the slide's title, and a slide's
- *     chart goes beside the slide's table, or beside the table before it.
+ *     after it (up to the next table) are placed beside it. A spec with
+ *     slides and no blocks maps its slides the same way: a slide's table is
+ *     a sheet named from the table's name, else the slide's title, else
+ *     "Table N", and a slide's chart goes beside the slide's table, or beside
+ *     the table before it.
  *     Charts that come before any table go beside the first table.
  *   - A doc with neither sheets nor tables becomes one sheet, "Sheet1", that
- *     lists the text of the headings, paragraphs, lists, quotes and code (and
- *     of slides: titles, subtitles, bullets) down column A, with any charts
- *     beside it: a workbook that shows the content beats refusing to render.
+ *     lists the text of the headings, paragraphs, lists, quotes and code (or,
+ *     without blocks, of the slides: titles, subtitles, bullets) down column
+ *     A, with any charts beside it: a workbook that shows the content beats
+ *     refusing to render. List nesting is the cells' indent.
  *
  * Sheet names follow Excel's rules: none of []:*?/\, no leading or trailing
  * apostrophe, at most 31 characters (UTF-16 units, as Excel counts), unique
  * ignoring case (" (2)", " (3)", … appended), and never "History", which
- * Excel reserves. Case is folded for ASCII letters only; Excel also folds
- * other scripts, so two names differing only in, say, Greek case would
- * collide in Excel but not here (the parser applies the same rule).
+ * Excel reserves. A doc sheet's own name, which the parser has checked, is
+ * kept exactly as written (chart ranges refer to it). Case is folded for
+ * ASCII letters only; Excel also folds other scripts, so two names differing
+ * only in, say, Greek case would collide in Excel but not here (the parser
+ * applies the same rule).
  */
 #include <stdio.h>
 #include <string.h>
@@ -97,6 +102,14 @@ xlsx_plan_sheet *xlsx_plan_find(xlsx_plan *plan, const char *name)
         if (xlsx_name_equal(plan->sheets[i].name, name))
             return &plan->sheets[i];
     return NULL;
+}
+
+static int xlsx_plan_find_before(const xlsx_plan *plan, size_t upto, const char *name)
+{
+    for (size_t i = 0; i < upto; i++)
+        if (xlsx_name_equal(plan->sheets[i].name, name))
+            return 1;
+    return 0;
 }
 
 static int name_taken(const xlsx_plan *plan, size_t upto, const char *name)
@@ -235,10 +248,12 @@ static kiln_status map_content(builder *b, kiln_error *err)
                 goto fail_oom;
         }
     }
-    for (size_t i = 0; i < doc->slide_count; i++) {
+    /* Slides count only in a spec without blocks (docs/spec.md: "a spec with
+     * only slides"). */
+    for (size_t i = 0; doc->block_count == 0 && i < doc->slide_count; i++) {
         const kiln_slide *sl = &doc->slides[i];
         if (sl->table) {
-            const char *nm = sl->title;
+            const char *nm = sl->table->name ? sl->table->name : sl->title;
             current = add_table_sheet(b, sl->table, nm, nm ? strlen(nm) : 0, sl->pointer);
             if (!current)
                 goto fail_oom;
@@ -268,6 +283,12 @@ kiln_status xlsx_plan_build(const kiln_doc *doc, kiln_arena *arena, xlsx_plan *p
                 add_sheet(&b, sh->name, sh->name ? strlen(sh->name) : 0, fallback);
             if (!s)
                 goto fail_oom;
+            /* The parser has checked a given name against Excel's rules:
+             * keep it exactly (blanks at the ends included), since chart
+             * ranges name it. */
+            if (sh->name && strlen(sh->name) < sizeof s->name &&
+                !xlsx_plan_find_before(plan, plan->count - 1, sh->name))
+                snprintf(s->name, sizeof s->name, "%s", sh->name);
             s->sheet = sh;
             s->data = &sh->data;
             s->pointer = sh->pointer;

@@ -34,7 +34,10 @@
  *     hh:mm for date-times).
  *   - A list validation whose values are over 255 bytes, or contain a comma
  *     or a double quote, cannot be an inline list; its values go into the
- *     hidden "_kiln_data" sheet and the validation references them.
+ *     hidden "_kiln_data" sheet and the validation references them. (Over
+ *     255 bytes is also where libxlsxwriter 1.1.4 would overflow its buffer:
+ *     it checks the list's length in characters but copies bytes. And it
+ *     leaks the ~25-byte formula string of such a cell-range list.)
  *   - Tables: the column names are the headers made non-empty ("Column N")
  *     and unique ignoring case ("Amount", "Amount2"), and the header row
  *     shows those names. A table with no data rows gets one empty row (Excel
@@ -47,11 +50,10 @@
  *   - libxlsxwriter prints warnings to stderr for invalid arguments; the
  *     writer checks those conditions itself first so it never reaches them.
  */
-#include <limits.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../../common/output.h"
 #include "../render.h"
@@ -261,9 +263,11 @@ static lxw_error write_url(sheetw *sw, colstate *cs, uint32_t r, lxw_col_t c,
 {
     const char *text = cell->link_text ? cell->link_text : cell->text;
     fit_text(cs, cell, text, strlen(text));
-    if (sw->links >= XLSX_MAX_URLS_PER_SHEET || escaped_url_chars(cell->text) > XLSX_MAX_URL_CHARS) {
+    if (sw->links >= XLSX_MAX_URLS_PER_SHEET ||
+        escaped_url_chars(cell->text) > XLSX_MAX_URL_CHARS) {
         lxw_format *f = cell_format(sw, cs, cell, V_PLAIN, oom);
-        return *oom ? LXW_ERROR_MEMORY_MALLOC_FAILED : worksheet_write_string(sw->ws, r, c, text, f);
+        return *oom ? LXW_ERROR_MEMORY_MALLOC_FAILED
+                    : worksheet_write_string(sw->ws, r, c, text, f);
     }
     lxw_format *f = NULL;
     /* libxlsxwriter's own hyperlink format (Excel's Hyperlink cell style)
@@ -439,8 +443,8 @@ static const char *table_name(wctx *w, const char *want)
     if (want) {
         for (const unsigned char *p = (const unsigned char *)want; *p && o < 250; p++) {
             unsigned char c = *p;
-            int ok = c >= 0x80 || (c >= '0' && c <= '9') || ((c | 0x20) >= 'a' && (c | 0x20) <= 'z') ||
-                     c == '_' || c == '.';
+            int ok = c >= 0x80 || (c >= '0' && c <= '9') ||
+                     ((c | 0x20) >= 'a' && (c | 0x20) <= 'z') || c == '_' || c == '.';
             buf[o++] = ok ? (char)c : '_';
         }
         /* Do not cut a UTF-8 sequence in half. */
@@ -626,9 +630,10 @@ static kiln_status write_merge(sheetw *sw, const kiln_merge *m, const char *ptr,
                                kiln_error *err)
 {
     const kiln_range *r = &m->range;
+    int single = r->first_row == r->last_row && r->first_col == r->last_col;
     xlsx_fmt_key k = {.style = m->value.style ? *m->value.style : no_style,
                       .number_format = m->value.number_format,
-                      .merge = 1};
+                      .merge = !single};
     if (!k.number_format && m->value.kind == KILN_CELL_DATE)
         k.number_format = "yyyy-mm-dd";
     if (!k.number_format && m->value.kind == KILN_CELL_DATETIME)
@@ -638,13 +643,18 @@ static kiln_status write_merge(sheetw *sw, const kiln_merge *m, const char *ptr,
     if (oom)
         return oom_fail(err, ptr);
     lxw_error e = LXW_NO_ERROR;
-    int single = r->first_row == r->last_row && r->first_col == r->last_col;
     const char *first_text = m->value.kind == KILN_CELL_STRING ? m->value.text : "";
     if (!single)
         e = worksheet_merge_range(sw->ws, r->first_row, (lxw_col_t)r->first_col, r->last_row,
                                   (lxw_col_t)r->last_col, first_text, f);
     if (e)
         return lxw_fail(err, e, ptr, "merging cells");
+    /* A single cell "merge" merges nothing: it only gives the cell its value
+     * and style. */
+    if (single && m->value.kind == KILN_CELL_BLANK && m->value.style) {
+        e = worksheet_write_blank(sw->ws, r->first_row, (lxw_col_t)r->first_col, f);
+        return e ? lxw_fail(err, e, ptr, "writing a merged cell") : KILN_E_OK;
+    }
     if (m->value.kind == KILN_CELL_BLANK || (!single && m->value.kind == KILN_CELL_STRING))
         return KILN_E_OK;
 
@@ -800,8 +810,9 @@ static kiln_status write_validation(sheetw *sw, const kiln_validation *v, const 
         quoted[o++] = '\'';
         quoted[o] = '\0';
         dv.validate = LXW_VALIDATION_TYPE_LIST_FORMULA;
-        dv.value_formula = kiln_arena_printf(w->arena, "=%s!$A$%u:$A$%u", quoted, base + 1,
-                                             base + (unsigned)(v->value_count ? v->value_count : 1));
+        unsigned last = base + (unsigned)(v->value_count ? v->value_count : 1);
+        dv.value_formula =
+            kiln_arena_printf(w->arena, "=%s!$A$%u:$A$%u", quoted, base + 1, last);
         if (!dv.value_formula)
             return oom_fail(err, ptr);
     }
@@ -831,11 +842,14 @@ static int validation_needs_data(const kiln_validation *v)
 
 /* ---- the text sheet (documents with neither sheets nor tables) ---- */
 
+#define TEXT_MAX_DEPTH 16
+
 typedef struct textw {
     sheetw *sw;
     char *buf;
     size_t cap;
     lxw_format *bold, *wrap;
+    lxw_format *indent[TEXT_MAX_DEPTH]; /* nested list items, built on use */
 } textw;
 
 static lxw_error text_row(textw *t, const char *s, size_t len, lxw_format *f)
@@ -889,15 +903,33 @@ static lxw_error text_runs(textw *t, const kiln_text *x, const char *prefix, lxw
 
 static lxw_error text_list(textw *t, const kiln_list *l, int depth)
 {
+    /* Nesting is the cell's indent, not leading blanks (which would need
+     * xml:space="preserve" and are lost when the cell is edited). */
+    lxw_format *f = NULL;
+    if (depth > 0) {
+        if (!t->indent[depth]) {
+            t->indent[depth] = workbook_add_format(t->sw->w->wb);
+            if (!t->indent[depth])
+                return LXW_ERROR_MEMORY_MALLOC_FAILED;
+            format_set_indent(t->indent[depth], (uint8_t)(depth * 2));
+            if (!t->sw->w->default_font) {
+                const kiln_theme *th = &t->sw->w->doc->theme;
+                if (th->font)
+                    format_set_font_name(t->indent[depth], th->font);
+                if (th->font_size > 0)
+                    format_set_font_size(t->indent[depth], th->font_size);
+            }
+        }
+        f = t->indent[depth];
+    }
     for (size_t i = 0; i < l->item_count; i++) {
-        char prefix[64];
-        int indent = depth * 4;
+        char prefix[32];
         if (l->ordered)
-            snprintf(prefix, sizeof prefix, "%*s%d. ", indent, "", l->start + (int)i);
+            snprintf(prefix, sizeof prefix, "%d. ", l->start + (int)i);
         else
-            snprintf(prefix, sizeof prefix, "%*s\xE2\x80\xA2 ", indent, "");
-        lxw_error e = text_runs(t, &l->items[i].text, prefix, NULL);
-        if (!e && l->items[i].children && depth < 16)
+            snprintf(prefix, sizeof prefix, "\xE2\x80\xA2 ");
+        lxw_error e = text_runs(t, &l->items[i].text, prefix, f);
+        if (!e && l->items[i].children && depth + 1 < TEXT_MAX_DEPTH)
             e = text_list(t, l->items[i].children, depth + 1);
         if (e)
             return e;
@@ -933,7 +965,7 @@ static kiln_status write_text_sheet(sheetw *sw, kiln_error *err)
         default: break;
         }
     }
-    for (size_t i = 0; i < doc->slide_count && !e; i++) {
+    for (size_t i = 0; doc->block_count == 0 && i < doc->slide_count && !e; i++) {
         const kiln_slide *s = &doc->slides[i];
         if (s->title && *s->title)
             e = text_row(&t, s->title, strlen(s->title), t.bold);
@@ -1330,7 +1362,18 @@ kiln_status kiln_xlsx_write(const kiln_doc *doc, kiln_output *out,
 
     lxw_workbook_options wo = {0};
     wo.constant_memory = !workbook_needs_memory(&plan);
-    wo.tmpdir = opt && opt->tmp_dir ? (char *)opt->tmp_dir : NULL;
+    /* libxlsxwriter's NULL means tmpfile(), which ignores $TMPDIR. */
+    const char *tmp = opt && opt->tmp_dir ? opt->tmp_dir : getenv("TMPDIR");
+    if (tmp && !*tmp)
+        tmp = NULL;
+    /* An unusable scratch directory would make libxlsxwriter print its own
+     * error before failing: say it here instead. */
+    if (tmp && access(tmp, W_OK | X_OK) != 0) {
+        st = kiln_error_set(err, KILN_E_WRITE, NULL,
+                            "the scratch directory '%s' is not a writable directory", tmp);
+        goto cleanup_arena;
+    }
+    wo.tmpdir = (char *)tmp;
     wb = workbook_new_opt(kiln_output_path(out), &wo);
     if (!wb) {
         st = kiln_error_set(err, KILN_E_NOMEM, NULL, "out of memory creating the workbook");
@@ -1381,6 +1424,8 @@ kiln_status kiln_xlsx_write(const kiln_doc *doc, kiln_output *out,
     for (size_t i = 0; i < plan.count; i++)
         if ((st = write_sheet(&w, &plan.sheets[i], err)) != KILN_E_OK)
             goto cleanup_formats;
+    if (!wo.constant_memory && (st = xlsx_chart_fill_caches(&w.data, err)) != KILN_E_OK)
+        goto cleanup_formats;
 
     xlsx_formats_free(w.formats);
     lxw_error e = workbook_close(wb); /* frees wb, whatever the outcome */

@@ -160,6 +160,12 @@ static void test_links(void **state)
     assert_run(&t->runs[7], " ", 0, NULL);
     assert_run(&t->runs[8], "bold link", KILN_RUN_BOLD, "http://b.example");
     assert_int_equal(t->run_count, 9);
+
+    /* GitHub's permissive autolinks */
+    parse_ok(fx, "see www.example.com/x or https://example.org.");
+    t = &fx->blocks[0].text;
+    assert_run(&t->runs[1], "www.example.com/x", 0, "http://www.example.com/x");
+    assert_run(&t->runs[3], "https://example.org", 0, "https://example.org");
 }
 
 static void test_nested_lists(void **state)
@@ -302,6 +308,14 @@ static void test_quote_and_rule(void **state)
     assert_run(&q->text.runs[1], "strong", KILN_RUN_BOLD, NULL);
     assert_int_equal(fx->blocks[1].kind, KILN_BLOCK_RULE);
     assert_int_equal(fx->blocks[2].kind, KILN_BLOCK_RULE);
+
+    /* nested lists and code inside a quote: indented lines of the one text */
+    parse_ok(fx, "> - a\n>   - b\n>     1. c\n>\n> ```\n> x = 1\n> ```\n> > inner\n");
+    assert_int_equal(fx->count, 1);
+    assert_string_equal(plain(&fx->blocks[0].text, buf, sizeof buf),
+                        "\xE2\x80\xA2 a\n  \xE2\x80\xA2 b\n    1. c\nx = 1\ninner");
+    const kiln_text *t = &fx->blocks[0].text;
+    assert_run(&t->runs[t->run_count - 2], "x = 1", KILN_RUN_CODE, NULL);
 }
 
 static void test_entities(void **state)

@@ -1,0 +1,333 @@
+#!/usr/bin/python3
+"""Kiln's xlsx benchmark (`make bench`; see bench/README.md).
+
+    /usr/bin/python3 bench/run.py [--rows N] [--small-rows N] [--repeat N]
+                                  [--kiln PATH] [--no-python]
+
+1. Generates a deterministic ROWS x 10 mixed-type dataset into bench/out/
+   (integer id, date, short and long strings, float, currency, boolean, a
+   code with leading zeros, a percentage): a CSV file, an inline-JSON spec
+   holding the same rows, and a spec reading the CSV. A smaller CSV (the
+   first SMALL-ROWS rows) with its spec shows how peak memory depends on the
+   row count.
+2. Renders them with `kiln render` and writes the same workbook with the
+   baselines: raw libxlsxwriter from C (bench/raw_libxlsxwriter.c, built
+   here), Python XlsxWriter (constant_memory) and openpyxl (write_only).
+3. Prints wall time, peak RSS (getrusage of the child) and output size, with
+   ratios against raw libxlsxwriter and XlsxWriter.
+
+It reports; it never fails on a timing. It exits non-zero only when a tool
+fails to run or writes a workbook with the wrong number of rows.
+"""
+import argparse
+import datetime
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import time
+import zipfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+OUT = os.path.join(HERE, "out")
+sys.path.insert(0, HERE)
+from columns import COLUMNS  # noqa: E402
+
+PYTHON = "/usr/bin/python3"
+DATA_VERSION = 1  # bump when the generator changes, to regenerate the files
+
+FIRST = ["Ada", "Bruno", "Chiara", "Dmitri", "Elif", "Farah", "Gustav", "Hana", "Ines",
+         "Jonas", "Kofi", "Lena", "Mateo", "Noor", "Olga", "Pablo", "Quinn", "Rosa", "Sven",
+         "Tariq", "Uma", "Viktor", "Wen", "Xavier", "Yara", "Zoe"]
+LAST = ["Andersen", "Baptiste", "Castellanos", "Dubois", "Eriksson", "Fujimoto", "García",
+        "Horvath", "Ivanova", "Jørgensen", "Kowalski", "Lindqvist", "Müller", "Nakamura",
+        "Okonkwo", "Petrović", "Quispe", "Rossi", "Schmidt", "Takahashi", "Van der Berg"]
+ODD = ['Smith, Jones & Partners', 'The "Corner" Shop', "O'Brien, Ltd."]
+CATEGORIES = ["Hardware", "Software", "Services", "Training", "Support", "Licences",
+              "Consulting", "Shipping"]
+WORDS = ("annual maintenance contract for the north region warehouse including spare parts "
+         "labour travel and remote support with priority response next business day on site "
+         "installation of replacement units and firmware upgrades across all sites").split()
+DISCOUNTS = [0, 0, 0, 0.05, 0.1, 0.125, 0.2]
+EPOCH = datetime.date(2020, 1, 1)
+
+
+def generate_rows(n):
+    """The dataset, row by row: the same values on every machine."""
+    rng = random.Random(20261129)
+    for i in range(1, n + 1):
+        if rng.random() < 0.01:
+            name = rng.choice(ODD)
+        else:
+            name = "%s %s" % (rng.choice(FIRST), rng.choice(LAST))
+        words = rng.randint(3, 18)
+        desc = " ".join(rng.choice(WORDS) for _ in range(words)).capitalize()
+        yield [
+            i,
+            (EPOCH + datetime.timedelta(days=rng.randrange(2192))).isoformat(),
+            name,
+            rng.choice(CATEGORIES),
+            desc,
+            round(rng.uniform(-5000, 250000), 2),
+            round(rng.uniform(0.5, 9999), 2),
+            rng.random() < 0.7,
+            "%05d" % rng.randrange(100000),
+            rng.choice(DISCOUNTS),
+        ]
+
+
+def csv_field(v):
+    if v is True:
+        return "true"
+    if v is False:
+        return "false"
+    s = str(v)
+    if any(c in s for c in ',"\n\r'):
+        s = '"' + s.replace('"', '""') + '"'
+    return s
+
+
+def spec_columns():
+    return [{"header": h, "type": t, "width": w} for h, t, _, w in COLUMNS]
+
+
+def spec_head():
+    return {"version": 1,
+            "metadata": {"title": "Kiln benchmark", "author": "bench/run.py",
+                         "created": "2026-01-01T00:00:00Z"}}
+
+
+def write_csv_spec(csv_name, spec_path):
+    spec = spec_head()
+    spec["sheets"] = [{"name": "Data", "columns": spec_columns(),
+                       "data": {"path": csv_name, "format": "csv", "header": True}}]
+    with open(spec_path, "w", encoding="utf-8") as f:
+        json.dump(spec, f, indent=1)
+
+
+def generate(rows, small_rows):
+    """Write the data files unless they are there from an identical earlier run."""
+    os.makedirs(OUT, exist_ok=True)
+    stamp = os.path.join(OUT, "stamp.json")
+    want = {"version": DATA_VERSION, "rows": rows, "small_rows": small_rows,
+            "columns": COLUMNS}
+    files = {
+        "csv": os.path.join(OUT, "data_%d.csv" % rows),
+        "csv_small": os.path.join(OUT, "data_%d.csv" % small_rows),
+        "spec_inline": os.path.join(OUT, "spec_inline_%d.json" % rows),
+        "spec_csv": os.path.join(OUT, "spec_csv_%d.json" % rows),
+        "spec_csv_small": os.path.join(OUT, "spec_csv_%d.json" % small_rows),
+    }
+    try:
+        with open(stamp, encoding="utf-8") as f:
+            have = json.load(f)
+    except (OSError, ValueError):
+        have = None
+    if have == json.loads(json.dumps(want)) and all(os.path.exists(p) for p in files.values()):
+        print("bench: data in %s is current" % os.path.relpath(OUT, REPO))
+        return files
+
+    print("bench: generating %d rows into %s ..." % (rows, os.path.relpath(OUT, REPO)))
+    header = ",".join(h for h, _, _, _ in COLUMNS) + "\n"
+    with open(files["csv"], "w", encoding="utf-8", newline="") as big, \
+            open(files["csv_small"], "w", encoding="utf-8", newline="") as small, \
+            open(files["spec_inline"], "w", encoding="utf-8") as spec:
+        big.write(header)
+        small.write(header)
+        head = spec_head()
+        spec.write(json.dumps(head)[:-1])
+        spec.write(', "sheets": [{"name": "Data", "columns": %s, "rows": [\n'
+                   % json.dumps(spec_columns()))
+        for row in generate_rows(rows):
+            line = ",".join(csv_field(v) for v in row) + "\n"
+            big.write(line)
+            if row[0] <= small_rows:
+                small.write(line)
+            spec.write(("" if row[0] == 1 else ",\n") + json.dumps(row, ensure_ascii=False))
+        spec.write("\n]}]}\n")
+    write_csv_spec(os.path.basename(files["csv"]), files["spec_csv"])
+    write_csv_spec(os.path.basename(files["csv_small"]), files["spec_csv_small"])
+    with open(stamp, "w", encoding="utf-8") as f:
+        json.dump(want, f)
+    return files
+
+
+def build_raw():
+    src = os.path.join(HERE, "raw_libxlsxwriter.c")
+    exe = os.path.join(OUT, "raw_libxlsxwriter")
+    if os.path.exists(exe) and os.path.getmtime(exe) >= os.path.getmtime(src):
+        return exe
+    flags = subprocess.run(["pkg-config", "--cflags", "--libs", "xlsxwriter"], check=True,
+                           capture_output=True, text=True).stdout.split()
+    cmd = [os.environ.get("CC", "cc"), "-O2", "-std=c11", "-D_GNU_SOURCE", "-Wall", "-Wextra",
+           "-Werror", "-o", exe, src] + flags
+    print("bench: " + " ".join(cmd))
+    subprocess.run(cmd, check=True)
+    return exe
+
+
+def measure(cmd):
+    """Run cmd; (wall seconds, CPU seconds, peak RSS in KiB, exit status, stderr tail)."""
+    t0 = time.perf_counter()
+    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    # Read stderr before waiting so a chatty child cannot block on a full pipe.
+    err = p.stderr.read()
+    _, status, ru = os.wait4(p.pid, 0)
+    wall = time.perf_counter() - t0
+    p.returncode = os.waitstatus_to_exitcode(status)
+    p.stderr.close()
+    tail = err.decode("utf-8", "replace").strip().splitlines()[-3:]
+    return wall, ru.ru_utime + ru.ru_stime, ru.ru_maxrss, p.returncode, " | ".join(tail)
+
+
+def sheet_rows(path):
+    """Number of <row> elements in the first worksheet (streamed, not parsed)."""
+    with zipfile.ZipFile(path) as z:
+        name = next(n for n in z.namelist() if n.startswith("xl/worksheets/sheet"))
+        count, carry = 0, b""
+        with z.open(name) as f:
+            while True:
+                chunk = f.read(1 << 20)
+                if not chunk:
+                    break
+                # 4 bytes of carry: a "<row " split between two chunks is
+                # seen once, and none fits in the carry alone to count twice
+                buf = carry + chunk
+                count += buf.count(b"<row ")
+                carry = buf[-4:]
+        return count
+
+
+def run_tool(label, cmd, out_path, repeat, expect_rows):
+    best = None
+    for _ in range(repeat):
+        if os.path.exists(out_path):
+            os.unlink(out_path)
+        wall, cpu, rss, rc, tail = measure(cmd)
+        if rc != 0:
+            return {"label": label, "error": "exit %d: %s" % (rc, tail)}
+        if best is None or wall < best["wall"]:
+            best = {"label": label, "wall": wall, "cpu": cpu}
+        best["rss"] = max(best.get("rss", 0), rss)
+    if not os.path.exists(out_path):
+        return {"label": label, "error": "no output file"}
+    best["size"] = os.path.getsize(out_path)
+    try:
+        best["rows"] = sheet_rows(out_path)
+    except (zipfile.BadZipFile, StopIteration, OSError) as e:
+        return {"label": label, "error": "unreadable output: %s" % e}
+    if best["rows"] != expect_rows:
+        best["error"] = "%d rows written, expected %d" % (best["rows"], expect_rows)
+    return best
+
+
+def fmt_ratio(x):
+    return "%.2fx" % x if x is not None else "-"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--rows", type=int, default=200_000)
+    ap.add_argument("--small-rows", type=int, default=50_000)
+    ap.add_argument("--repeat", type=int, default=3,
+                    help="runs of each C tool; the fastest counts (Python tools run once)")
+    ap.add_argument("--kiln", default=os.environ.get("KILN_BIN", os.path.join(REPO, "bin/kiln")))
+    ap.add_argument("--no-python", action="store_true", help="skip XlsxWriter and openpyxl")
+    args = ap.parse_args()
+    if not 0 < args.small_rows < args.rows:
+        ap.error("need 0 < --small-rows < --rows")
+
+    files = generate(args.rows, args.small_rows)
+    raw = build_raw()
+    kiln = os.path.abspath(args.kiln)
+    big = "(%dk rows)" % (args.rows // 1000)
+    small = "(%dk rows)" % (args.small_rows // 1000)
+    out = lambda name: os.path.join(OUT, name)  # noqa: E731
+
+    tools = [
+        ("raw libxlsxwriter (C) " + big, [raw, files["csv"], out("raw.xlsx")], out("raw.xlsx"),
+         args.repeat, args.rows),
+        ("kiln render, CSV spec " + big,
+         [kiln, "render", files["spec_csv"], "-o", out("kiln_csv.xlsx"), "--max-bytes",
+          str(1 << 30)], out("kiln_csv.xlsx"), args.repeat, args.rows),
+        ("kiln render, CSV spec " + small,
+         [kiln, "render", files["spec_csv_small"], "-o", out("kiln_csv_small.xlsx"),
+          "--max-bytes", str(1 << 30)], out("kiln_csv_small.xlsx"), args.repeat,
+         args.small_rows),
+        ("kiln render, inline JSON " + big,
+         [kiln, "render", files["spec_inline"], "-o", out("kiln_inline.xlsx"), "--max-bytes",
+          str(1 << 30)], out("kiln_inline.xlsx"), args.repeat, args.rows),
+    ]
+    if not args.no_python:
+        tools += [
+            ("Python XlsxWriter constant_memory " + big,
+             [PYTHON, os.path.join(HERE, "py_xlsxwriter.py"), files["csv"], out("xlsxwriter.xlsx")],
+             out("xlsxwriter.xlsx"), 1, args.rows),
+            ("openpyxl write_only " + big,
+             [PYTHON, os.path.join(HERE, "py_openpyxl.py"), files["csv"], out("openpyxl.xlsx")],
+             out("openpyxl.xlsx"), 1, args.rows),
+        ]
+
+    results = []
+    for label, cmd, path, repeat, nrows in tools:
+        if cmd[0] == kiln and not os.access(kiln, os.X_OK):
+            results.append({"label": label, "error": "no kiln binary at %s" % kiln})
+            continue
+        print("bench: %s ..." % label, flush=True)
+        # +1: the header row
+        results.append(run_tool(label, cmd, path, repeat, nrows + 1))
+
+    by = {r["label"]: r for r in results}
+    raw_r = by.get(tools[0][0])
+    xw_r = next((r for r in results if r["label"].startswith("Python XlsxWriter")), None)
+    t_raw = raw_r.get("wall") if raw_r and "error" not in raw_r else None
+    t_xw = xw_r.get("wall") if xw_r and "error" not in xw_r else None
+
+    print()
+    print("%-46s %8s %7s %9s %10s %8s %12s" % ("tool", "wall s", "cpu s", "peak MiB",
+                                                 "output MiB", "vs raw", "XlsxWriter/"))
+    print("-" * 107)
+    failed = False
+    for r in results:
+        if "wall" not in r:
+            print("%-46s  FAILED: %s" % (r["label"], r["error"]))
+            failed = True
+            continue
+        same_size = r["label"].endswith(big)
+        vs_raw = r["wall"] / t_raw if t_raw and same_size else None
+        vs_xw = t_xw / r["wall"] if t_xw and same_size else None
+        print("%-46s %8.2f %7.2f %9.1f %10.2f %8s %12s" % (
+            r["label"], r["wall"], r["cpu"], r["rss"] / 1024, r["size"] / (1 << 20),
+            fmt_ratio(vs_raw), fmt_ratio(vs_xw)))
+        if "error" in r:
+            print("%-46s  WRONG OUTPUT: %s" % ("", r["error"]))
+            failed = True
+    print()
+    print("vs raw: wall time / raw libxlsxwriter's (lower is better); "
+          "XlsxWriter/: XlsxWriter's wall time / this tool's (higher is better).")
+    print("Best of %d runs for the C tools, one run for the Python ones; cpu s is user + "
+          "system time and peak MiB the child's ru_maxrss (getrusage)." % args.repeat)
+    print("On a busy machine wall times swing; cpu s is the steadier figure. Load average "
+          "now: %.2f" % os.getloadavg()[0])
+
+    kc = by.get(tools[1][0])
+    ks = by.get(tools[2][0])
+    if kc and "wall" in kc:
+        print()
+        if t_raw:
+            print("target: kiln CSV within 1.3x raw libxlsxwriter    -> %.2fx wall, %.2fx cpu"
+                  % (kc["wall"] / t_raw, kc["cpu"] / raw_r["cpu"]))
+        if t_xw:
+            print("target: kiln CSV >= 4x faster than XlsxWriter     -> %.1fx wall, %.1fx cpu"
+                  % (t_xw / kc["wall"], xw_r["cpu"] / kc["cpu"]))
+        if ks and "wall" in ks:
+            print("peak memory vs row count (kiln, CSV spec): %d rows %.1f MiB, %d rows %.1f MiB"
+                  % (args.small_rows, ks["rss"] / 1024, args.rows, kc["rss"] / 1024))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
