@@ -365,14 +365,14 @@ static void collect_sheet_names(kiln_pctx *c, const json_t *sheets)
         kiln_ptr_pop(&c->ptr, saved);
     }
     c->sheet_name_count = n;
-    /* Unnamed sheets take SheetN, skipping numbers an explicit name took. */
-    unsigned next = 1;
+    /* An unnamed sheet takes SheetN for its position N, as Excel numbers new
+     * sheets, or the next number no other sheet's name has taken. */
     for (size_t i = 0; i < n; i++) {
         const json_t *s = json_array_get(sheets, i);
         const json_t *nm = json_is_object(s) ? json_object_get(s, "name") : NULL;
         if (nm)
             continue;
-        for (;; next++) {
+        for (unsigned next = (unsigned)i + 1;; next++) {
             char buf[32];
             snprintf(buf, sizeof buf, "Sheet%u", next);
             int taken = 0;
@@ -382,7 +382,6 @@ static void collect_sheet_names(kiln_pctx *c, const json_t *sheets)
                 c->sheet_names[i] = kiln_arena_strdup(c->arena, buf);
                 if (!c->sheet_names[i])
                     kiln_pnomem(c);
-                next++;
                 break;
             }
         }

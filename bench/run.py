@@ -24,7 +24,6 @@ import datetime
 import json
 import os
 import random
-import shutil
 import subprocess
 import sys
 import time

@@ -72,12 +72,21 @@ __attribute__((format(printf, 2, 3)))
 static int usage_error(const char *usage, const char *fmt, ...)
 {
     va_list ap;
-    fprintf(stderr, "kiln: ");
+    fprintf(stderr, "kiln: error: ");
     va_start(ap, fmt);
     vfprintf(stderr, fmt, ap);
     va_end(ap);
     fprintf(stderr, "\n\n%s", usage);
     return kiln_status_exit(KILN_E_USAGE);
+}
+
+/* getopt's own messages are off (opterr = 0) so every error has one form. */
+static int bad_option(const char *usage, char **argv, int c)
+{
+    const char *arg = argv[optind - 1];
+    if (c == ':')
+        return usage_error(usage, "option '%s' needs a value", arg);
+    return usage_error(usage, "unknown option '%s'", arg);
 }
 
 /* "30M" -> 31457280. Returns 0 on success. */
@@ -174,7 +183,8 @@ static int cmd_render(int argc, char **argv)
 
     kiln_parse_options_init(&popt);
     optind = 1;
-    while ((c = getopt_long(argc, argv, "o:f:b:m:jh", opts, NULL)) != -1) {
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":o:f:b:m:jh", opts, NULL)) != -1) {
         switch (c) {
         case 'o': output = optarg; break;
         case 'f': format_name = optarg; break;
@@ -185,7 +195,7 @@ static int cmd_render(int argc, char **argv)
             break;
         case 'j': as_json = 1; break;
         case 'h': fputs(usage_render, stdout); return 0;
-        default: fprintf(stderr, "\n%s", usage_render); return kiln_status_exit(KILN_E_USAGE);
+        default: return bad_option(usage_render, argv, c);
         }
     }
     if (optind >= argc)
@@ -246,13 +256,14 @@ static int cmd_validate(int argc, char **argv)
 
     kiln_parse_options_init(&popt);
     optind = 1;
-    while ((c = getopt_long(argc, argv, "b:sjh", opts, NULL)) != -1) {
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":b:sjh", opts, NULL)) != -1) {
         switch (c) {
         case 'b': popt.base_dir = optarg; break;
         case 's': popt.scan_data_files = 1; break;
         case 'j': as_json = 1; break;
         case 'h': fputs(usage_validate, stdout); return 0;
-        default: fprintf(stderr, "\n%s", usage_validate); return kiln_status_exit(KILN_E_USAGE);
+        default: return bad_option(usage_validate, argv, c);
         }
     }
     if (optind >= argc)

@@ -272,7 +272,9 @@ static kiln_status write_literal_data(xlsx_chart_ctx *ctx, const kiln_chart *c, 
         if (!se->values_ref && se->value_count > n)
             n = se->value_count;
         if (se->name && !se->values_ref) {
-            e = worksheet_write_string(ws, row, (lxw_col_t)(1 + s), se->name, NULL);
+            const char *t = xlsx_xstring(se->name, strlen(se->name), &ctx->esc, &ctx->esc_cap);
+            e = t ? worksheet_write_string(ws, row, (lxw_col_t)(1 + s), t, NULL)
+                  : LXW_ERROR_MEMORY_MALLOC_FAILED;
             if (e)
                 return lxw_fail(ctx, e, c->pointer, err);
         }
@@ -284,8 +286,12 @@ static kiln_status write_literal_data(xlsx_chart_ctx *ctx, const kiln_chart *c, 
         uint32_t r = row + 1 + (uint32_t)i;
         if (!c->categories_ref && i < c->category_count) {
             const kiln_category *cat = &c->categories[i];
+            const char *t = cat->is_number ? NULL
+                                           : xlsx_xstring(cat->text, strlen(cat->text),
+                                                          &ctx->esc, &ctx->esc_cap);
             e = cat->is_number ? worksheet_write_number(ws, r, 0, cat->number, NULL)
-                               : worksheet_write_string(ws, r, 0, cat->text, NULL);
+                : t            ? worksheet_write_string(ws, r, 0, t, NULL)
+                               : LXW_ERROR_MEMORY_MALLOC_FAILED;
             if (e)
                 return lxw_fail(ctx, e, c->pointer, err);
         }

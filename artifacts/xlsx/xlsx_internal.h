@@ -117,6 +117,8 @@ typedef struct xlsx_chart_ctx {
     lxw_error lxw_err;          /* the library error behind a KILN_E_WRITE */
     struct xlsx_ref_range *refs; /* ranges of the sheets' cells charts read */
     size_t ref_count, ref_cap;
+    char *esc;                  /* scratch for xlsx_xstring (malloc) */
+    size_t esc_cap;
 } xlsx_chart_ctx;
 
 /* 1 when the chart has literal categories or values (needs the data sheet). */
@@ -130,6 +132,16 @@ kiln_status xlsx_chart_insert(xlsx_chart_ctx *ctx, xlsx_plan_sheet *sheet,
  * their cached values, formula results included (libxlsxwriter's own cache
  * would show a formula cell as 0). */
 kiln_status xlsx_chart_fill_caches(xlsx_chart_ctx *ctx, kiln_error *err);
+
+/* ---- text (xlsx_writer.c) ---- */
+/*
+ * SpreadsheetML decodes "_xHHHH_" in cell text (ECMA-376 Part 1, 22.4.2.4
+ * ST_Xstring), so a literal "_x0041_" would show as "A". Returns s itself
+ * when it holds no such sequence (the usual case, found with one memchr),
+ * else a copy in *buf (grown as needed) with each one written as
+ * "_x005F_xHHHH_". NULL when out of memory.
+ */
+const char *xlsx_xstring(const char *s, size_t len, char **buf, size_t *cap);
 
 /* ---- errors (xlsx_writer.c) ---- */
 /* The one translation of a libxlsxwriter error into a kiln_error. */

@@ -46,7 +46,13 @@
  *     With total_row, numeric columns get a SUBTOTAL(109) sum whose cached
  *     value is computed here, and the first column says "Total" when it is
  *     not numeric.
- *   - A merged range's value is centred unless its style says otherwise.
+ *   - A merged range's value is centred unless its style says otherwise; a
+ *     single-cell "merge" only gives the cell its value and style.
+ *   - Text is escaped as ST_Xstring requires: a literal "_xHHHH_" in a cell,
+ *     header, table column name or note is written "_x005F_xHHHH_", or Excel
+ *     would show the character it encodes (xlsx_xstring).
+ *   - In memory mode, charts over the sheets' cells get cached values that
+ *     include formula results (xlsx_chart_fill_caches).
  *   - libxlsxwriter prints warnings to stderr for invalid arguments; the
  *     writer checks those conditions itself first so it never reaches them.
  */
@@ -63,6 +69,48 @@
 #define ROW_PX 20          /* default row height in pixels */
 
 static const kiln_style no_style = {.color = KILN_COLOR_NONE, .fill = KILN_COLOR_NONE};
+
+static int is_hex(unsigned char c)
+{
+    return (c >= '0' && c <= '9') || ((c | 0x20) >= 'a' && (c | 0x20) <= 'f');
+}
+
+/* "_xHHHH_" at p (with at least 7 bytes left)? */
+static int xhhhh_at(const char *p)
+{
+    return p[0] == '_' && (p[1] == 'x' || p[1] == 'X') && is_hex((unsigned char)p[2]) &&
+           is_hex((unsigned char)p[3]) && is_hex((unsigned char)p[4]) &&
+           is_hex((unsigned char)p[5]) && p[6] == '_';
+}
+
+const char *xlsx_xstring(const char *s, size_t len, char **buf, size_t *cap)
+{
+    const char *u = memchr(s, '_', len);
+    size_t hits = 0;
+    for (const char *p = u; p && (size_t)(s + len - p) >= 7;
+         p = memchr(p + 1, '_', (size_t)(s + len - p - 1)))
+        hits += xhhhh_at(p);
+    if (!hits)
+        return s;
+    size_t need = len + hits * 6 + 1;
+    if (need > *cap) {
+        char *n = realloc(*buf, need);
+        if (!n)
+            return NULL;
+        *buf = n;
+        *cap = need;
+    }
+    char *o = *buf;
+    for (size_t i = 0; i < len; i++) {
+        if (len - i >= 7 && xhhhh_at(s + i)) {
+            memcpy(o, "_x005F", 6);
+            o += 6;
+        }
+        *o++ = s[i];
+    }
+    *o = '\0';
+    return *buf;
+}
 
 kiln_status xlsx_lxw_error(kiln_error *err, lxw_error e, const char *pointer,
                            const char *what)
@@ -137,6 +185,19 @@ typedef struct sheetw {
     uint32_t next_row;
     int arrows;       /* header cells show filter buttons */
 } sheetw;
+
+/* worksheet_write_string with the text escaped as ST_Xstring needs. */
+static lxw_error put_string(wctx *w, lxw_worksheet *ws, lxw_row_t r, lxw_col_t c,
+                            const char *s, size_t len, lxw_format *f)
+{
+    const char *t = xlsx_xstring(s, len, &w->data.esc, &w->data.esc_cap);
+    return t ? worksheet_write_string(ws, r, c, t, f) : LXW_ERROR_MEMORY_MALLOC_FAILED;
+}
+
+static const char *esc(wctx *w, const char *s)
+{
+    return xlsx_xstring(s, strlen(s), &w->data.esc, &w->data.esc_cap);
+}
 
 static void col_init(colstate *cs, const kiln_column *col)
 {
@@ -267,7 +328,7 @@ static lxw_error write_url(sheetw *sw, colstate *cs, uint32_t r, lxw_col_t c,
         escaped_url_chars(cell->text) > XLSX_MAX_URL_CHARS) {
         lxw_format *f = cell_format(sw, cs, cell, V_PLAIN, oom);
         return *oom ? LXW_ERROR_MEMORY_MALLOC_FAILED
-                    : worksheet_write_string(sw->ws, r, c, text, f);
+                    : put_string(sw->w, sw->ws, r, c, text, strlen(text), f);
     }
     lxw_format *f = NULL;
     /* libxlsxwriter's own hyperlink format (Excel's Hyperlink cell style)
@@ -301,7 +362,9 @@ static lxw_error write_url(sheetw *sw, colstate *cs, uint32_t r, lxw_col_t c,
         copy[o] = '\0';
         url = copy;
     }
-    lxw_error e = worksheet_write_url_opt(sw->ws, r, c, url, f, text, NULL);
+    const char *shown = esc(sw->w, text);
+    lxw_error e = shown ? worksheet_write_url_opt(sw->ws, r, c, url, f, shown, NULL)
+                        : LXW_ERROR_MEMORY_MALLOC_FAILED;
     free(copy);
     if (!e)
         sw->links++;
@@ -336,7 +399,7 @@ static lxw_error write_cell(sheetw *sw, uint32_t r, size_t ci, const kiln_cell *
             return LXW_ERROR_MEMORY_MALLOC_FAILED;
         if (cs->autofit)
             fit_text(cs, cell, cell->text, cell->text_len);
-        return worksheet_write_string(ws, r, c, cell->text, f);
+        return put_string(sw->w, ws, r, c, cell->text, cell->text_len, f);
     case KILN_CELL_BOOL:
         f = cell_format(sw, cs, cell, V_PLAIN, oom);
         if (*oom)
@@ -370,6 +433,8 @@ static lxw_error write_cell(sheetw *sw, uint32_t r, size_t ci, const kiln_cell *
             const char *t = cell->cached_text ? cell->cached_text : "";
             if (cs->autofit)
                 fit_text(cs, cell, t, strlen(t));
+            if (!(t = esc(sw->w, t)))
+                return LXW_ERROR_MEMORY_MALLOC_FAILED;
             return worksheet_write_formula_str(ws, r, c, cell->text, f, t);
         }
         case KILN_CELL_BOOL:
@@ -557,6 +622,11 @@ static char **table_headers(sheetw *sw, size_t ncols)
         }
         if (!name)
             return NULL;
+        /* The names are both the header cells' text and the table's column
+         * names: escape them once, here. */
+        const char *e = esc(sw->w, name);
+        if (!e || (e != name && !(name = kiln_arena_strdup(a, e))))
+            return NULL;
         names[i] = name;
     }
     return names;
@@ -643,7 +713,9 @@ static kiln_status write_merge(sheetw *sw, const kiln_merge *m, const char *ptr,
     if (oom)
         return oom_fail(err, ptr);
     lxw_error e = LXW_NO_ERROR;
-    const char *first_text = m->value.kind == KILN_CELL_STRING ? m->value.text : "";
+    const char *first_text = m->value.kind == KILN_CELL_STRING ? esc(sw->w, m->value.text) : "";
+    if (!first_text)
+        return oom_fail(err, ptr);
     if (!single)
         e = worksheet_merge_range(sw->ws, r->first_row, (lxw_col_t)r->first_col, r->last_row,
                                   (lxw_col_t)r->last_col, first_text, f);
@@ -664,7 +736,7 @@ static kiln_status write_merge(sheetw *sw, const kiln_merge *m, const char *ptr,
     lxw_col_t col = (lxw_col_t)r->first_col;
     const kiln_cell *v = &m->value;
     switch (v->kind) {
-    case KILN_CELL_STRING: e = worksheet_write_string(ws, row, col, v->text, f); break;
+    case KILN_CELL_STRING: e = worksheet_write_string(ws, row, col, first_text, f); break;
     case KILN_CELL_NUMBER:
     case KILN_CELL_DATE:
     case KILN_CELL_DATETIME: e = worksheet_write_number(ws, row, col, v->number, f); break;
@@ -674,7 +746,7 @@ static kiln_status write_merge(sheetw *sw, const kiln_merge *m, const char *ptr,
             e = worksheet_write_formula_num(ws, row, col, v->text, f, v->cached_number);
         else if (v->cached_kind == KILN_CELL_STRING)
             e = worksheet_write_formula_str(ws, row, col, v->text, f,
-                                            v->cached_text ? v->cached_text : "");
+                                            esc(sw->w, v->cached_text ? v->cached_text : ""));
         else if (v->cached_kind == KILN_CELL_BOOL)
             e = worksheet_write_formula_str(ws, row, col, v->text, f,
                                             v->cached_number != 0 ? "TRUE" : "FALSE");
@@ -683,7 +755,7 @@ static kiln_status write_merge(sheetw *sw, const kiln_merge *m, const char *ptr,
         break;
     case KILN_CELL_URL:
         e = worksheet_write_url_opt(ws, row, col, v->text, f,
-                                    v->link_text ? v->link_text : v->text, NULL);
+                                    esc(sw->w, v->link_text ? v->link_text : v->text), NULL);
         break;
     default: break;
     }
@@ -793,8 +865,8 @@ static kiln_status write_validation(sheetw *sw, const kiln_validation *v, const 
             return kiln_error_limit(err, KILN_E_LIMIT, ptr, LXW_ROW_MAX, base + v->value_count,
                                     "the validation lists do not fit in one sheet");
         for (size_t i = 0; i < v->value_count; i++) {
-            lxw_error e = worksheet_write_string(w->data.data_ws, base + (uint32_t)i, 0,
-                                                 v->values[i], NULL);
+            lxw_error e = put_string(w, w->data.data_ws, base + (uint32_t)i, 0, v->values[i],
+                                     strlen(v->values[i]), NULL);
             if (e)
                 return lxw_fail(err, e, ptr, "writing a validation list");
         }
@@ -878,7 +950,7 @@ static lxw_error text_row(textw *t, const char *s, size_t len, lxw_format *f)
         f = t->wrap;
     if (px > sw->cols[0].max_px)
         sw->cols[0].max_px = px;
-    return worksheet_write_string(sw->ws, sw->next_row++, 0, t->buf, f);
+    return put_string(sw->w, sw->ws, sw->next_row++, 0, t->buf, o, f);
 }
 
 static lxw_error text_runs(textw *t, const kiln_text *x, const char *prefix, lxw_format *f)
@@ -1080,7 +1152,10 @@ static kiln_status write_sheet_objects_before(sheetw *sw, const kiln_sheet *sh,
         const kiln_comment *c = &sh->comments[i];
         lxw_comment_options o = {0};
         o.author = (char *)(c->author ? c->author : doc->metadata.author);
-        lxw_error e = worksheet_write_comment_opt(sw->ws, c->row, (lxw_col_t)c->col, c->text, &o);
+        const char *text = esc(sw->w, c->text);
+        lxw_error e = text ? worksheet_write_comment_opt(sw->ws, c->row, (lxw_col_t)c->col,
+                                                         text, &o)
+                           : LXW_ERROR_MEMORY_MALLOC_FAILED;
         if (e) {
             snprintf(ptr, sizeof ptr, "%s/comments/%zu", sp, i);
             return lxw_fail(err, e, ptr, "adding a note");
@@ -1209,7 +1284,9 @@ static kiln_status write_sheet(wctx *w, xlsx_plan_sheet *ps, kiln_error *err)
                 }
                 continue;
             }
-            lxw_error e = worksheet_write_string(sw.ws, 0, (lxw_col_t)i, h, f);
+            /* Table names are escaped already (table_headers). */
+            lxw_error e = headers ? worksheet_write_string(sw.ws, 0, (lxw_col_t)i, h, f)
+                                  : put_string(w, sw.ws, 0, (lxw_col_t)i, h, strlen(h), f);
             if (e) {
                 st = lxw_fail(err, e, ps->pointer, "writing the header row");
                 goto cleanup_cols;
@@ -1431,6 +1508,7 @@ kiln_status kiln_xlsx_write(const kiln_doc *doc, kiln_output *out,
     lxw_error e = workbook_close(wb); /* frees wb, whatever the outcome */
     if (e)
         st = xlsx_lxw_error(err, e, NULL, "writing the xlsx file");
+    free(w.data.esc);
     kiln_arena_release(&arena);
     return st;
 
@@ -1439,6 +1517,7 @@ cleanup_formats:
 cleanup_workbook:
     discard_workbook(wb);
 cleanup_arena:
+    free(w.data.esc);
     kiln_arena_release(&arena);
     return st;
 }

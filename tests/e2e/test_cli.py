@@ -421,8 +421,6 @@ MALFORMED = [
     ("object-row-without-columns", {"sheets": [{"rows": [{"a": 1}]}]}, 3, r"/sheets/0/rows/0(/a)?", None),
     ("name-history", {"sheets": [{"name": "History", "rows": [[1]]}]}, 3, r"/sheets/0/name", None),
     ("name-history-lower", {"sheets": [{"name": "history", "rows": [[1]]}]}, 3, r"/sheets/0/name", None),
-    ("merge-single-cell", {"sheets": [{"rows": [[1]], "merges": [{"range": "B2:B2"}]}]}, 3,
-     r"/sheets/0/merges/0(/range)?", None),
     ("merges-overlap", {"sheets": [{"rows": [[1]], "merges": [{"range": "A1:B2"}, {"range": "B2:C3"}]}]}, 3,
      r"/sheets/0/merges/[01](/range)?", None),
     ("date-with-time", {"sheets": [{"rows": [[{"date": "2026-03-31T10:00"}]]}]}, 3, r"/sheets/0/rows/0/0/date", None),
@@ -444,8 +442,6 @@ MALFORMED = [
     ("cf-style-font", {"sheets": [{"rows": [[1]], "conditional_formats": [
         {"range": "A1:A2", "type": "cell", "criteria": ">", "value": 1, "style": {"font": "Arial"}}]}]}, 3,
      r"/sheets/0/conditional_formats/0/style/font", None),
-    ("validation-value-comma", {"sheets": [{"rows": [[1]], "validations": [
-        {"range": "A1:A9", "type": "list", "values": ["a,b", "c"]}]}]}, 3, r"/sheets/0/validations/0/values/0", None),
     ("url-over-2079", {"sheets": [{"rows": [[{"url": "https://example.com/" + "a" * 2070}]]}]}, 3,
      r"/sheets/0/rows/0/0/url", None),
     ("url-scheme-only", {"sheets": [{"rows": [[{"url": "https://"}]]}]}, 3, r"/sheets/0/rows/0/0/url", None),
@@ -480,7 +476,6 @@ MALFORMED = [
     ("image-path-and-data", {"sheets": [{"rows": [[1]], "images": [{"image": {"data": PNG_B64, "path": "x.png"},
                                                                      "anchor": "B2"}]}]}, 3,
      r"/sheets/0/images/0/image(/(data|path))?", None),
-    ("heading-without-level", {"blocks": [{"type": "heading", "text": "x"}]}, 3, r"/blocks/0(/level)?", None),
     ("paragraph-text-and-runs", {"blocks": [{"type": "paragraph", "text": "x", "runs": [{"text": "y"}]}]}, 3,
      r"/blocks/0(/text|/runs)?", None),
     ("runs-empty", {"blocks": [{"type": "paragraph", "runs": []}]}, 3, r"/blocks/0/runs", None),
@@ -987,7 +982,6 @@ DATA_CASES = [
      r"/sheets/0/data/delimiter"),
     ("csv-delimiter-two-chars", "d.csv", b"a\n1\n", {"format": "csv", "delimiter": ";;"}, None,
      r"/sheets/0/data/delimiter"),
-    ("data-without-format", "d.csv", b"a\n1\n", {}, None, r"/sheets/0/data(/format)?"),
     ("rows-and-data", "d.csv", b"a\n1\n", {"format": "csv", "_rows": True}, None, r"/sheets/0(/rows|/data)?"),
 ]
 

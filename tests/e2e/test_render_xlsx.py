@@ -695,10 +695,6 @@ def stream_compare(xlsx, sheet_name, t, base_dir, errs, limit=50):
 
 # =========================================================================== samples
 
-def sample_param(name):
-    return pytest.param(name, id=name)
-
-
 @pytest.fixture(scope="session")
 def all_pdfs(tmp_path_factory, rendered_samples, feature_files):
     """ONE LibreOffice run over every rendered sample and feature file."""
@@ -1526,3 +1522,37 @@ def test_csv_field_typing_rules(tmp_path):
             if not same_type or (got != want if not isinstance(want, float) else not same_number(got, want)):
                 errs.append("%s%d: field %r -> %r, expected %r" % (get_column_letter(col), i, field, got, want))
     assert not errs, "\n".join(errs)
+
+
+def test_documented_leniencies_render(tmp_path):
+    """docs/spec.md allows these; each must render and mean what the doc says: a
+    single-cell merge, list values with commas and quotes (kept whole, not split),
+    a heading without a level (level 1), and a data file whose format comes from
+    its extension."""
+    (tmp_path / "d.csv").write_text("a\n1\n2\n", encoding="utf-8")
+    spec = {"sheets": [
+        {"name": "M", "rows": [["x", 1]], "merges": [{"range": "B2:B2", "value": "solo"}],
+         "validations": [{"range": "A1:A9", "type": "list", "values": ["a,b", 'say "hi"', "c"]}]},
+        {"name": "D", "data": {"path": "d.csv"}},
+    ], "metadata": {"title": "leniencies"}}
+    out = render_ok(write_spec(tmp_path, spec), tmp_path / "l.xlsx")
+    assert_ooxml_ok(out)
+    wb = openpyxl.load_workbook(out)
+    ws = wb["M"]
+    assert ws["B2"].value == "solo"
+    dv = ws.data_validations.dataValidation
+    assert len(dv) == 1 and dv[0].type == "list"
+    # the values went to cells (an inline list would split "a,b"): read them back
+    ref = dv[0].formula1.lstrip("=")
+    sheet_name, cells = ref.rsplit("!", 1)
+    helper = wb[sheet_name.strip("'")]
+    assert helper.sheet_state == "hidden"
+    first, last = cells.replace("$", "").split(":")
+    got = [c.value for row in helper[first:last] for c in row]
+    assert got == ["a,b", 'say "hi"', "c"]
+    assert [c.value for c in wb["D"]["A"]] == ["a", 1, 2]
+
+    blocks = {"blocks": [{"type": "heading", "text": "Numbers"},
+                         {"type": "table", "columns": [{"header": "n"}], "rows": [[5]]}]}
+    out2 = render_ok(write_spec(tmp_path, blocks, "b.json"), tmp_path / "b.xlsx")
+    assert openpyxl.load_workbook(out2).sheetnames[0] == "Numbers"

@@ -375,6 +375,8 @@ static void test_rows_and_columns(void **state)
           "/sheets/0/columns/0/type", "\"currency\"");
     fails("{'sheets': [{'columns': [{'width': 256}]}]}", KILN_E_INVALID_SPEC,
           "/sheets/0/columns/0/width", "0 to 255");
+    fails("{'sheets': [{'columns': [{'header': 'a', 'key': ''}]}]}", KILN_E_INVALID_SPEC,
+          "/sheets/0/columns/0/key", "non-empty key");
     fails("{'sheets': [{'rows': {}}]}", KILN_E_INVALID_SPEC, "/sheets/0/rows", "array of rows");
     fails("{'sheets': [{'rows': [], 'data': {'path': 'data.csv'}}]}", KILN_E_INVALID_SPEC,
           "/sheets/0/data", "not both");

@@ -186,6 +186,38 @@ static void test_typed_cells(void **state)
              "assert '<f>A2*2</f><v>3</v>' in x, x\n");
 }
 
+static void test_xstring_escaping(void **state)
+{
+    (void)state;
+    char *buf = NULL;
+    size_t cap = 0;
+    const char *plain = "no_escape_here";
+    assert_ptr_equal(xlsx_xstring(plain, strlen(plain), &buf, &cap), plain);
+    assert_string_equal(xlsx_xstring("a_x0041_b_X00fF_", 16, &buf, &cap),
+                        "a_x005F_x0041_b_x005F_X00fF_");
+    free(buf);
+    /* In memory mode (a table): shared strings, which openpyxl decodes one
+     * level (_x005F_ only), so its values are the texts themselves. */
+    render_ok("{'sheets': [{'name': 'S', 'columns': [{'header': 'h_x0042_'}], 'table': true,"
+              " 'rows': [['literal _x0041_ stays'], ['_x000D_'], [{'formula': '=A2', 'value': '_x0043_'}]],"
+              " 'comments': [{'cell': 'A2', 'text': 'n_x0044_'}]}]}",
+              "xstring.xlsx");
+    check_py("wb = openpyxl.load_workbook(f)\n"
+             "ws = wb['S']\n"
+             "assert ws['A1'].value == 'h_x0042_', ws['A1'].value\n"
+             "assert ws['A2'].value == 'literal _x0041_ stays'\n"
+             "assert ws['A3'].value == '_x000D_'\n"
+             "assert 'name=\"h_x005F_x0042_\"' in part('xl/tables/table1.xml')\n"
+             "assert '_x005F_x0043_' in part('xl/worksheets/sheet1.xml')\n"
+             "assert 'n_x005F_x0044_' in part('xl/comments1.xml')\n");
+    /* constant_memory: inline strings, which openpyxl does not decode. */
+    render_ok("{'sheets': [{'name': 'S', 'rows': [['literal _x0041_ stays'], ['_x000D_']]}]}",
+              "inline.xlsx");
+    check_py("ws = openpyxl.load_workbook(f)['S']\n"
+             "assert ws['A1'].value == 'literal _x005F_x0041_ stays', ws['A1'].value\n"
+             "assert ws['A2'].value == '_x005F_x000D_'\n");
+}
+
 static void test_formats_are_shared(void **state)
 {
     (void)state;
@@ -524,6 +556,7 @@ int main(void)
         cmocka_unit_test(test_sheet_names),
         cmocka_unit_test(test_widths),
         cmocka_unit_test_setup_teardown(test_typed_cells, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_xstring_escaping, setup, teardown),
         cmocka_unit_test_setup_teardown(test_formats_are_shared, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hyperlink_limits, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sheet_features, setup, teardown),
