@@ -75,9 +75,14 @@ e2e: $(BIN) samples
 
 check: all unit e2e fuzz-check
 
+# Sanitizer runtime settings for every instrumented run (tests/lsan.supp says why).
+SAN_ENV := ASAN_OPTIONS=fast_unwind_on_malloc=0:detect_leaks=1 \
+	LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp:print_suppressions=0 \
+	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+
 # The same tests with AddressSanitizer + UBSan, in a build tree of their own.
 asan:
-	$(MAKE) BUILD=build-asan BIN=build-asan/bin/kiln CC=clang \
+	$(SAN_ENV) $(MAKE) BUILD=build-asan BIN=build-asan/bin/kiln CC=clang \
 		OPT="-O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" \
 		LDFLAGS="-fsanitize=address,undefined" unit e2e
 
@@ -87,7 +92,7 @@ asan:
 # fresh temporary one for fuzz-check, fuzz/corpus/NAME for fuzz; fuzz/seeds and
 # samples/ come after it and are only read.
 FUZZ_CC      := clang
-FUZZ_CFLAGS  := -std=c11 -D_GNU_SOURCE -I. $(filter-out -Werror,$(WARN)) -O1 -g -fno-omit-frame-pointer \
+FUZZ_CFLAGS  := -std=c11 -D_GNU_SOURCE -I. $(WARN) -O1 -g -fno-omit-frame-pointer \
 	-fsanitize=address,undefined -fno-sanitize-recover=all $(shell pkg-config --cflags $(PKGS))
 FUZZ_OBJS    := $(LIB_SRCS:%.c=fuzz/build/obj/%.o)
 FUZZ_TARGETS := $(patsubst fuzz/%.c,fuzz/build/%,$(wildcard fuzz/fuzz_*.c))
@@ -111,7 +116,7 @@ $(FUZZ_TARGETS): fuzz/build/%: fuzz/%.c fuzz/fuzz_common.h $(FUZZ_OBJS)
 fuzz: $(FUZZ_TARGETS)
 	@for f in $(FUZZ_TARGETS); do n=$$(basename $$f); mkdir -p fuzz/corpus/$$n; \
 		echo "== $$n ($${FUZZ_SECONDS:-300} s)"; \
-		$$f $(FUZZ_ARGS) -max_total_time=$${FUZZ_SECONDS:-300} \
+		$(SAN_ENV) $$f $(FUZZ_ARGS) -max_total_time=$${FUZZ_SECONDS:-300} \
 			fuzz/corpus/$$n $(FUZZ_SEEDS) || exit 1; done
 
 # Quick check for `make check`: FUZZ_SECONDS per target (default 20). Any crash,
@@ -120,7 +125,7 @@ fuzz: $(FUZZ_TARGETS)
 fuzz-check: $(FUZZ_TARGETS)
 	@for f in $(FUZZ_TARGETS); do n=$$(basename $$f); corpus=$$(mktemp -d); \
 		echo "== $$n ($${FUZZ_SECONDS:-20} s)"; \
-		$$f $(FUZZ_ARGS) -max_total_time=$${FUZZ_SECONDS:-20} \
+		$(SAN_ENV) $$f $(FUZZ_ARGS) -max_total_time=$${FUZZ_SECONDS:-20} \
 			$$corpus $(FUZZ_SEEDS) >fuzz/build/$$n.log 2>&1; rc=$$?; rm -rf $$corpus; \
 		if [ $$rc -ne 0 ]; then tail -n 40 fuzz/build/$$n.log; \
 			echo "fuzz-check: $$n failed (exit $$rc); see fuzz/build/$$n.log"; exit 1; fi; \

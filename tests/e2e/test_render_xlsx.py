@@ -276,7 +276,9 @@ def compare_value(where, e, cell, cached_cell, col, errs):
             errs.append("%s: expected formula %r, got %r" % (where, e.value, v))
         if e.has_cached and cached_cell is not None:
             cv = cached_cell.value
-            ok = (cv is e.cached if isinstance(e.cached, bool)
+            # docs/spec.md: libxlsxwriter 1.1.4 cannot store a boolean formula
+            # result, so a cached true/false is stored as the text TRUE/FALSE.
+            ok = (cv == ("TRUE" if e.cached else "FALSE") if isinstance(e.cached, bool)
                   else (isinstance(cv, (int, float)) and not isinstance(cv, bool)
                         and same_number(cv, e.cached)) if isinstance(e.cached, (int, float))
                   else cv == e.cached)
@@ -1178,7 +1180,9 @@ def test_cell_types_targeted(feature_files):
     assert val("formula num").data_type == "f"
     assert val("formula num", True).value == 3
     assert val("formula str", True).value == "ab"
-    assert val("formula bool", True).value is True
+    # cached booleans are stored as the text TRUE (docs/spec.md: libxlsxwriter 1.1.4
+    # has no boolean formula result); Excel recalculates on load either way
+    assert val("formula bool", True).value == "TRUE"
     assert val("date 1900").value == dt.datetime(1900, 3, 1)
     assert val("date 2026").value == dt.datetime(2026, 3, 31)
     assert val("datetime Z").value == dt.datetime(2026, 3, 31, 14, 30)
