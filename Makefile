@@ -73,7 +73,7 @@ unit: $(UNIT_BINS)
 e2e: $(BIN) samples
 	KILN_BIN=$(BIN) $(PYTHON) -m pytest -q tests/e2e
 
-check: all unit e2e fuzz-check
+check: all unit e2e fuzz-check asan
 
 # Sanitizer runtime settings for every instrumented run (tests/lsan.supp says why).
 SAN_ENV := ASAN_OPTIONS=fast_unwind_on_malloc=0:detect_leaks=1 \
