@@ -22,7 +22,8 @@ typedef enum { KILN_FORMAT_XLSX, KILN_FORMAT_DOCX, KILN_FORMAT_PDF, KILN_FORMAT_
 
 typedef struct kiln_render_options {
     uint64_t max_bytes;   /* output ceiling; 0 = KILN_DEFAULT_MAX_BYTES */
-    const char *tmp_dir;  /* scratch space for writers that need it; NULL = $TMPDIR or /tmp */
+    const char *tmp_dir;  /* scratch space for writers that need it; NULL = the output's own
+                             directory (see kiln_output_dir_path for why) */
 } kiln_render_options;
 
 typedef struct kiln_render_result {

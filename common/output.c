@@ -92,6 +92,7 @@ kiln_status kiln_output_open(kiln_output *out, const char *target_path, uint64_t
     if (st != KILN_E_OK)
         goto fail_release;
     snprintf(out->path, sizeof out->path, "/proc/self/fd/%d", out->fd);
+    snprintf(out->dir_path, sizeof out->dir_path, "/proc/self/fd/%d", out->dir_fd);
     return KILN_E_OK;
 
 fail_release:
@@ -102,6 +103,11 @@ fail_release:
 const char *kiln_output_path(const kiln_output *out)
 {
     return out->path;
+}
+
+const char *kiln_output_dir_path(const kiln_output *out)
+{
+    return out->dir_path;
 }
 
 kiln_status kiln_output_write(kiln_output *out, const void *data, size_t len,

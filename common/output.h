@@ -38,6 +38,7 @@ typedef struct kiln_output {
     uint64_t max_bytes;
     uint64_t written;    /* bytes written through kiln_output_write */
     char path[64];       /* "/proc/self/fd/N": a name a library can open */
+    char dir_path[64];   /* "/proc/self/fd/N" of the target's directory */
 } kiln_output;
 
 /* Prepare to write target_path with the given ceiling (0 = default). */
@@ -45,6 +46,11 @@ kiln_status kiln_output_open(kiln_output *out, const char *target_path, uint64_t
                              kiln_error *err);
 /* A path naming the temporary file, for libraries that take a file name. */
 const char *kiln_output_path(const kiln_output *out);
+/* A path naming the target's directory: where a library's scratch files
+ * belong, because they then share the output's filesystem. A disk that fills
+ * up while a library writes scratch data (which libxlsxwriter does not check)
+ * is still full when the output itself is written, and that error is seen. */
+const char *kiln_output_dir_path(const kiln_output *out);
 /* Append bytes; KILN_E_TOO_LARGE before writing anything past the ceiling. */
 kiln_status kiln_output_write(kiln_output *out, const void *data, size_t len,
                               kiln_error *err);

@@ -1439,10 +1439,13 @@ kiln_status kiln_xlsx_write(const kiln_doc *doc, kiln_output *out,
 
     lxw_workbook_options wo = {0};
     wo.constant_memory = !workbook_needs_memory(&plan);
-    /* libxlsxwriter's NULL means tmpfile(), which ignores $TMPDIR. */
-    const char *tmp = opt && opt->tmp_dir ? opt->tmp_dir : getenv("TMPDIR");
-    if (tmp && !*tmp)
-        tmp = NULL;
+    /* libxlsxwriter ignores write errors on its scratch files, so a full
+     * scratch disk would give a corrupt file that looks fine. Scratch files
+     * therefore go beside the output by default: on the same filesystem, the
+     * full disk is still full when the zip is written, and that error is
+     * checked. */
+    const char *tmp = opt && opt->tmp_dir && *opt->tmp_dir ? opt->tmp_dir
+                                                           : kiln_output_dir_path(out);
     /* An unusable scratch directory would make libxlsxwriter print its own
      * error before failing: say it here instead. */
     if (tmp && access(tmp, W_OK | X_OK) != 0) {

@@ -1000,3 +1000,38 @@ def test_malformed_data_file(tmp_path, kiln_bin, case):
     if extra.get("_rows"):
         sheet["rows"] = [[1]]
     expect_failure(tmp_path, {"sheets": [sheet]}, 3, pointer)
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 2 MiB tmpfs: a disk that fills up part-way through a render."""
+    if os.geteuid() != 0:
+        pytest.fail("the full-disk test mounts a tmpfs and needs root (CI runs as root)")
+    mnt = tmp_path / "small"
+    mnt.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mnt)], check=True)
+    try:
+        yield mnt
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], check=False)
+
+
+@pytest.mark.parametrize("memory_mode", [False, True], ids=["constant-memory", "in-memory"])
+def test_full_disk_leaves_nothing_and_fails(tmp_path, small_disk, memory_mode):
+    """docs/cli.md: on a full disk nothing appears at OUT and the exit status is 6.
+    libxlsxwriter does not check writes to its scratch files, so they must share the
+    output's filesystem for the failure to be seen (a corrupt file reported as a
+    success was the bug this guards against)."""
+    spec = json.loads((SAMPLES / "export_200k.json").read_text(encoding="utf-8"))
+    # the spec lives in tmp_path; its CSV is read from samples/ through --base-dir
+    if memory_mode:
+        spec["sheets"][0]["merges"] = [{"range": "L1:M1", "value": "merged"}]
+    spec_path = tmp_path / "spec.json"
+    spec_path.write_text(json.dumps(spec), encoding="utf-8")
+    target = small_disk / "big.xlsx"
+    proc = subprocess.run([str(KILN_BIN), "render", str(spec_path), "--base-dir", str(SAMPLES),
+                           "-o", str(target)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          timeout=300)
+    assert proc.returncode == 6, describe(proc)
+    assert "kiln: error:" in err_text(proc)
+    assert listing(small_disk) == {}
