@@ -356,7 +356,7 @@ static const char *chart_ref(kiln_pctx *c, const char *member, const json_t *v,
     if (sheet) {
         const char *found = NULL;
         for (size_t i = 0; i < c->sheet_name_count && !found; i++)
-            if (c->sheet_names[i] && strcasecmp(c->sheet_names[i], sheet) == 0)
+            if (c->sheet_names[i] && kiln_name_equal_fold(c->sheet_names[i], sheet))
                 found = c->sheet_names[i];
         if (!found) {
             kiln_perr(c, member, "there is no sheet named \"%s\"", sheet);

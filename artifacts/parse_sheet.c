@@ -329,8 +329,7 @@ void kiln_parse_table_data(kiln_pctx *c, const json_t *obj, kiln_table_data *td)
 
 static int name_equal_fold(const char *a, const char *b)
 {
-    /* ASCII case folding; Excel also folds other scripts, which this does not. */
-    return strcasecmp(a, b) == 0;
+    return kiln_name_equal_fold(a, b);
 }
 
 /* First pass: every sheet's name, so chart ranges may name a later sheet. */
@@ -940,7 +939,7 @@ void kiln_parse_sheets(kiln_pctx *c, const json_t *arr)
         const char *a = c->doc->sheets[i].table_name;
         for (size_t j = 0; a && j < i; j++) {
             const char *b = c->doc->sheets[j].table_name;
-            if (b && strcasecmp(a, b) == 0) {
+            if (b && kiln_name_equal_fold(a, b)) {
                 kiln_ptr_push_index(&c->ptr, i);
                 kiln_ptr_push(&c->ptr, "table");
                 kiln_perr(c, "name", "another sheet's table is already named \"%s\"", b);

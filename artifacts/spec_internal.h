@@ -207,6 +207,10 @@ int kiln_get_color(kiln_pctx *c, const json_t *obj, const char *key, int32_t *ou
 /* A length (number of points or "20mm", "2.5cm", "1in", "72pt"). */
 int kiln_get_length(kiln_pctx *c, const json_t *obj, const char *key, double min, double max,
                     double *out);
+/* Sheet names compared as Excel does, ignoring case: 1 when a and b (valid
+ * UTF-8) are equal once every code point is folded with towlower_l in a
+ * C.UTF-8 locale object (ASCII folding only if that locale is missing). */
+int kiln_name_equal_fold(const char *a, const char *b);
 /* Sheet-name rules without uniqueness; NULL when fine, else what is wrong. */
 const char *kiln_sheet_name_problem(const char *name, size_t len);
 

@@ -15,13 +15,16 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <locale.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <unistd.h>
+#include <wctype.h>
 
 #include "../common/templates.h"
 #include "markdown.h"
@@ -282,6 +285,60 @@ int kiln_get_length(kiln_pctx *c, const json_t *obj, const char *key, double min
 
 /* ---- sheet names ---- */
 
+/* The C.UTF-8 LC_CTYPE locale object for towlower_l, made once and kept for
+ * the life of the process (the global locale is never touched). NULL when
+ * newlocale failed: names are then folded in ASCII only. */
+static locale_t fold_locale;
+static pthread_once_t fold_once = PTHREAD_ONCE_INIT;
+
+static void fold_locale_init(void)
+{
+    locale_t l = newlocale(LC_CTYPE_MASK, "C.UTF-8", (locale_t)0);
+    fold_locale = l == (locale_t)0 ? NULL : l;
+}
+
+/* Decode one code point of valid UTF-8 at *p and advance; 0 at the end. */
+static uint32_t utf8_next(const unsigned char **p)
+{
+    const unsigned char *s = *p;
+    uint32_t cp;
+    if (!s[0])
+        return 0;
+    if (s[0] < 0x80) {
+        cp = s[0];
+        *p = s + 1;
+    } else if ((s[0] & 0xE0) == 0xC0 && s[1]) {
+        cp = ((uint32_t)(s[0] & 0x1F) << 6) | (s[1] & 0x3F);
+        *p = s + 2;
+    } else if ((s[0] & 0xF0) == 0xE0 && s[1] && s[2]) {
+        cp = ((uint32_t)(s[0] & 0x0F) << 12) | ((uint32_t)(s[1] & 0x3F) << 6) | (s[2] & 0x3F);
+        *p = s + 3;
+    } else if ((s[0] & 0xF8) == 0xF0 && s[1] && s[2] && s[3]) {
+        cp = ((uint32_t)(s[0] & 0x07) << 18) | ((uint32_t)(s[1] & 0x3F) << 12) |
+             ((uint32_t)(s[2] & 0x3F) << 6) | (s[3] & 0x3F);
+        *p = s + 4;
+    } else { /* not UTF-8 (jansson refuses it; stay safe): the byte itself */
+        cp = 0xDC00u | s[0];
+        *p = s + 1;
+    }
+    return cp;
+}
+
+int kiln_name_equal_fold(const char *a, const char *b)
+{
+    pthread_once(&fold_once, fold_locale_init);
+    if (!fold_locale)
+        return strcasecmp(a, b) == 0;
+    const unsigned char *p = (const unsigned char *)a, *q = (const unsigned char *)b;
+    for (;;) {
+        uint32_t x = utf8_next(&p), y = utf8_next(&q);
+        if (x != y && towlower_l((wint_t)x, fold_locale) != towlower_l((wint_t)y, fold_locale))
+            return 0;
+        if (!x || !y)
+            return x == y;
+    }
+}
+
 const char *kiln_sheet_name_problem(const char *name, size_t len)
 {
     size_t chars = kiln_utf8_count(name, len);
@@ -296,7 +353,7 @@ const char *kiln_sheet_name_problem(const char *name, size_t len)
             return "a sheet name cannot contain control characters";
     if (name[0] == '\'' || name[len - 1] == '\'')
         return "a sheet name cannot begin or end with an apostrophe";
-    if (strcasecmp(name, "History") == 0)
+    if (kiln_name_equal_fold(name, "History"))
         return "Excel reserves the sheet name \"History\" (in any case)";
     return NULL;
 }

@@ -68,15 +68,31 @@ static const char usage_validate[] =
     "  -j, --json             print the outcome as one JSON object on stdout\n"
     "  -h, --help             show this help\n";
 
+/* Set before any command runs when --json / -j is anywhere on the command
+ * line, so even a usage error is reported as JSON to a caller that asked. */
+static int json_requested;
+
+static json_t *error_json(const kiln_error *e);
+
 __attribute__((format(printf, 2, 3)))
 static int usage_error(const char *usage, const char *fmt, ...)
 {
+    kiln_error e;
     va_list ap;
-    fprintf(stderr, "kiln: error: ");
+    memset(&e, 0, sizeof e);
+    e.code = KILN_E_USAGE;
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    vsnprintf(e.message, sizeof e.message, fmt, ap);
     va_end(ap);
-    fprintf(stderr, "\n\n%s", usage);
+    fprintf(stderr, "kiln: error: %s\n", e.message);
+    if (usage)
+        fprintf(stderr, "\n%s", usage);
+    if (json_requested) {
+        json_t *root = json_pack("{s:b, s:[o]}", "ok", 0, "errors", error_json(&e));
+        json_dumpf(root, stdout, JSON_COMPACT);
+        fputc('\n', stdout);
+        json_decref(root);
+    }
     return kiln_status_exit(KILN_E_USAGE);
 }
 
@@ -186,8 +202,16 @@ static int cmd_render(int argc, char **argv)
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":o:f:b:m:jh", opts, NULL)) != -1) {
         switch (c) {
-        case 'o': output = optarg; break;
-        case 'f': format_name = optarg; break;
+        case 'o':
+            if (output)
+                return usage_error(usage_render, "%s", "-o given more than once");
+            output = optarg;
+            break;
+        case 'f':
+            if (format_name)
+                return usage_error(usage_render, "%s", "--format given more than once");
+            format_name = optarg;
+            break;
         case 'b': popt.base_dir = optarg; break;
         case 'm':
             if (parse_size(optarg, &ropt.max_bytes) != 0)
@@ -219,6 +243,12 @@ static int cmd_render(int argc, char **argv)
                            ".pptx, or use --format",
                            output);
     }
+
+    /* A format this build cannot write is a usage error whatever the spec
+     * holds, so say it before reading the spec. */
+    if (!kiln_writer_for(format)->write)
+        return usage_error(NULL, "this build of Kiln cannot write %s files yet",
+                           kiln_writer_for(format)->name);
 
     kiln_errors errs;
     kiln_doc *doc = NULL;
@@ -299,7 +329,28 @@ static int cmd_help(int argc, char **argv)
     return 0;
 }
 
+/* What went to stdout must have arrived: a full disk or a closed pipe is a
+ * write failure, not a success. */
+static int finish(int status)
+{
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        fprintf(stderr, "kiln: error: cannot write to standard output: %s\n", strerror(errno));
+        return status ? status : kiln_status_exit(KILN_E_WRITE);
+    }
+    return status;
+}
+
+static int run(int argc, char **argv);
+
 int main(int argc, char **argv)
+{
+    for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
+        if (strcmp(argv[i], "--json") == 0 || strcmp(argv[i], "-j") == 0)
+            json_requested = 1;
+    return finish(run(argc, argv));
+}
+
+static int run(int argc, char **argv)
 {
     if (argc < 2)
         return usage_error(usage_main, "%s", "missing command");

@@ -171,9 +171,13 @@ static kiln_status copy_to_stdout(kiln_output *out, kiln_error *err)
 }
 
 /*
- * Give the unnamed file a name. linkat() cannot replace an existing file, so
- * the file is linked under a unique hidden name and rename()d over the
- * target: rename is atomic, so readers see the old file or the new one.
+ * Give the unnamed file a name. When the target does not exist, linkat()
+ * gives it its final name in one step. linkat() cannot replace an existing
+ * file, so then the file is linked under a unique hidden name and rename()d
+ * over the target: rename is atomic, so readers see the old file or the new
+ * one (a kill between those two calls is the one moment that could leave the
+ * hidden name behind). An existing symbolic link at the target is replaced,
+ * never written through.
  */
 static kiln_status link_into_place(kiln_output *out, kiln_error *err)
 {
@@ -185,6 +189,11 @@ static kiln_status link_into_place(kiln_output *out, kiln_error *err)
         out->temp_name = NULL;
         return KILN_E_OK;
     }
+    if (linkat(AT_FDCWD, out->path, out->dir_fd, out->base, AT_SYMLINK_FOLLOW) == 0)
+        return KILN_E_OK;
+    if (errno != EEXIST)
+        return kiln_error_set(err, KILN_E_WRITE, NULL, "cannot create '%s': %s", out->target,
+                              strerror(errno));
     for (int attempt = 0; attempt < 100; attempt++) {
         char name[PATH_MAX];
         snprintf(name, sizeof name, ".%.200s.kiln-%06x", out->base,

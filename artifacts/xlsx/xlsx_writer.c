@@ -1140,6 +1140,24 @@ static kiln_status place_charts(sheetw *sw, kiln_error *err)
     return KILN_E_OK;
 }
 
+/* The spec's page setup, so a sheet prints as the user asked. Excel's paper
+ * codes (ECMA-376 ST_PaperSize) and margins in inches. */
+static void set_page_setup(lxw_worksheet *ws, const kiln_page *page)
+{
+    static const uint8_t paper_code[] = {
+        [KILN_PAGE_A4] = 9, [KILN_PAGE_LETTER] = 1, [KILN_PAGE_LEGAL] = 5,
+        [KILN_PAGE_A3] = 8, [KILN_PAGE_A5] = 11,
+    };
+    if ((unsigned)page->size < sizeof paper_code)
+        worksheet_set_paper(ws, paper_code[page->size]);
+    if (page->landscape)
+        worksheet_set_landscape(ws);
+    else
+        worksheet_set_portrait(ws);
+    worksheet_set_margins(ws, page->margin_left / 72.0, page->margin_right / 72.0,
+                          page->margin_top / 72.0, page->margin_bottom / 72.0);
+}
+
 static kiln_status write_sheet_objects_before(sheetw *sw, const kiln_sheet *sh,
                                               kiln_error *err)
 {
@@ -1209,6 +1227,7 @@ static kiln_status write_sheet_objects_after(sheetw *sw, const kiln_sheet *sh,
             return lxw_fail(err, e, ptr, "inserting an image");
         }
     }
+    set_page_setup(sw->ws, &sw->w->doc->page);
     if (sh->freeze_rows || sh->freeze_cols)
         worksheet_freeze_panes(sw->ws, sh->freeze_rows, (lxw_col_t)sh->freeze_cols);
     if (sh->tab_color != KILN_COLOR_NONE)

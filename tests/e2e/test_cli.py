@@ -1035,3 +1035,29 @@ def test_full_disk_leaves_nothing_and_fails(tmp_path, small_disk, memory_mode):
     assert proc.returncode == 6, describe(proc)
     assert "kiln: error:" in err_text(proc)
     assert listing(small_disk) == {}
+
+
+def test_cli_edge_cases(tmp_path):
+    """Usage errors come as JSON when --json was asked for; an option given twice is a
+    usage error; a format this build cannot write is a usage error (2) before the spec
+    is read, whatever it holds; output that cannot reach stdout is a write failure."""
+    proc = run_kiln("render", "x.json", "-o", str(tmp_path / "a.xlsx"), "-o", str(tmp_path / "b.xlsx"),
+                    "--json")
+    assert proc.returncode == 2, describe(proc)
+    doc = json.loads(out_text(proc))
+    assert doc["ok"] is False and doc["errors"][0]["code"] == "usage"
+    assert "more than once" in doc["errors"][0]["message"]
+    assert listing(tmp_path) == {}
+
+    bad = write_spec(tmp_path, {"sheets": [{"name": "[bad"}]})
+    proc = run_kiln("render", bad, "-o", tmp_path / "r.docx")
+    assert proc.returncode == 2, describe(proc)
+    assert "cannot write docx" in err_text(proc)
+    assert not (tmp_path / "r.docx").exists()
+
+    good = SAMPLES / "sales_workbook.json"
+    with open("/dev/full", "wb") as full:
+        proc = subprocess.run([str(KILN_BIN), "validate", str(good), "--json"], stdout=full,
+                              stderr=subprocess.PIPE, timeout=60)
+    assert proc.returncode == 6, proc.stderr.decode()
+    assert b"standard output" in proc.stderr

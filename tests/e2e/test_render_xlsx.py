@@ -1560,3 +1560,21 @@ def test_documented_leniencies_render(tmp_path):
                          {"type": "table", "columns": [{"header": "n"}], "rows": [[5]]}]}
     out2 = render_ok(write_spec(tmp_path, blocks, "b.json"), tmp_path / "b.xlsx")
     assert openpyxl.load_workbook(out2).sheetnames[0] == "Numbers"
+
+
+def test_page_setup_reaches_every_sheet(tmp_path):
+    """The spec's page (size, orientation, margins) is each sheet's print setup."""
+    spec = {"page": {"size": "Letter", "orientation": "landscape",
+                     "margins": {"top": "1in", "bottom": "20mm", "left": 36, "right": "2.54cm"}},
+            "sheets": [{"name": "A", "rows": [[1]]}, {"name": "B", "rows": [[2]]}]}
+    out = render_ok(write_spec(tmp_path, spec), tmp_path / "p.xlsx")
+    assert_ooxml_ok(out)
+    for ws in openpyxl.load_workbook(out).worksheets:
+        assert ws.page_setup.orientation == "landscape"
+        assert str(ws.page_setup.paperSize) == "1"  # Letter
+        m = ws.page_margins
+        assert abs(m.top - 1.0) < 1e-9 and abs(m.left - 0.5) < 1e-9 and abs(m.right - 1.0) < 1e-9
+        assert abs(m.bottom - 20 / 25.4) < 1e-9
+    default = render_ok(write_spec(tmp_path, {"sheets": [{"rows": [[1]]}]}, "d.json"), tmp_path / "d.xlsx")
+    ws = openpyxl.load_workbook(default).active
+    assert str(ws.page_setup.paperSize) == "9" and ws.page_setup.orientation == "portrait"

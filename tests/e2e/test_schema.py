@@ -63,6 +63,16 @@ def test_schema_is_valid_draft_2020_12(schema):
     Draft202012Validator.check_schema(schema)
 
 
+def test_schema_root_is_usable_as_a_tool_input_schema(schema):
+    """Assistant APIs take a tool's input schema as an object schema and refuse
+    combinators at its root (Anthropic: "input_schema does not support oneOf, allOf,
+    or anyOf at the top level")."""
+    assert schema.get("type") == "object"
+    for key in ("anyOf", "oneOf", "allOf", "not", "if", "then", "else", "$ref"):
+        assert key not in schema, "root-level %r" % key
+    assert isinstance(schema.get("properties"), dict) and schema["properties"]
+
+
 def test_schema_has_id_title_description(schema):
     for key in ("$id", "title", "description"):
         assert isinstance(schema.get(key), str) and schema[key], "schema lacks %s" % key

@@ -153,6 +153,29 @@ static void test_commit_replaces_existing(void **state)
     assert_int_equal(entries(), 1);
 }
 
+/* A symbolic link at the target is replaced, never written through. */
+static void test_symlink_target_replaced(void **state)
+{
+    (void)state;
+    FILE *f = fopen(path_in("victim"), "w");
+    assert_non_null(f);
+    fputs("keep", f);
+    fclose(f);
+    assert_int_equal(symlink("victim", path_in("link.bin")), 0);
+    kiln_output out;
+    kiln_error err;
+    assert_int_equal(kiln_output_open(&out, path_in("link.bin"), 0, &err), KILN_E_OK);
+    assert_int_equal(kiln_output_write(&out, "new!!", 5, &err), KILN_E_OK);
+    assert_int_equal(kiln_output_commit(&out, NULL, &err), KILN_E_OK);
+    struct stat st;
+    assert_int_equal(lstat(path_in("link.bin"), &st), 0);
+    assert_true(S_ISREG(st.st_mode));
+    assert_int_equal(st.st_size, 5);
+    assert_int_equal(stat(path_in("victim"), &st), 0);
+    assert_int_equal(st.st_size, 4);
+    assert_int_equal(entries(), 2);
+}
+
 static void test_missing_directory(void **state)
 {
     (void)state;
@@ -206,6 +229,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_write_past_ceiling_stops_early, setup, teardown),
         cmocka_unit_test_setup_teardown(test_commit_over_ceiling_keeps_old_file, setup, teardown),
         cmocka_unit_test_setup_teardown(test_commit_replaces_existing, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_symlink_target_replaced, setup, teardown),
         cmocka_unit_test_setup_teardown(test_missing_directory, setup, teardown),
         cmocka_unit_test(test_formats),
         cmocka_unit_test(test_error_codes),

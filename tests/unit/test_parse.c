@@ -701,6 +701,25 @@ static void test_sheet_names(void **state)
     fails("{'sheets': [{'name': 'Sales'}, {'name': 'SALES'}]}", KILN_E_INVALID_SPEC,
           "/sheets/1/name", "ignoring case");
     fails("{'sheets': [{'name': 5}]}", KILN_E_INVALID_SPEC, "/sheets/0/name", "a string");
+    /* Case is folded beyond ASCII, as Excel does: accented Latin, Greek, Cyrillic. */
+    fails("{'sheets': [{'name': '\xc3\x89t\xc3\xa9'}, {'name': '\xc3\xa9T\xc3\x89'}]}",
+          KILN_E_INVALID_SPEC, "/sheets/1/name", "ignoring case");
+    fails("{'sheets': [{'name': '\xce\xa3\xce\x99\xce\x93\xce\x9c\xce\x91'},"
+          " {'name': '\xcf\x83\xce\xb9\xce\xb3\xce\xbc\xce\xb1'}]}",
+          KILN_E_INVALID_SPEC, "/sheets/1/name", "ignoring case");
+    fails("{'sheets': [{'name': '\xd0\x94\xd0\x90\xd0\x9d'}, {'name': '\xd0\xb4\xd0\xb0\xd0\xbd'}]}",
+          KILN_E_INVALID_SPEC, "/sheets/1/name", "ignoring case");
+    /* Different letters stay different; a chart range finds a sheet in any case. */
+    doc = parse_ok("{'sheets': [{'name': '\xc3\x89t\xc3\xa9', 'rows': [[1], [2]]},"
+                   " {'name': 'Ete', 'charts': [{'kind': 'line', 'series': [{'values':"
+                   " '\xc3\xa9T\xc3\x89!A1:A2'}]}]}]}");
+    assert_string_equal(doc->sheets[1].charts[0].series[0].values_ref,
+                        "'\xc3\x89t\xc3\xa9'!A1:A2");
+    kiln_doc_free(doc);
+    assert_int_equal(kiln_name_equal_fold("\xc3\x89t\xc3\xa9", "\xc3\xa9T\xc3\x89"), 1);
+    assert_int_equal(kiln_name_equal_fold("\xc3\x89t\xc3\xa9", "\xc3\xa9T\xc3\x89x"), 0);
+    assert_int_equal(kiln_name_equal_fold("abc", "ABC"), 1);
+    assert_int_equal(kiln_name_equal_fold("abc", "abd"), 0);
     /* Excel reserves "History", in any case; names that merely contain it are fine. */
     const char *history[] = {"History", "history", "HISTORY", "hIsToRy", NULL};
     for (int i = 0; history[i]; i++) {
