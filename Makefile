@@ -46,7 +46,7 @@ $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libkiln.a
 DEB_PKGS := build-essential pkg-config libjansson-dev libxlsxwriter-dev libmd4c-dev \
 	libcmocka-dev clang libclang-rt-14-dev python3 python3-openpyxl python3-xlsxwriter \
 	python3-jsonschema python3-lxml python3-pytest libxml2-utils libreoffice-calc-nogui \
-	python3-pil poppler-utils time unzip
+	python3-pil poppler-utils fonts-dejavu-core fonts-crosextra-carlito time unzip
 deps:
 	@missing=$$(for p in $(DEB_PKGS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null \
 		| grep -q 'install ok installed' || echo $$p; done); \

@@ -200,6 +200,14 @@ static int days_in_month(int y, int m)
 int kiln_iso_parse(const char *iso, int *y, int *mo, int *d, int *h, int *mi, double *sec,
                    int *has_time)
 {
+    int zone;
+    return kiln_iso_parse_zone(iso, y, mo, d, h, mi, sec, has_time, &zone);
+}
+
+int kiln_iso_parse_zone(const char *iso, int *y, int *mo, int *d, int *h, int *mi, double *sec,
+                        int *has_time, int *zone_minutes)
+{
+    *zone_minutes = 0;
     if (!iso)
         return -1;
     const char *p = iso;
@@ -240,11 +248,13 @@ int kiln_iso_parse(const char *iso, int *y, int *mo, int *d, int *h, int *mi, do
         }
     }
     *has_time = 1;
-    /* The zone designator is accepted and ignored: the wall-clock time as
-     * written is what the document shows (docs/spec.md, Cell values). */
+    /* The zone designator: cells ignore it (the wall-clock time as written is
+     * what the document shows, docs/spec.md, Cell values); metadata.created
+     * uses it to find the UTC instant. */
     if (*p == 'Z' || *p == 'z') {
         p++;
     } else if (*p == '+' || *p == '-') {
+        int sign = *p == '-' ? -1 : 1;
         p++;
         int zh, zm = 0;
         if (digits(&p, 2, &zh) || zh > 23)
@@ -253,6 +263,7 @@ int kiln_iso_parse(const char *iso, int *y, int *mo, int *d, int *h, int *mi, do
             p++;
         if (is_digit(*p) && (digits(&p, 2, &zm) || zm > 59))
             return -1;
+        *zone_minutes = sign * (zh * 60 + zm);
     }
     return *p == '\0' ? 0 : -1;
 }
@@ -273,7 +284,18 @@ int kiln_iso_to_serial(const char *iso, double *serial, int *has_time)
      * phantom day). */
     if (days >= 60)
         days++;
-    *serial = (double)days + (h * 3600.0 + mi * 60.0 + sec) / 86400.0;
+    /* Excel keeps times to the millisecond: round there, so the serial the
+     * writers store is the one Excel reads back. A time that rounds up to
+     * midnight is the next day, and the day after 9999-12-31 (serial
+     * 2958466) is past the last one Excel holds. */
+    int64_t ms = ((int64_t)h * 3600 + mi * 60) * 1000 + (int64_t)(sec * 1000.0 + 0.5);
+    if (ms >= 86400000) {
+        days += ms / 86400000;
+        ms %= 86400000;
+    }
+    if (days > KILN_SERIAL_MAX)
+        return -1;
+    *serial = (double)days + (double)ms / 86400000.0;
     if (has_time)
         *has_time = t;
     return 0;

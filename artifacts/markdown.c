@@ -122,6 +122,7 @@ typedef struct md_state {
     kiln_arena *arena;
     size_t input_len;
     const char *pointer; /* arena copy, shared by every block */
+    const char *err_pointer; /* pointer + "/text": the markdown text, named by errors */
     kiln_limits limits;
     json_t *keepalive;
     kiln_error *err;
@@ -159,7 +160,7 @@ typedef struct md_state {
 static int fail_nomem(md_state *st)
 {
     if (st->status == KILN_E_OK)
-        kiln_error_set(st->err, KILN_E_NOMEM, st->pointer, "markdown: out of memory");
+        kiln_error_set(st->err, KILN_E_NOMEM, st->err_pointer, "markdown: out of memory");
     st->status = KILN_E_NOMEM;
     return -1;
 }
@@ -167,7 +168,7 @@ static int fail_nomem(md_state *st)
 static int fail_internal(md_state *st)
 {
     if (st->status == KILN_E_OK)
-        kiln_error_set(st->err, KILN_E_INTERNAL, st->pointer,
+        kiln_error_set(st->err, KILN_E_INTERNAL, st->err_pointer,
                        "markdown: unbalanced blocks from the parser");
     st->status = KILN_E_INTERNAL;
     return -1;
@@ -176,7 +177,7 @@ static int fail_internal(md_state *st)
 static int fail_invalid(md_state *st, const char *what)
 {
     if (st->status == KILN_E_OK)
-        kiln_error_set(st->err, KILN_E_INVALID_SPEC, st->pointer,
+        kiln_error_set(st->err, KILN_E_INVALID_SPEC, st->err_pointer,
                        "markdown: %s is not allowed in text (XML cannot hold it)", what);
     st->status = KILN_E_INVALID_SPEC;
     return -1;
@@ -558,7 +559,7 @@ static int check_cell(md_state *st, const text_builder *tb)
     size_t chars = utf8_chars(tb->buf, tb->len);
     if (chars > st->limits.cell_chars) {
         if (st->status == KILN_E_OK)
-            kiln_error_limit(st->err, KILN_E_LIMIT, st->pointer, st->limits.cell_chars,
+            kiln_error_limit(st->err, KILN_E_LIMIT, st->err_pointer, st->limits.cell_chars,
                              chars,
                              "markdown: a table cell has %zu characters; the limit is %u",
                              chars, (unsigned)st->limits.cell_chars);
@@ -571,7 +572,7 @@ static int check_cell(md_state *st, const text_builder *tb)
 static int table_enter(md_state *st, const MD_BLOCK_TABLE_DETAIL *d)
 {
     if (d->col_count > st->limits.columns) {
-        kiln_error_limit(st->err, KILN_E_LIMIT, st->pointer, st->limits.columns, d->col_count,
+        kiln_error_limit(st->err, KILN_E_LIMIT, st->err_pointer, st->limits.columns, d->col_count,
                          "markdown: a table has %u columns; the limit is %u", d->col_count,
                          (unsigned)st->limits.columns);
         st->status = KILN_E_LIMIT;
@@ -579,7 +580,7 @@ static int table_enter(md_state *st, const MD_BLOCK_TABLE_DETAIL *d)
     }
     /* rows: data rows plus the header row */
     if ((uint64_t)d->body_row_count + 1 > st->limits.rows) {
-        kiln_error_limit(st->err, KILN_E_LIMIT, st->pointer, st->limits.rows,
+        kiln_error_limit(st->err, KILN_E_LIMIT, st->err_pointer, st->limits.rows,
                          (uint64_t)d->body_row_count + 1,
                          "markdown: a table has %u rows with its header; the limit is %u",
                          d->body_row_count + 1, (unsigned)st->limits.rows);
@@ -607,7 +608,7 @@ static int table_enter(md_state *st, const MD_BLOCK_TABLE_DETAIL *d)
     t->data.column_count = d->col_count;
     t->data.header = 1;
     t->data.source = KILN_ROWS_INLINE;
-    t->data.pointer = st->pointer;
+    t->data.pointer = st->err_pointer;
     t->data.private_rows = rows;
     st->table = t;
     st->rows = rows;
@@ -711,7 +712,7 @@ static int enter_block(MD_BLOCKTYPE type, void *detail, void *userdata)
     case MD_BLOCK_OL: {
         unsigned depth = ++st->lists_open;
         if (depth > st->limits.list_depth) {
-            kiln_error_limit(st->err, KILN_E_LIMIT, st->pointer, st->limits.list_depth, depth,
+            kiln_error_limit(st->err, KILN_E_LIMIT, st->err_pointer, st->limits.list_depth, depth,
                              "markdown: lists nest %u levels deep; the limit is %u", depth,
                              (unsigned)st->limits.list_depth);
             st->status = KILN_E_LIMIT;
@@ -1076,7 +1077,7 @@ static int on_text(MD_TEXTTYPE type, const MD_CHAR *text, MD_SIZE size, void *us
      * input, except code-block indentation, which md4c sends from a static
      * string of spaces in chunks of at most 16 bytes. */
     if (size > st->input_len && size > 16) {
-        kiln_error_set(st->err, KILN_E_INTERNAL, st->pointer,
+        kiln_error_set(st->err, KILN_E_INTERNAL, st->err_pointer,
                        "markdown: the parser returned a text of %u bytes", (unsigned)size);
         st->status = KILN_E_INTERNAL;
         return -1;
@@ -1145,13 +1146,14 @@ kiln_status kiln_markdown_to_blocks(kiln_arena *arena, const char *text, size_t 
         st.limits.list_depth = KILN_LIMIT_LIST_DEPTH;
     }
     st.pointer = kiln_arena_strdup(arena, pointer ? pointer : "");
-    if (!st.pointer)
+    st.err_pointer = kiln_arena_printf(arena, "%s/text", pointer ? pointer : "");
+    if (!st.pointer || !st.err_pointer)
         return kiln_error_set(err, KILN_E_NOMEM, pointer, "markdown: out of memory");
     if (!keepalive || !json_is_array(keepalive))
-        return kiln_error_set(err, KILN_E_INTERNAL, pointer,
+        return kiln_error_set(err, KILN_E_INTERNAL, st.err_pointer,
                               "markdown: no keepalive array for table rows");
     if (len > UINT_MAX - MD_PAD)
-        return kiln_error_limit(err, KILN_E_LIMIT, pointer, UINT_MAX, len,
+        return kiln_error_limit(err, KILN_E_LIMIT, st.err_pointer, UINT_MAX, len,
                                 "markdown: the text is too long (%zu bytes)", len);
     if (len == 0)
         return KILN_E_OK;

@@ -479,7 +479,7 @@ static int plain_value(const json_t *v, kiln_column_type type, const kiln_limits
             if (date_from_string(s, type, out) != 0)
                 return rel_error(err, KILN_E_INVALID_SPEC, member,
                                  "expected an ISO 8601 %s such as \"2026-03-31\" (the column's "
-                                 "type is a date), or 1900-01-01 or later",
+                                 "type is a date), from 1900-01-01 to 9999-12-31",
                                  type == KILN_COL_DATETIME ? "date-time" : "date");
             return 0;
         }
@@ -571,6 +571,20 @@ int kiln_cell_from_json(const json_t *v, kiln_column_type type, const kiln_limit
                              "expected a formula string such as \"=SUM(B2:B9)\"");
         if (check_cell_text(f, strlen(f), lim, "formula", err))
             return -1;
+        /* Excel's formula limit, counted as the spec writes the formula (with
+         * its '=' when it has one), as docs/spec.schema.json's maxLength does. */
+        size_t written = json_string_length(formula);
+        if (written > KILN_LIMIT_FORMULA_CHARS) {
+            size_t n = kiln_utf8_count(json_string_value(formula), written);
+            if (n > KILN_LIMIT_FORMULA_CHARS) {
+                rel_error(err, KILN_E_LIMIT, "formula",
+                          "a formula of %zu characters, more than the %u Excel allows", n,
+                          (unsigned)KILN_LIMIT_FORMULA_CHARS);
+                err->limit = KILN_LIMIT_FORMULA_CHARS;
+                err->actual = n;
+                return -1;
+            }
+        }
         out->kind = KILN_CELL_FORMULA;
         out->text = f;
         out->text_len = strlen(f);
@@ -603,7 +617,9 @@ int kiln_cell_from_json(const json_t *v, kiln_column_type type, const kiln_limit
         if (!json_is_string(d) ||
             kiln_iso_to_serial(json_string_value(d), &out->number, &has_time) != 0)
             return rel_error(err, KILN_E_INVALID_SPEC, member,
-                             "expected an ISO 8601 %s, 1900-01-01 or later",
+                             "expected an ISO 8601 %s, from 1900-01-01 to 9999-12-31 (a "
+                             "time rounded to the millisecond must not pass 23:59:59.999 on "
+                             "9999-12-31)",
                              date ? "date such as \"2026-03-31\""
                                   : "date-time such as \"2026-03-31T14:30:00\"");
         if (date && has_time)

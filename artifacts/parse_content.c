@@ -353,6 +353,15 @@ static const char *chart_ref(kiln_pctx *c, const char *member, const json_t *v,
                                          "sheet'!B2:B13\"");
         return NULL;
     }
+    /* A chart reads a range as one list of values (or categories): a range
+     * of several rows and several columns has no one order. */
+    if (!cell_only && r.first_row != r.last_row && r.first_col != r.last_col) {
+        kiln_perr(c, member, "a range of %u rows by %u columns; expected one row or one "
+                             "column, such as \"B2:B13\" or \"B2:M2\"",
+                  (unsigned)(r.last_row - r.first_row + 1),
+                  (unsigned)(r.last_col - r.first_col + 1));
+        return NULL;
+    }
     if (sheet) {
         const char *found = NULL;
         for (size_t i = 0; i < c->sheet_name_count && !found; i++)
@@ -706,7 +715,7 @@ static void parse_block(kiln_pctx *c, const json_t *b, block_vec *vec)
         if (kiln_markdown_to_blocks(c->arena, json_string_value(t), json_string_length(t), ptr,
                                     &c->lim, c->keepalive, &blocks, &n, &e) != KILN_E_OK) {
             if (!e.pointer[0])
-                snprintf(e.pointer, sizeof e.pointer, "%s", ptr);
+                snprintf(e.pointer, sizeof e.pointer, "%s/text", ptr);
             kiln_errors_add(c->errs, &e);
             return;
         }

@@ -56,7 +56,9 @@ static void parse_columns(kiln_pctx *c, const json_t *cols, kiln_table_data *td)
         goto pop;
     }
     td->column_count = n;
-    /* A set of keys seen, to refuse two columns answering to one member. */
+    /* A set of explicit keys seen, to refuse two columns answering to one
+     * member. Keys derived from headers are checked later, and only where
+     * rows may be objects (check_derived_keys). */
     json_t *seen = json_object();
     if (!seen) {
         kiln_pnomem(c);
@@ -94,20 +96,63 @@ static void parse_columns(kiln_pctx *c, const json_t *cols, kiln_table_data *td)
         int a = 0;
         if (kiln_get_enum(c, col, "align", aligns, &a) == 0 && json_object_get(col, "align"))
             k->align = (kiln_align)(a + 1);
-        if (!k->key)
-            k->key = k->header;
         if (k->key) {
             if (json_object_get(seen, k->key))
-                kiln_perr(c, json_object_get(col, "key") ? "key" : "header",
-                          "another column already has the key \"%s\"", k->key);
+                kiln_perr(c, "key", "another column already has the key \"%s\"", k->key);
             else if (json_object_set_new(seen, k->key, json_true()) != 0)
                 kiln_pnomem(c);
         }
+        if (!k->key)
+            k->key = k->header;
         kiln_ptr_pop(&c->ptr, s2);
     }
     json_decref(seen);
 pop:
     kiln_ptr_pop(&c->ptr, saved);
+}
+
+/* Keys derived from headers matter only when rows are objects: two columns
+ * "Total" are fine over array rows, but an object row's "Total" member would
+ * be ambiguous. So when some inline row is an object, or the rows come from
+ * JSON Lines (where any line may be one), every key (explicit or derived)
+ * must be unique; the later column is reported, at its "header" (or "key"),
+ * and pairs of explicit keys were already reported by parse_columns. */
+static void check_derived_keys(kiln_pctx *c, const json_t *cols, const kiln_table_data *td,
+                               const char *why)
+{
+    json_t *seen = json_object();
+    if (!seen) {
+        kiln_pnomem(c);
+        return;
+    }
+    size_t saved = kiln_ptr_push(&c->ptr, "columns");
+    for (size_t i = 0; i < td->column_count; i++) {
+        const kiln_column *k = &td->columns[i];
+        if (!k->key)
+            continue;
+        const json_t *col = json_array_get(cols, i);
+        int explicit_key = json_is_object(col) && json_object_get(col, "key");
+        const json_t *first = json_object_get(seen, k->key);
+        if (first) {
+            size_t j = (size_t)json_integer_value(first);
+            const json_t *other = json_array_get(cols, j);
+            int other_explicit = json_is_object(other) && json_object_get(other, "key");
+            if (explicit_key && other_explicit)
+                continue; /* reported already */
+            size_t s2 = kiln_ptr_push_index(&c->ptr, i);
+            kiln_perr(c, explicit_key ? "key" : "header",
+                      "column %zu already has the key \"%s\" (a column's key is its \"key\", "
+                      "else its \"header\"); keys must be unique when %s, so give the columns "
+                      "distinct \"key\"s",
+                      j, k->key, why);
+            kiln_ptr_pop(&c->ptr, s2);
+        } else if (json_object_set_new(seen, k->key, json_integer((json_int_t)i)) != 0) {
+            kiln_pnomem(c);
+            break;
+        }
+    }
+    kiln_ptr_pop(&c->ptr, saved);
+    json_decref(seen);
 }
 
 static void validate_inline_rows(kiln_pctx *c, const json_t *rows, kiln_table_data *td)
@@ -261,6 +306,12 @@ void kiln_parse_table_data(kiln_pctx *c, const json_t *obj, kiln_table_data *td)
         parse_data_source(c, data, td);
         if (!td->private_rows)
             return;
+        if (td->source == KILN_ROWS_JSONL && cols_ok && td->column_count) {
+            size_t before_keys = c->errs->count;
+            check_derived_keys(c, cols, td, "the rows come from JSON Lines (whose lines may be "
+                                            "objects)");
+            cols_ok = c->errs->count == before_keys;
+        }
         int any_header = 0;
         for (size_t i = 0; i < td->column_count; i++)
             any_header |= td->columns[i].header != NULL;
@@ -298,6 +349,16 @@ void kiln_parse_table_data(kiln_pctx *c, const json_t *obj, kiln_table_data *td)
             td->header = 1;
     kiln_get_bool(c, obj, "header", &td->header);
 
+    if (rows && json_is_array(rows) && cols_ok && td->column_count) {
+        int any_object = 0;
+        for (size_t i = 0; i < json_array_size(rows) && !any_object; i++)
+            any_object = json_is_object(json_array_get(rows, i));
+        if (any_object) {
+            size_t before_keys = c->errs->count;
+            check_derived_keys(c, cols, td, "rows are objects");
+            cols_ok = c->errs->count == before_keys;
+        }
+    }
     if (rows) {
         size_t saved = kiln_ptr_push(&c->ptr, "rows");
         td->pointer = kiln_ptr_dup(c, NULL);
@@ -432,6 +493,86 @@ static size_t array_member(kiln_pctx *c, const json_t *obj, const char *key, con
     return json_array_size(*arr);
 }
 
+/* Does a JSON cell value put something in its cell? null and a styled blank
+ * ({"value": null}) do not; anything else does. */
+static int json_cell_has_data(const json_t *v)
+{
+    if (!v || json_is_null(v))
+        return 0;
+    if (json_is_object(v)) {
+        static const char *const kinds[] = {"formula", "date", "datetime", "url", NULL};
+        for (size_t i = 0; kinds[i]; i++)
+            if (json_object_get(v, kinds[i]))
+                return 1;
+        const json_t *val = json_object_get(v, "value");
+        return val && !json_is_null(val);
+    }
+    return 1;
+}
+
+/* The first cell of r (row-major) other than its top-left one that holds
+ * data in the header row or an inline row (when skip_first), or the
+ * top-left cell itself when it holds data (when !skip_first). Rows from a
+ * CSV or JSON Lines file are not looked at. 1 (with *row, *col) when found. */
+static int merge_finds_data(const kiln_table_data *td, const kiln_range *r, int skip_first,
+                            uint32_t *row, uint32_t *col)
+{
+    uint32_t hdr = td->header ? 1 : 0;
+    const json_t *rows = td->source == KILN_ROWS_INLINE ? td->private_rows : NULL;
+    size_t n = json_is_array(rows) ? json_array_size(rows) : 0;
+    uint64_t last = (uint64_t)hdr + n; /* one past the last sheet row with data */
+    uint64_t stop = skip_first ? r->last_row : r->first_row;
+    for (uint64_t y = r->first_row; y <= stop && y < last; y++) {
+        const json_t *rv = y >= hdr ? json_array_get(rows, (size_t)(y - hdr)) : NULL;
+        size_t width = y < hdr ? td->column_count
+                       : json_is_array(rv) ? json_array_size(rv)
+                       : json_is_object(rv) ? td->column_count : 0;
+        uint64_t stop_x = skip_first ? r->last_col : r->first_col;
+        for (uint64_t x = r->first_col; x <= stop_x && x < width; x++) {
+            if (skip_first && y == r->first_row && x == r->first_col)
+                continue;
+            int has;
+            if (y < hdr) {
+                const char *h = td->columns[x].header;
+                has = h && *h;
+            } else if (json_is_array(rv)) {
+                has = json_cell_has_data(json_array_get(rv, (size_t)x));
+            } else {
+                const char *key = td->columns[x].key;
+                has = key && json_cell_has_data(json_object_get(rv, key));
+            }
+            if (has) {
+                *row = (uint32_t)y;
+                *col = (uint32_t)x;
+                return 1;
+            }
+        }
+    }
+    return 0;
+}
+
+/* A merge shows only its top-left cell: refuse one that would hide data
+ * (another cell of it holds some) or overwrite it (the merge has a value and
+ * the top-left cell holds data too). */
+static void check_merge_data(kiln_pctx *c, const kiln_sheet *sh, const kiln_merge *mg,
+                             int has_value)
+{
+    uint32_t row, col;
+    char name[4];
+    if (merge_finds_data(&sh->data, &mg->range, 1, &row, &col)) {
+        kiln_col_name(col, name);
+        kiln_perr(c, NULL, "the merge covers %s%u, which holds data the merge would hide (only "
+                           "the top-left cell of a merged range is shown); leave the other "
+                           "cells of a merge empty (null)",
+                  name, (unsigned)row + 1);
+    } else if (has_value && merge_finds_data(&sh->data, &mg->range, 0, &row, &col)) {
+        kiln_col_name(col, name);
+        kiln_perr(c, NULL, "the merge has a \"value\" but its top-left cell %s%u holds data "
+                           "too; give the value in one place only",
+                  name, (unsigned)row + 1);
+    }
+}
+
 static void parse_merges(kiln_pctx *c, const json_t *sheet, kiln_sheet *sh)
 {
     static const char *const allowed[] = {"range", "value", NULL};
@@ -476,6 +617,7 @@ static void parse_merges(kiln_pctx *c, const json_t *sheet, kiln_sheet *sh)
                 goto pop_item;
             }
         }
+        check_merge_data(c, sh, mg, v != NULL);
         sh->merge_count++;
     pop_item:
         kiln_ptr_pop(&c->ptr, s2);

@@ -50,6 +50,8 @@ typedef struct kiln_limits {
 #define KILN_LIMIT_IMAGE_BYTES (20ull << 20)
 #define KILN_LIMIT_IMAGES_BYTES (200ull << 20)
 #define KILN_LIMIT_LIST_DEPTH 9
+/* Characters of a formula (Excel's limit; fixed, not in kiln_limits). */
+#define KILN_LIMIT_FORMULA_CHARS 8192u
 
 /* The documented defaults above. */
 kiln_limits kiln_limits_default(void);
@@ -332,7 +334,8 @@ typedef struct kiln_metadata {
     const char *title, *author, *subject, *description, *company, *category;
     const char *keywords;     /* joined with ", " */
     int has_created;
-    int64_t created;          /* seconds since the epoch, UTC (or the time as written) */
+    int64_t created;          /* seconds since the epoch, UTC (a zone offset applied;
+                                 no zone = the time taken as UTC) */
 } kiln_metadata;
 
 typedef struct kiln_theme {
@@ -412,7 +415,11 @@ int kiln_cell_ref_parse(const char *ref, uint32_t *row, uint32_t *col);
 int kiln_range_parse(const char *ref, kiln_range *out);
 /* Column letters for a 0-based column: 0 -> "A". buf needs 4 bytes. */
 void kiln_col_name(uint32_t col, char buf[4]);
-/* ISO 8601 date / date-time -> Excel 1900 serial; zone designator ignored. 0 / -1. */
+/* The serial of 9999-12-31, the last day Excel's 1900 date system holds. */
+#define KILN_SERIAL_MAX 2958465
+/* ISO 8601 date / date-time -> Excel 1900 serial; zone designator ignored; the
+ * time rounded to the millisecond (Excel's precision). 0 / -1 (malformed, before
+ * 1900-01-01, or rounding past 9999-12-31T23:59:59.999). */
 int kiln_iso_to_serial(const char *iso, double *serial, int *has_time);
 
 #endif

@@ -123,6 +123,10 @@ int kiln_ref_split_sheet(const char *ref, char *sheet_buf, size_t cap, const cha
  * Returns 0 / -1. */
 int kiln_iso_parse(const char *iso, int *y, int *mo, int *d, int *h, int *mi, double *sec,
                    int *has_time);
+/* The same, also giving the zone designator's offset east of UTC in minutes
+ * (+05:00 -> 300, -0530 -> -330; 0 for Z or no zone). */
+int kiln_iso_parse_zone(const char *iso, int *y, int *mo, int *d, int *h, int *mi, double *sec,
+                        int *has_time, int *zone_minutes);
 /* Days from 1970-01-01 to the given civil date (proleptic Gregorian). */
 int64_t kiln_days_from_civil(int64_t y, unsigned m, unsigned d);
 

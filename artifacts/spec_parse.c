@@ -418,19 +418,21 @@ static void parse_metadata(kiln_pctx *c, const json_t *m)
     }
     const json_t *cr = json_object_get(m, "created");
     if (cr) {
-        int y, mo, d, h, mi, has_time;
+        int y, mo, d, h, mi, has_time, zone;
         double sec;
         if (!json_is_string(cr) ||
-            kiln_iso_parse(json_string_value(cr), &y, &mo, &d, &h, &mi, &sec, &has_time) != 0) {
+            kiln_iso_parse_zone(json_string_value(cr), &y, &mo, &d, &h, &mi, &sec, &has_time,
+                                &zone) != 0) {
             kiln_perr(c, "created",
                       "expected an ISO 8601 date or date-time such as \"2026-03-01\" or "
                       "\"2026-03-01T09:30:00Z\"");
         } else {
-            /* The time as written, taken as UTC: the zone is ignored here as
-             * it is for date cells. */
+            /* A point in time, unlike a cell's date-time: a zone offset is
+             * applied to reach UTC (09:00+05:00 is 04:00Z); without a zone
+             * the time is taken as UTC. */
             md->has_created = 1;
             md->created = kiln_days_from_civil(y, (unsigned)mo, (unsigned)d) * 86400 +
-                          h * 3600 + mi * 60 + (int64_t)sec;
+                          h * 3600 + mi * 60 + (int64_t)sec - (int64_t)zone * 60;
         }
     }
 pop:

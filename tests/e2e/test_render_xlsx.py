@@ -571,6 +571,12 @@ def check_metadata(xlsx, md, errs):
             errs.append("metadata keywords expected %r, got %r" % (kw, p.keywords))
     if "created" in md:
         want = iso_to_datetime(md["created"])
+        # created is a point in time: a zone offset is applied to reach UTC.
+        zone = ISO_RE.match(md["created"].strip()).group(8)
+        if zone and zone != "Z":
+            zd = zone.replace(":", "")
+            off = dt.timedelta(hours=int(zd[1:3]), minutes=int(zd[3:5] or 0))
+            want -= off if zd[0] == "+" else -off
         if p.created is None or abs(p.created.replace(tzinfo=None) - want) > dt.timedelta(seconds=1):
             errs.append("metadata created expected %s, got %r" % (want, p.created))
     wb.close()

@@ -146,6 +146,14 @@ static void test_dates(void **state)
     double frac = serial("2026-03-31T00:00:00.5");
     assert_true(frac > 46112.0 && frac - 46112.0 - 0.5 / 86400 < 1e-12);
     assert_true(serial("2024-02-29") == 45351);
+    /* Times are rounded to Excel's millisecond: up to midnight is the next
+     * day, and the last millisecond of 9999-12-31 is the latest there is. */
+    assert_true(serial("2026-03-31T23:59:59.9999") == 46113);
+    assert_true(serial("2026-03-31T12:00:00.0004") == 46112.5);
+    frac = serial("9999-12-31T23:59:59.999");
+    assert_true(frac < 2958466 && frac > 2958465.99999);
+    assert_int_equal(kiln_iso_to_serial("9999-12-31T23:59:59.9999999", &s, &t), -1);
+    assert_int_equal(kiln_iso_to_serial("9999-12-31T23:59:59.9995", &s, &t), -1);
 
     const char *bad[] = {"1900-02-29", "2026-02-30", "2026-13-01", "2026-00-10", "1899-12-31",
                          "2026-3-31",  "20260331",   "2026-03-31T24:00", "2026-03-31T12:60",

@@ -219,7 +219,7 @@ static void test_list_depth_limit(void **state)
     parse_ok(fx, "- 1\n  - 2\n    - 3\n");
     assert_int_equal(parse(fx, "- 1\n  - 2\n    - 3\n      - 4\n"), KILN_E_LIMIT);
     assert_int_equal(fx->err.code, KILN_E_LIMIT);
-    assert_string_equal(fx->err.pointer, "/blocks/3");
+    assert_string_equal(fx->err.pointer, "/blocks/3/text");
     assert_int_equal(fx->err.limit, 3);
     assert_int_equal(fx->err.actual, 4);
     /* lists flattened into a quote count too */
@@ -242,7 +242,7 @@ static void test_table(void **state)
     assert_int_equal(d->source, KILN_ROWS_INLINE);
     assert_int_equal(d->inline_row_count, 2);
     assert_true(d->header);
-    assert_string_equal(d->pointer, "/blocks/3");
+    assert_string_equal(d->pointer, "/blocks/3/text");
     assert_string_equal(d->columns[0].header, "Name");
     assert_string_equal(d->columns[3].header, "Note");
     assert_int_equal(d->columns[0].align, KILN_ALIGN_LEFT);
@@ -276,7 +276,7 @@ static void test_cell_limit(void **state)
     fx->limits.cell_chars = 5;
     parse_ok(fx, "| h |\n|---|\n| \xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9 |\n"); /* 5 chars */
     assert_int_equal(parse(fx, "| h |\n|---|\n| abcdef |\n"), KILN_E_LIMIT);
-    assert_string_equal(fx->err.pointer, "/blocks/3");
+    assert_string_equal(fx->err.pointer, "/blocks/3/text");
     assert_int_equal(fx->err.limit, 5);
     assert_int_equal(fx->err.actual, 6);
     assert_int_equal(parse(fx, "| header |\n|---|\n| a |\n"), KILN_E_LIMIT);
@@ -329,7 +329,7 @@ static void test_entities(void **state)
                         "\xE2\x80\xA6 A \xE2\x98\xBA \xEF\xBF\xBD &bogus; &amp");
     /* an entity that decodes to a control character is refused */
     assert_int_equal(parse(fx, "bell &#7; here"), KILN_E_INVALID_SPEC);
-    assert_string_equal(fx->err.pointer, "/blocks/3");
+    assert_string_equal(fx->err.pointer, "/blocks/3/text");
 }
 
 static void test_html_not_passed_through(void **state)
@@ -357,7 +357,7 @@ static void test_control_characters(void **state)
 {
     fixture *fx = *state;
     assert_int_equal(parse(fx, "# ok\n\nbad \x01 char\n"), KILN_E_INVALID_SPEC);
-    assert_string_equal(fx->err.pointer, "/blocks/3");
+    assert_string_equal(fx->err.pointer, "/blocks/3/text");
     assert_int_equal(parse(fx, "| a |\n|---|\n| \x1b[0m |\n"), KILN_E_INVALID_SPEC);
     assert_int_equal(parse(fx, "x \xEF\xBF\xBF y"), KILN_E_INVALID_SPEC); /* U+FFFF */
     assert_int_equal(parse(fx, "x \xC3 y"), KILN_E_INVALID_SPEC);         /* bad UTF-8 */

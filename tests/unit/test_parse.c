@@ -308,6 +308,14 @@ static void test_cell_errors_and_collection(void **state)
     has_error(KILN_E_INVALID_SPEC, "/sheets/0/rows/21/0/text", "url");
     has_error(KILN_E_INVALID_SPEC, "/sheets/0/rows/22", "expected a row");
     assert_int_equal(errs.count, 11);
+
+    /* A date-time that rounds (to Excel's millisecond) past 9999-12-31. */
+    fails("{'sheets': [{'rows': [[{'datetime': '9999-12-31T23:59:59.9999999'}]]}]}",
+          KILN_E_INVALID_SPEC, "/sheets/0/rows/0/0/datetime", "9999-12-31");
+    fails("{'sheets': [{'columns': [{'type': 'datetime'}], 'rows': [['9999-12-31 23:59:59.9996']]}]}",
+          KILN_E_INVALID_SPEC, "/sheets/0/rows/0/0", "9999-12-31");
+    kiln_doc *doc = parse_ok("{'sheets': [{'rows': [[{'datetime': '9999-12-31T23:59:59.999'}]]}]}");
+    kiln_doc_free(doc);
 }
 
 static void test_style_errors(void **state)
@@ -369,8 +377,30 @@ static void test_rows_and_columns(void **state)
           KILN_E_INVALID_SPEC, "/sheets/0/rows/1/0", "ISO 8601");
     fails("{'sheets': [{'rows': [{'a': 1}]}]}", KILN_E_INVALID_SPEC, "/sheets/0/rows/0",
           "needs \"columns\"");
-    fails("{'sheets': [{'columns': [{'header': 'a'}, {'key': 'a'}]}]}", KILN_E_INVALID_SPEC,
-          "/sheets/0/columns/1/key", "already has the key");
+    /* Keys: explicit keys are unique always; keys derived from headers only
+     * where rows may be objects (inline object rows, JSON Lines). */
+    fails("{'sheets': [{'columns': [{'key': 'a'}, {'header': 'x', 'key': 'a'}]}]}",
+          KILN_E_INVALID_SPEC, "/sheets/0/columns/1/key", "already has the key");
+    kiln_doc_free(parse_ok("{'sheets': [{'columns': [{'header': 'a'}, {'key': 'a'}]}]}"));
+    doc = parse_ok("{'sheets': [{'columns': [{'header': 'Total'}, {'header': 'Total'},"
+                   " {'header': ''}, {'header': ''}], 'rows': [[1, 2, 3, 4]]}],"
+                   " 'blocks': [{'type': 'table', 'columns': [{'header': 'T'}, {'header': 'T'}],"
+                   " 'rows': [['x', 'y']]}]}");
+    assert_string_equal(doc->sheets[0].data.columns[1].key, "Total");
+    kiln_doc_free(doc);
+    fails("{'sheets': [{'columns': [{'header': 'Total'}, {'header': 'Total'}],"
+          " 'rows': [[1, 2], {'Total': 3}]}]}",
+          KILN_E_INVALID_SPEC, "/sheets/0/columns/1/header", "rows are objects");
+    fails("{'sheets': [{'columns': [{'header': ''}, {'header': ''}], 'rows': [{}]}]}",
+          KILN_E_INVALID_SPEC, "/sheets/0/columns/1/header", "column 0 already has the key");
+    fails("{'sheets': [{'columns': [{'header': 'a'}, {'key': 'a'}], 'rows': [{'a': 1}]}]}",
+          KILN_E_INVALID_SPEC, "/sheets/0/columns/1/key", "already has the key");
+    fails("{'blocks': [{'type': 'table', 'columns': [{'header': 'T'}, {'header': 'T'}],"
+          " 'rows': [{'T': 1}]}]}",
+          KILN_E_INVALID_SPEC, "/blocks/0/columns/1/header", "already has the key");
+    /* Distinct keys make duplicate headers fine with object rows too. */
+    kiln_doc_free(parse_ok("{'sheets': [{'columns': [{'header': 'T', 'key': 'a'},"
+                           " {'header': 'T', 'key': 'b'}], 'rows': [{'a': 1, 'b': 2}]}]}"));
     fails("{'sheets': [{'columns': [{'type': 'money'}]}]}", KILN_E_INVALID_SPEC,
           "/sheets/0/columns/0/type", "\"currency\"");
     fails("{'sheets': [{'columns': [{'width': 256}]}]}", KILN_E_INVALID_SPEC,
@@ -600,6 +630,33 @@ static void test_limit_cell_chars(void **state)
     assert_int_equal(parse_raw_opt(json, &d, &doc), KILN_E_OK);
     kiln_doc_free(doc);
     free(json);
+
+    /* Formulas: Excel's 8,192 characters, counted as written (the '=' too). */
+    n = 8192;
+    json = malloc(n + 100);
+    assert_non_null(json);
+    strcpy(json, "{\"sheets\": [{\"rows\": [[{\"formula\": \"=");
+    len = strlen(json);
+    memset(json + len, '1', n - 1); /* "=111...1": 8,192 characters */
+    strcpy(json + len + n - 1, "\"}]]}]}");
+    doc = NULL;
+    assert_int_equal(parse_raw_opt(json, &d, &doc), KILN_E_OK);
+    kiln_doc_free(doc);
+    memset(json + len, '1', n); /* one more */
+    strcpy(json + len + n, "\"}]]}]}");
+    fails_raw_opt(json, &d, KILN_E_LIMIT, "/sheets/0/rows/0/0/formula", "8193 characters");
+    assert_int_equal(errs.items[0].limit, 8192);
+    assert_int_equal(errs.items[0].actual, 8193);
+    /* In a merge's value too. */
+    free(json);
+    json = malloc(n + 200);
+    assert_non_null(json);
+    strcpy(json, "{\"sheets\": [{\"merges\": [{\"range\": \"A1:B1\", \"value\": {\"formula\": \"");
+    len = strlen(json);
+    memset(json + len, '1', n + 1);
+    strcpy(json + len + n + 1, "\"}}]}]}");
+    fails_raw_opt(json, &d, KILN_E_LIMIT, "/sheets/0/merges/0/value/formula", "8193 characters");
+    free(json);
 }
 
 static void test_limit_string_bytes(void **state)
@@ -743,7 +800,7 @@ static void test_sheet_features(void **state)
 {
     (void)state;
     kiln_doc *doc = parse_ok(
-        "{'sheets': [{'name': 'S', 'rows': [[1]], 'freeze': {'rows': 1, 'columns': 2},"
+        "{'sheets': [{'name': 'S', 'rows': [[null], [1]], 'freeze': {'rows': 1, 'columns': 2},"
         "'table': {'name': 'Sales_2026', 'style': 'Table Style Light 9', 'total_row': true},"
         "'merges': [{'range': 'A1:D1', 'value': {'value': 'Title', 'style': {'bold': true}}},"
         "           {'range': 'A3:B4'}],"
@@ -839,6 +896,37 @@ static void test_sheet_features(void **state)
           "/sheets/0/merges/0/range", "A1:D10");
     fails("{'sheets': [{'merges': [{'value': 1}]}]}", KILN_E_INVALID_SPEC, "/sheets/0/merges/0",
           "missing \"range\"");
+    /* A merge shows only its top-left cell: it must not hide data in its other
+     * cells, nor carry a value when its top-left cell holds one. */
+    fails("{'sheets': [{'rows': [['a', 'b', null]], 'merges': [{'range': 'A1:C1'}]}]}",
+          KILN_E_INVALID_SPEC, "/sheets/0/merges/0", "covers B1");
+    fails("{'sheets': [{'rows': [['t'], [null, null], [1, {'value': 2}]],"
+          " 'merges': [{'range': 'C1'}, {'range': 'A2:B3'}]}]}",
+          KILN_E_INVALID_SPEC, "/sheets/0/merges/1", "covers A3");
+    fails("{'sheets': [{'rows': [['Title']], 'merges': [{'range': 'A1:D1', 'value': 'T'}]}]}",
+          KILN_E_INVALID_SPEC, "/sheets/0/merges/0", "top-left cell A1 holds data");
+    fails("{'sheets': [{'rows': [['x']], 'merges': [{'range': 'A1', 'value': 'T'}]}]}",
+          KILN_E_INVALID_SPEC, "/sheets/0/merges/0", "top-left cell A1");
+    /* The header row counts, and object rows by their keys. */
+    fails("{'sheets': [{'columns': [{'header': 'a'}, {'header': 'b'}],"
+          " 'merges': [{'range': 'A1:B1', 'value': 'Both'}]}]}",
+          KILN_E_INVALID_SPEC, "/sheets/0/merges/0", "covers B1");
+    fails("{'sheets': [{'columns': [{'header': 'a'}, {'key': 'k'}], 'rows': [{'k': 5}],"
+          " 'merges': [{'range': 'A2:B2'}]}]}",
+          KILN_E_INVALID_SPEC, "/sheets/0/merges/0", "covers B2");
+    /* Fine: data only in the top-left cell, blanks and styled blanks elsewhere,
+     * a value over empty cells, a merge below the data. */
+    kiln_doc_free(parse_ok("{'sheets': [{'columns': [{'header': 'a'}, {}, {}],"
+                           " 'rows': [['x', null, 5], {'a': null}],"
+                           " 'merges': [{'range': 'A2:B2'}, {'range': 'A3:B3', 'value': 'v'},"
+                           " {'range': 'C2:C3'}, {'range': 'A5:D9', 'value': 1}]}]}"));
+    kiln_doc_free(parse_ok("{'sheets': [{'rows': [['x', {'value': null, 'style': {'bold': true}}]],"
+                           " 'merges': [{'range': 'A1:B1'}]}]}"));
+    /* A CSV sheet: the header row is checked, the file's rows are not. */
+    fails("{'sheets': [{'data': {'path': 'data.csv'}, 'merges': [{'range': 'A1:B1'}]}]}",
+          KILN_E_INVALID_SPEC, "/sheets/0/merges/0", "covers B1");
+    kiln_doc_free(parse_ok("{'sheets': [{'data': {'path': 'data.csv'},"
+                           " 'merges': [{'range': 'A2:B2'}]}]}"));
     fails("{'sheets': [{'conditional_formats': [{'range': 'A1', 'type': 'cell', 'criteria': "
           "'between', 'value': 1, 'style': {'bold': true}}]}]}",
           KILN_E_INVALID_SPEC, "/sheets/0/conditional_formats/0", "need \"maximum\"");
@@ -999,6 +1087,14 @@ static void test_charts(void **state)
           KILN_E_INVALID_SPEC, "/sheets/0/charts/0/series/0/values", "3 values for 2");
     fails("{'sheets': [{'charts': [{'kind': 'line', 'series': [{'values': 'B1:'}]}]}]}",
           KILN_E_INVALID_SPEC, "/sheets/0/charts/0/series/0/values", "range");
+    /* A chart range is one row or one column, never a block of cells. */
+    fails("{'sheets': [{'charts': [{'kind': 'line', 'series': [{'values': 'B2:D6'}]}]}]}",
+          KILN_E_INVALID_SPEC, "/sheets/0/charts/0/series/0/values", "one row or one column");
+    fails("{'sheets': [{'charts': [{'kind': 'line', 'categories': '=A1:B2', 'series': "
+          "[{'values': 'C1:C4'}]}]}]}",
+          KILN_E_INVALID_SPEC, "/sheets/0/charts/0/categories", "one row or one column");
+    kiln_doc_free(parse_ok("{'sheets': [{'charts': [{'kind': 'line', 'categories': 'B1:D1',"
+                           " 'series': [{'values': 'B2:D2'}, {'values': 'B3:D3'}]}]}]}"));
     fails("{'sheets': [{'charts': [{'kind': 'line', 'series': [{'name': '=B0', 'values': "
           "[1]}]}]}]}",
           KILN_E_INVALID_SPEC, "/sheets/0/charts/0/series/0/name", "cell reference");
@@ -1173,10 +1269,24 @@ static void test_metadata(void **state)
     assert_string_equal(doc->metadata.keywords, "x, y");
     assert_int_equal(doc->metadata.created, 1772323200);
     kiln_doc_free(doc);
-    /* The zone is ignored here too: the time as written. */
+    /* created is a point in time: a zone offset is applied to reach UTC
+     * (09:30+05:00 is 04:30Z, 09:30-05:30 is 15:00Z). */
     doc = parse_ok("{'metadata': {'created': '2026-03-01T09:30:00+05:00'},"
                    " 'blocks': [{'type': 'rule'}]}");
-    assert_int_equal(doc->metadata.created, 1772357400);
+    assert_int_equal(doc->metadata.created, 1772357400 - 5 * 3600);
+    kiln_doc_free(doc);
+    doc = parse_ok("{'metadata': {'created': '2026-03-01T09:30-0530'},"
+                   " 'blocks': [{'type': 'rule'}]}");
+    assert_int_equal(doc->metadata.created, 1772357400 + 5 * 3600 + 30 * 60);
+    kiln_doc_free(doc);
+    doc = parse_ok("{'metadata': {'created': '2026-04-02T09:00:00+05:00'},"
+                   " 'blocks': [{'type': 'rule'}]}");
+    assert_int_equal(doc->metadata.created, 1775102400); /* 2026-04-02T04:00:00Z */
+    kiln_doc_free(doc);
+    /* Across midnight and the year: 00:30+01:00 on Jan 1 is 23:30Z on Dec 31. */
+    doc = parse_ok("{'metadata': {'created': '2026-01-01T00:30:00+01:00'},"
+                   " 'blocks': [{'type': 'rule'}]}");
+    assert_int_equal(doc->metadata.created, 1767223800);
     kiln_doc_free(doc);
     fails("{'metadata': {'created': 'March 1'}, 'blocks': [{'type': 'rule'}]}",
           KILN_E_INVALID_SPEC, "/metadata/created", "ISO 8601");
@@ -1332,6 +1442,19 @@ static void test_markdown_block(void **state)
           "missing \"text\"");
     fails("{'blocks': [{'type': 'markdown', 'text': 'x', 'level': 1}]}", KILN_E_INVALID_SPEC,
           "/blocks/0/level", "unknown member");
+    /* Errors in the markdown itself name its text member; the blocks made
+     * from it keep the block's pointer. */
+    fails("{'blocks': [{'type': 'markdown', 'text': 'bell &#7; here'}]}", KILN_E_INVALID_SPEC,
+          "/blocks/0/text", "markdown");
+    kiln_parse_options o = dir_opts();
+    o.limits.list_depth = 2;
+    fails_opt("{'blocks': [{'type': 'rule'}, {'type': 'markdown', 'text': '- a\\n  - b\\n"
+              "    - c\\n'}]}",
+              &o, KILN_E_LIMIT, "/blocks/1/text", "markdown");
+    doc = parse_ok("{'blocks': [{'type': 'markdown', 'text': '| a |\\n|---|\\n| 1 |\\n'}]}");
+    assert_int_equal(doc->blocks[0].kind, KILN_BLOCK_TABLE);
+    assert_string_equal(doc->blocks[0].pointer, "/blocks/0");
+    kiln_doc_free(doc);
 }
 
 static void test_slides(void **state)
@@ -1458,6 +1581,13 @@ static void test_data_sources(void **state)
           KILN_E_INVALID_SPEC, "/sheets/0/data/header", "CSV data only");
     fails("{'sheets': [{'data': {'file': 'data.csv'}}]}", KILN_E_INVALID_SPEC,
           "/sheets/0/data/file", "unknown member");
+    /* Duplicate headers: fine over CSV (never objects), not over JSON Lines. */
+    kiln_doc_free(parse_ok("{'sheets': [{'columns': [{'header': 'T'}, {'header': 'T'}],"
+                           " 'data': {'path': 'data.csv'}}]}"));
+    write_file("dup.jsonl", "[1, 2]\n", 7);
+    fails("{'sheets': [{'columns': [{'header': 'T'}, {'header': 'T'}],"
+          " 'data': {'path': 'dup.jsonl'}}]}",
+          KILN_E_INVALID_SPEC, "/sheets/0/columns/1/header", "JSON Lines");
 }
 
 static void test_load(void **state)
