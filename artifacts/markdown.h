@@ -19,7 +19,8 @@
 /*
  * Parse len bytes of Markdown into *blocks / *count, allocated in arena.
  * pointer: the JSON Pointer of the markdown block; every produced block gets
- * it (and errors name it). limits: list nesting and cell-size limits apply.
+ * it, and errors name its text member (pointer + "/text"). limits: list
+ * nesting and cell-size limits apply.
  * keepalive: a JSON array owned by the document; table rows are built as JSON
  * arrays of strings (kiln_table_data.private_rows, INLINE source) and appended
  * to it (the reference is stolen into it) so they live as long as the doc.

@@ -44,7 +44,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                     blocks[i].table->data.inline_row_count)
                 abort();
         }
-    } else if (err.code != st || st == KILN_E_INTERNAL || strcmp(err.pointer, "/blocks/0") != 0) {
+    } else if (err.code != st || st == KILN_E_INTERNAL || strcmp(err.pointer, "/blocks/0/text") != 0) {
         abort();
     }
     json_decref(keepalive);
