@@ -552,6 +552,18 @@ static int next_csv(kiln_row_reader *r, kiln_error *err)
     return 1;
 }
 
+/* An error inside a JSON Lines record, reported at the file's line with the
+ * pointer within the record ("r.jsonl line 2: at /0: expected ..."). */
+static int jsonl_cell_error(kiln_row_reader *r, kiln_error *err, const kiln_error *e)
+{
+    char msg[KILN_MESSAGE_MAX + KILN_POINTER_MAX + 16];
+    snprintf(msg, sizeof msg, "at %s: %s", e->pointer[0] ? e->pointer : "/", e->message);
+    file_error(r, err, e->code, r->rec_line, 0, msg);
+    err->limit = e->limit;
+    err->actual = e->actual;
+    return -1;
+}
+
 static int next_jsonl(kiln_row_reader *r, kiln_error *err)
 {
     int rc = jsonl_line(r, err);
@@ -571,12 +583,7 @@ static int next_jsonl(kiln_row_reader *r, kiln_error *err)
     lim.string_bytes = UINT64_MAX; /* a spec limit, not a data file one */
     kiln_error e;
     if (kiln_json_scan(r->cur, "", &lim, &sb, NULL, &e)) {
-        char msg[KILN_MESSAGE_MAX + KILN_POINTER_MAX + 16];
-        snprintf(msg, sizeof msg, "at %s: %s", e.pointer[0] ? e.pointer : "/", e.message);
-        file_error(r, err, e.code, r->rec_line, 0, msg);
-        err->limit = e.limit;
-        err->actual = e.actual;
-        return -1;
+        return jsonl_cell_error(r, err, &e);
     }
     size_t width = kiln_json_row_width(r->cur, r->t);
     if (width > r->lim.columns)
@@ -585,12 +592,7 @@ static int next_jsonl(kiln_row_reader *r, kiln_error *err)
         return nomem(err), -1;
     size_t count;
     if (kiln_json_row(r->cur, r->t, &r->lim, NULL, 0, r->cells, r->styles, &count, NULL, &e)) {
-        char msg[KILN_MESSAGE_MAX + KILN_POINTER_MAX + 16];
-        snprintf(msg, sizeof msg, "at %s: %s", e.pointer[0] ? e.pointer : "/", e.message);
-        file_error(r, err, e.code, r->rec_line, 0, msg);
-        err->limit = e.limit;
-        err->actual = e.actual;
-        return -1;
+        return jsonl_cell_error(r, err, &e);
     }
     r->nfields = count;
     return 1;
