@@ -7,8 +7,8 @@ PYTHON    := /usr/bin/python3
 
 WARN      := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wformat=2
 OPT       ?= -O2 -g
-CFLAGS    += $(OPT) -std=c11 -D_GNU_SOURCE $(WARN) -I. $(shell pkg-config --cflags $(PKGS))
-LDLIBS    += $(shell pkg-config --libs $(PKGS)) -lm
+CFLAGS    += $(OPT) -std=c11 -D_GNU_SOURCE $(WARN) -I. $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+LDLIBS    += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm
 
 LIB_SRCS  := $(sort $(wildcard common/*.c artifacts/*.c artifacts/xlsx/*.c exec/*.c))
 CLI_SRCS  := $(sort $(wildcard cli/*.c))
@@ -38,7 +38,7 @@ $(BUILD)/common/templates.o: $(TEMPLATES)
 
 $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libkiln.a
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libkiln.a $(LDLIBS) $(shell pkg-config --libs cmocka)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libkiln.a $(LDLIBS) $(shell pkg-config --libs cmocka 2>/dev/null)
 
 -include $(LIB_OBJS:.o=.d) $(CLI_OBJS:.o=.d)
 
@@ -93,7 +93,7 @@ asan:
 # samples/ come after it and are only read.
 FUZZ_CC      := clang
 FUZZ_CFLAGS  := -std=c11 -D_GNU_SOURCE -I. $(WARN) -O1 -g -fno-omit-frame-pointer \
-	-fsanitize=address,undefined -fno-sanitize-recover=all $(shell pkg-config --cflags $(PKGS))
+	-fsanitize=address,undefined -fno-sanitize-recover=all $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 FUZZ_OBJS    := $(LIB_SRCS:%.c=fuzz/build/obj/%.o)
 FUZZ_TARGETS := $(patsubst fuzz/%.c,fuzz/build/%,$(wildcard fuzz/fuzz_*.c))
 FUZZ_ARGS    := -max_len=65536 -timeout=25 -rss_limit_mb=2048 -detect_leaks=1 \
