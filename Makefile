@@ -1,6 +1,6 @@
 # Kiln - see README.md. `make` builds bin/kiln; `make check` runs every test.
 CC        ?= cc
-PKGS      := jansson xlsxwriter md4c
+PKGS      := jansson xlsxwriter md4c libzip libxml-2.0 zlib
 BUILD     ?= build
 BIN       := bin/kiln
 PYTHON    := /usr/bin/python3
@@ -10,7 +10,8 @@ OPT       ?= -O2 -g
 CFLAGS    += $(OPT) -std=c11 -D_GNU_SOURCE $(WARN) -I. $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 LDLIBS    += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm
 
-LIB_SRCS  := $(sort $(wildcard common/*.c artifacts/*.c artifacts/xlsx/*.c exec/*.c))
+LIB_SRCS  := $(sort $(wildcard common/*.c artifacts/*.c artifacts/xlsx/*.c artifacts/opc/*.c \
+	artifacts/docx/*.c exec/*.c))
 CLI_SRCS  := $(sort $(wildcard cli/*.c))
 LIB_OBJS  := $(LIB_SRCS:%.c=$(BUILD)/%.o)
 CLI_OBJS  := $(CLI_SRCS:%.c=$(BUILD)/%.o)
@@ -44,6 +45,7 @@ $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libkiln.a
 
 # Debian packages for the build, the tests, the demo and the benchmark.
 DEB_PKGS := build-essential pkg-config libjansson-dev libxlsxwriter-dev libmd4c-dev \
+	libzip-dev libxml2-dev zlib1g-dev python3-docx libreoffice-writer-nogui \
 	libcmocka-dev clang libclang-rt-14-dev python3 python3-openpyxl python3-xlsxwriter \
 	python3-jsonschema python3-lxml python3-pytest libxml2-utils libreoffice-calc-nogui \
 	python3-pil poppler-utils fonts-dejavu-core fonts-crosextra-carlito time unzip
@@ -60,11 +62,13 @@ deps:
 samples:
 	$(PYTHON) samples/make_data.py
 
-# The main job for now: render every sample into out/ and list what it made.
+# The main job for now: render every sample into out/, as a workbook and as a
+# Word document, and list what it made.
+DEMO_FORMATS := xlsx docx
 demo: $(BIN) samples
 	@mkdir -p out
 	@for s in samples/*.json; do n=$$(basename $$s .json); \
-		$(BIN) render $$s -o out/$$n.xlsx || exit 1; done
+		for f in $(DEMO_FORMATS); do $(BIN) render $$s -o out/$$n.$$f || exit 1; done; done
 	@ls -l out/
 
 unit: $(UNIT_BINS)
@@ -132,8 +136,13 @@ fuzz-check: $(FUZZ_TARGETS)
 		grep -E '^(Done|stat::number_of_executed_units)' fuzz/build/$$n.log | tr '\n' ' '; echo; \
 	done
 
-bench: $(BIN)
-	KILN_BIN=$(BIN) $(PYTHON) bench/run.py
+# The npm packages the benchmark compares with, pinned in bench/package-lock.json.
+bench/node_modules: bench/package.json
+	npm ci --prefix bench --no-audit --no-fund
+	@touch $@
+
+bench: $(BIN) samples bench/node_modules
+	KILN_BIN=$(BIN) $(PYTHON) bench/run.py $(BENCH)
 
 clean:
 	rm -rf $(BUILD) build-asan bin fuzz/build

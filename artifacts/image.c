@@ -7,6 +7,10 @@
  * symbolic link anywhere on the way (a link could point anywhere). Every
  * component is opened with openat(O_NOFOLLOW) from the one before, so the
  * check and the open are the same operation and cannot race.
+ *
+ * An image is checked for its structure (probe_png, probe_jpeg) without
+ * decoding its pixels, so a truncated or damaged file is a spec error naming
+ * the image rather than a broken picture in the output.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -14,6 +18,8 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <zlib.h>
 
 #include "spec_internal.h"
 
@@ -218,49 +224,174 @@ static uint32_t be16(const unsigned char *p)
     return (uint32_t)p[0] << 8 | p[1];
 }
 
+static int is_chunk_type(const unsigned char *type)
+{
+    for (int i = 0; i < 4; i++)
+        if (!((type[i] >= 'A' && type[i] <= 'Z') || (type[i] >= 'a' && type[i] <= 'z')))
+            return 0;
+    return 1;
+}
+
+/* The bit depths PNG allows for a colour type (PNG spec 11.2.2, table 11.1). */
+static int png_depth_allowed(unsigned color_type, unsigned depth)
+{
+    switch (color_type) {
+    case 0:
+        return depth == 1 || depth == 2 || depth == 4 || depth == 8 || depth == 16;
+    case 3:
+        return depth == 1 || depth == 2 || depth == 4 || depth == 8;
+    case 2:
+    case 4:
+    case 6:
+        return depth == 8 || depth == 16;
+    default:
+        return 0;
+    }
+}
+
+/*
+ * A PNG's structure, without decoding the pixels: a file that passes draws
+ * in Word and LibreOffice instead of showing a broken-picture box. The chunks
+ * are walked from the signature to IEND: each one fits in the file and has a
+ * correct CRC, IHDR comes first with a valid size and pixel format, a palette
+ * image has its PLTE before the data, and at least one IDAT holds the data.
+ * Bytes after IEND are ignored, as every decoder does. pHYs (before the first
+ * IDAT) gives the resolution.
+ */
 static int probe_png(const unsigned char *d, size_t size, kiln_image *img, char *why,
                      size_t why_cap)
 {
-    /* Signature, then IHDR must be the first chunk (PNG spec 11.2.2). */
     if (size < 33 || be32(d + 8) != 13 || memcmp(d + 12, "IHDR", 4) != 0) {
         snprintf(why, why_cap, "a PNG signature without a valid IHDR header");
         return -1;
     }
-    img->width_px = be32(d + 16);
-    img->height_px = be32(d + 20);
+    const unsigned char *ihdr = d + 16;
+    img->width_px = be32(ihdr);
+    img->height_px = be32(ihdr + 4);
     if (!img->width_px || !img->height_px || img->width_px > 0x7FFFFFFF ||
         img->height_px > 0x7FFFFFFF) {
         snprintf(why, why_cap, "a PNG with an invalid size %ux%u", img->width_px,
                  img->height_px);
         return -1;
     }
-    /* pHYs comes before the first IDAT; stop there. */
-    size_t pos = 33;
-    while (pos + 12 <= size) {
+    unsigned depth = ihdr[8], color_type = ihdr[9];
+    if (!png_depth_allowed(color_type, depth) || ihdr[10] != 0 || ihdr[11] != 0 ||
+        ihdr[12] > 1) {
+        snprintf(why, why_cap, "a PNG with an invalid pixel format in its IHDR header");
+        return -1;
+    }
+    int seen_plte = 0, seen_idat = 0, seen_phys = 0;
+    size_t pos = 8;
+    for (;;) {
+        if (size - pos < 12) {
+            if (size == pos)
+                snprintf(why, why_cap, seen_idat ? "PNG has no end chunk (IEND): truncated"
+                                                 : "PNG has no image data (IDAT)");
+            else
+                snprintf(why, why_cap, "truncated PNG chunk at byte %zu", pos);
+            return -1;
+        }
         uint32_t clen = be32(d + pos);
         const unsigned char *type = d + pos + 4;
-        if (clen > size - pos - 12)
-            break;
-        if (memcmp(type, "pHYs", 4) == 0 && clen >= 9) {
-            const unsigned char *c = d + pos + 8;
-            if (c[8] == 1) { /* unit: metre */
-                img->dpi_x = be32(c) * 0.0254;
-                img->dpi_y = be32(c + 4) * 0.0254;
-            }
-            break;
+        if (!is_chunk_type(type) || clen > 0x7FFFFFFF) {
+            snprintf(why, why_cap, "a damaged PNG chunk at byte %zu", pos);
+            return -1;
         }
-        if (memcmp(type, "IDAT", 4) == 0 || memcmp(type, "IEND", 4) == 0)
-            break;
+        if (clen > size - pos - 12) {
+            snprintf(why, why_cap, "truncated PNG chunk %.4s at byte %zu (%u bytes declared, "
+                                   "%zu present)",
+                     (const char *)type, pos, clen, size - pos - 12);
+            return -1;
+        }
+        const unsigned char *body = d + pos + 8;
+        /* The CRC covers the type and the data. */
+        uLong crc = crc32(0L, type, (uInt)clen + 4);
+        if ((uint32_t)crc != be32(body + clen)) {
+            snprintf(why, why_cap, "PNG chunk %.4s at byte %zu has a wrong CRC (damaged file)",
+                     (const char *)type, pos);
+            return -1;
+        }
+        if (pos > 8 && memcmp(type, "IHDR", 4) == 0) {
+            snprintf(why, why_cap, "a PNG with a second IHDR chunk at byte %zu", pos);
+            return -1;
+        }
+        if (memcmp(type, "PLTE", 4) == 0) {
+            seen_plte = 1;
+        } else if (memcmp(type, "IDAT", 4) == 0) {
+            if (color_type == 3 && !seen_plte) {
+                snprintf(why, why_cap, "a palette PNG without a palette (PLTE) before its "
+                                       "image data");
+                return -1;
+            }
+            seen_idat = 1;
+        } else if (memcmp(type, "IEND", 4) == 0) {
+            if (!seen_idat) {
+                snprintf(why, why_cap, "PNG has no image data (IDAT)");
+                return -1;
+            }
+            return 0;
+        } else if (memcmp(type, "pHYs", 4) == 0 && !seen_idat && !seen_phys && clen >= 9) {
+            seen_phys = 1;
+            if (body[8] == 1) { /* unit: metre */
+                img->dpi_x = be32(body) * 0.0254;
+                img->dpi_y = be32(body + 4) * 0.0254;
+            }
+        }
         pos += 12 + (size_t)clen;
     }
-    return 0;
 }
 
+/* A JPEG marker that stands alone, without a length: TEM, RST0..RST7, SOI. */
+static int jpeg_marker_standalone(unsigned char marker)
+{
+    return marker == 0x01 || (marker >= 0xD0 && marker <= 0xD8);
+}
+
+/*
+ * Offset of the marker that ends the entropy-coded data starting at pos (a
+ * 0xFF not followed by a stuffed 0x00 or a restart marker), or size when the
+ * data runs to the end of the file.
+ */
+static size_t jpeg_skip_scan(const unsigned char *d, size_t size, size_t pos)
+{
+    while (pos + 1 < size) {
+        if (d[pos] != 0xFF) {
+            pos++;
+            continue;
+        }
+        unsigned char next = d[pos + 1];
+        if (next == 0x00 || (next >= 0xD0 && next <= 0xD7))
+            pos += 2;
+        else if (next == 0xFF)
+            pos++; /* fill byte before a marker */
+        else
+            return pos;
+    }
+    return size;
+}
+
+/*
+ * A JPEG's structure, without decoding: the marker segments are walked from
+ * SOI, each one fits in the file, a frame header (SOF) gives a size, a scan
+ * (SOS) follows it, and the data ends with EOI. Bytes after EOI are accepted:
+ * many cameras and editors append data there. The JFIF header (APP0) gives
+ * the resolution.
+ */
 static int probe_jpeg(const unsigned char *d, size_t size, kiln_image *img, char *why,
                       size_t why_cap)
 {
+    int seen_sof = 0, seen_sos = 0;
     size_t pos = 2;
-    while (pos + 4 <= size) {
+    for (;;) {
+        if (pos >= size || (pos + 1 == size && d[pos] == 0xFF)) {
+            if (!seen_sof)
+                snprintf(why, why_cap, "a JPEG without a frame header (SOF)");
+            else if (!seen_sos)
+                snprintf(why, why_cap, "JPEG has no image data (SOS)");
+            else
+                snprintf(why, why_cap, "JPEG has no end-of-image marker (EOI): truncated");
+            return -1;
+        }
         if (d[pos] != 0xFF) {
             snprintf(why, why_cap, "a JPEG with a damaged header (byte %zu)", pos);
             return -1;
@@ -270,15 +401,33 @@ static int probe_jpeg(const unsigned char *d, size_t size, kiln_image *img, char
             pos++;
             continue;
         }
-        if (marker == 0xD8 || (marker >= 0xD0 && marker <= 0xD7) || marker == 0x01) {
+        if (jpeg_marker_standalone(marker)) {
             pos += 2;
             continue;
         }
-        if (marker == 0xD9 || marker == 0xDA)
-            break;
+        if (marker == 0xD9) { /* EOI */
+            if (!seen_sos) {
+                snprintf(why, why_cap, seen_sof ? "JPEG has no image data (SOS)"
+                                                : "a JPEG without a frame header (SOF)");
+                return -1;
+            }
+            return 0;
+        }
+        if (size - pos < 4) {
+            snprintf(why, why_cap, "truncated JPEG segment at byte %zu", pos);
+            return -1;
+        }
         uint32_t seglen = be16(d + pos + 2);
-        if (seglen < 2 || pos + 2 + seglen > size)
-            break;
+        if (seglen < 2) {
+            snprintf(why, why_cap, "a JPEG with a damaged segment length (byte %zu)", pos);
+            return -1;
+        }
+        if (seglen > size - pos - 2) {
+            snprintf(why, why_cap, "truncated JPEG segment at byte %zu (%u bytes declared, "
+                                   "%zu present)",
+                     pos, seglen, size - pos - 2);
+            return -1;
+        }
         const unsigned char *s = d + pos + 4;
         if (marker == 0xE0 && seglen >= 16 && memcmp(s, "JFIF\0", 5) == 0) {
             unsigned units = s[7];
@@ -293,20 +442,33 @@ static int probe_jpeg(const unsigned char *d, size_t size, kiln_image *img, char
         }
         /* SOF0..SOF15 except DHT (C4), JPG (C8) and DAC (CC). */
         if (marker >= 0xC0 && marker <= 0xCF && marker != 0xC4 && marker != 0xC8 &&
-            marker != 0xCC && seglen >= 7) {
-            img->height_px = be16(s + 1);
-            img->width_px = be16(s + 3);
-            if (!img->width_px || !img->height_px) {
-                snprintf(why, why_cap, "a JPEG with an invalid size %ux%u", img->width_px,
-                         img->height_px);
+            marker != 0xCC) {
+            if (seglen < 8) {
+                snprintf(why, why_cap, "a JPEG with a damaged frame header (SOF)");
                 return -1;
             }
-            return 0;
+            if (!seen_sof) {
+                img->height_px = be16(s + 1);
+                img->width_px = be16(s + 3);
+                if (!img->width_px || !img->height_px) {
+                    snprintf(why, why_cap, "a JPEG with an invalid size %ux%u",
+                             img->width_px, img->height_px);
+                    return -1;
+                }
+            }
+            seen_sof = 1;
         }
         pos += 2 + seglen;
+        if (marker == 0xDA) { /* SOS: the entropy-coded data follows its header */
+            if (!seen_sof) {
+                snprintf(why, why_cap, "a JPEG without a frame header (SOF) before its "
+                                       "image data");
+                return -1;
+            }
+            seen_sos = 1;
+            pos = jpeg_skip_scan(d, size, pos);
+        }
     }
-    snprintf(why, why_cap, "a JPEG without a frame header (SOF)");
-    return -1;
 }
 
 int kiln_image_probe(const unsigned char *data, size_t size, kiln_image *img, char *why,

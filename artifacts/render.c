@@ -13,7 +13,7 @@ static const kiln_writer writers[KILN_FORMAT__COUNT] = {
     {KILN_FORMAT_XLSX, "xlsx", ".xlsx",
      "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet", kiln_xlsx_write},
     {KILN_FORMAT_DOCX, "docx", ".docx",
-     "application/vnd.openxmlformats-officedocument.wordprocessingml.document", NULL},
+     "application/vnd.openxmlformats-officedocument.wordprocessingml.document", kiln_docx_write},
     {KILN_FORMAT_PDF, "pdf", ".pdf", "application/pdf", NULL},
     {KILN_FORMAT_PPTX, "pptx", ".pptx",
      "application/vnd.openxmlformats-officedocument.presentationml.presentation", NULL},

@@ -57,5 +57,7 @@ kiln_status kiln_render(const kiln_doc *doc, kiln_format format, const char *out
 /* Writers (one per format). */
 kiln_status kiln_xlsx_write(const kiln_doc *doc, kiln_output *out,
                             const kiln_render_options *opt, kiln_error *err);
+kiln_status kiln_docx_write(const kiln_doc *doc, kiln_output *out,
+                            const kiln_render_options *opt, kiln_error *err);
 
 #endif

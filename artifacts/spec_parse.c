@@ -581,6 +581,8 @@ static void page_defaults(kiln_page *p)
     p->size = KILN_PAGE_A4;
     p->landscape = 0;
     p->margin_top = p->margin_bottom = p->margin_left = p->margin_right = 72;
+    p->header_text = NULL;
+    p->page_numbers = 1;
 }
 
 static void page_finish(kiln_page *p)
@@ -597,7 +599,8 @@ static void page_finish(kiln_page *p)
 
 static void parse_page(kiln_pctx *c, const json_t *pg)
 {
-    static const char *const allowed[] = {"size", "orientation", "margins", NULL};
+    static const char *const allowed[] = {"size",   "orientation",  "margins",
+                                          "header", "page_numbers", NULL};
     static const char *const sizes[] = {"A4", "Letter", "Legal", "A3", "A5", NULL};
     static const char *const orient[] = {"portrait", "landscape", NULL};
     static const char *const sides[] = {"top", "bottom", "left", "right", NULL};
@@ -627,6 +630,21 @@ static void parse_page(kiln_pctx *c, const json_t *pg)
         }
         kiln_ptr_pop(&c->ptr, s2);
     }
+    /* The header: true means "the title", so the title is looked up after
+     * metadata was parsed (parse_root parses metadata first). */
+    const json_t *h = json_object_get(pg, "header");
+    if (json_is_true(h)) {
+        if (c->doc->metadata.title && c->doc->metadata.title[0])
+            p->header_text = c->doc->metadata.title;
+        else
+            kiln_perr(c, "header", "true means the document title, but metadata has no title");
+    } else if (h && !json_is_false(h)) {
+        if (!json_is_string(h) || !json_string_value(h)[0])
+            kiln_perr(c, "header", "expected true (the title), false or a non-empty string");
+        else
+            p->header_text = json_string_value(h);
+    }
+    kiln_get_bool(c, pg, "page_numbers", &p->page_numbers);
 pop:
     kiln_ptr_pop(&c->ptr, saved);
 }

@@ -1,9 +1,13 @@
 #!/usr/bin/python3
-"""Kiln's xlsx benchmark (`make bench`; see bench/README.md).
+"""Kiln's benchmarks (`make bench`; see bench/README.md).
 
-    /usr/bin/python3 bench/run.py [--rows N] [--small-rows N] [--repeat N]
-                                  [--kiln PATH] [--no-python]
+    /usr/bin/python3 bench/run.py [xlsx|docx|all] [--rows N] [--small-rows N]
+                                  [--sections N] [--repeat N] [--kiln PATH]
+                                  [--no-python] [--no-node]
 
+The workload is xlsx, docx or all (the default); each is described below.
+
+xlsx:
 1. Generates a deterministic ROWS x 10 mixed-type dataset into bench/out/
    (integer id, date, short and long strings, float, currency, boolean, a
    code with leading zeros, a percentage): a CSV file, an inline-JSON spec
@@ -16,8 +20,20 @@
 3. Prints wall time, peak RSS (getrusage of the child) and output size, with
    ratios against raw libxlsxwriter and XlsxWriter.
 
+docx:
+1. Generates the report of bench/docx_workload.py (60 sections of a heading, 15
+   paragraphs of about 80 words with bold and italic runs, a 5-item list and a
+   40 x 6 table, plus 5 images) as a Kiln spec in bench/out/.
+2. Renders it with `kiln render` and writes the same content with python-docx
+   (bench/py_docx.py) and the npm docx package (bench/npm_docx.js, from
+   bench/node_modules: `npm ci --prefix bench`).
+3. Prints wall time, peak RSS and output size, how many times faster Kiln is than
+   each, and opens every output with python-docx to show they hold the same
+   headings, paragraphs, list items, tables and images.
+
 It reports; it never fails on a timing. It exits non-zero only when a tool
-fails to run or writes a workbook with the wrong number of rows.
+fails to run or writes the wrong content (wrong row count in a workbook, a
+document whose counts differ from the workload's).
 """
 import argparse
 import datetime
@@ -227,18 +243,8 @@ def fmt_ratio(x):
     return "%.2fx" % x if x is not None else "-"
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--rows", type=int, default=200_000)
-    ap.add_argument("--small-rows", type=int, default=50_000)
-    ap.add_argument("--repeat", type=int, default=3,
-                    help="runs of each C tool; the fastest counts (Python tools run once)")
-    ap.add_argument("--kiln", default=os.environ.get("KILN_BIN", os.path.join(REPO, "bin/kiln")))
-    ap.add_argument("--no-python", action="store_true", help="skip XlsxWriter and openpyxl")
-    args = ap.parse_args()
-    if not 0 < args.small_rows < args.rows:
-        ap.error("need 0 < --small-rows < --rows")
-
+def run_xlsx(args):
+    """The xlsx workload; returns the exit status."""
     files = generate(args.rows, args.small_rows)
     raw = build_raw()
     kiln = os.path.abspath(args.kiln)
@@ -326,6 +332,209 @@ def main():
             print("peak memory vs row count (kiln, CSV spec): %d rows %.1f MiB, %d rows %.1f MiB"
                   % (args.small_rows, ks["rss"] / 1024, args.rows, kc["rss"] / 1024))
     return 1 if failed else 0
+
+
+# --------------------------------------------------------------------------- docx
+
+def docx_counts(path):
+    """What a .docx holds, read with python-docx: the figures every tool must agree on."""
+    import docx  # Debian python3-docx; imported here so the xlsx run does not need it
+    from docx.enum.shape import WD_INLINE_SHAPE
+    from docx.oxml.ns import qn
+    d = docx.Document(path)
+    c = {"headings": 0, "paragraphs": 0, "list items": 0, "bold paragraphs": 0,
+         "italic paragraphs": 0, "words": 0, "tables": len(d.tables), "table cells": 0,
+         "repeated header rows": 0, "images": 0}
+    for p in d.paragraphs:
+        name = p.style.name if p.style is not None else ""
+        if not p.text.strip():
+            continue
+        if name.startswith("Heading"):
+            c["headings"] += 1
+        elif p._p.pPr is not None and p._p.pPr.numPr is not None or name.startswith("List"):
+            c["list items"] += 1
+        else:
+            c["paragraphs"] += 1
+            c["words"] += len(p.text.split())
+            c["bold paragraphs"] += any(r.bold for r in p.runs)
+            c["italic paragraphs"] += any(r.italic for r in p.runs)
+    for t in d.tables:
+        rows = t._tbl.findall(qn("w:tr"))
+        c["table cells"] += sum(len(r.findall(qn("w:tc"))) for r in rows)
+        pr = rows[0].find(qn("w:trPr")) if rows else None
+        c["repeated header rows"] += pr is not None and pr.find(qn("w:tblHeader")) is not None
+    c["images"] = sum(1 for s in d.inline_shapes if s.type == WD_INLINE_SHAPE.PICTURE)
+    return c
+
+
+def docx_expected(spec_path):
+    with open(spec_path, encoding="utf-8") as f:
+        blocks = json.load(f)["blocks"]
+    c = {"headings": 0, "paragraphs": 0, "list items": 0, "bold paragraphs": 0,
+         "italic paragraphs": 0, "words": 0, "tables": 0, "table cells": 0,
+         "repeated header rows": 0, "images": 0}
+    for b in blocks:
+        if b["type"] == "heading":
+            c["headings"] += 1
+        elif b["type"] == "paragraph":
+            c["paragraphs"] += 1
+            c["words"] += len("".join(r["text"] for r in b["runs"]).split())
+            c["bold paragraphs"] += any(r.get("bold") for r in b["runs"])
+            c["italic paragraphs"] += any(r.get("italic") for r in b["runs"])
+        elif b["type"] == "list":
+            c["list items"] += len(b["items"])
+        elif b["type"] == "table":
+            c["tables"] += 1
+            c["table cells"] += (len(b["rows"]) + 1) * len(b["columns"])
+            c["repeated header rows"] += 1
+        elif b["type"] == "image":
+            c["images"] += 1
+    return c
+
+
+def npm_docx_label():
+    try:
+        with open(os.path.join(HERE, "node_modules", "docx", "package.json"), encoding="utf-8") as f:
+            version = json.load(f)["version"]
+    except (OSError, ValueError, KeyError):
+        version = "(not installed)"
+    try:
+        node = subprocess.run(["node", "--version"], capture_output=True, text=True).stdout.strip()
+    except OSError:
+        node = "(no node)"
+    return "npm docx %s, Node %s" % (version, node)
+
+
+SHORT = {"kiln": "kiln", "python-docx": "python-docx", "npm": "npm docx"}
+
+
+def run_docx(args):
+    """The docx workload; returns the exit status."""
+    import docx_workload
+    spec = docx_workload.generate(OUT, args.sections)
+    print("bench: docx workload: %d sections in %s" % (args.sections, os.path.relpath(spec, REPO)))
+    kiln = os.path.abspath(args.kiln)
+    out = lambda name: os.path.join(OUT, name)  # noqa: E731
+    tools = [("kiln render", [kiln, "render", spec, "-o", out("kiln.docx"), "--max-bytes",
+                              str(1 << 30)], out("kiln.docx"))]
+    if not args.no_python:
+        tools.append(("python-docx (Debian python3-docx)",
+                      [PYTHON, os.path.join(HERE, "py_docx.py"), spec, out("python_docx.docx")],
+                      out("python_docx.docx")))
+    if not args.no_node:
+        tools.append((npm_docx_label(), ["node", os.path.join(HERE, "npm_docx.js"), spec,
+                                         out("npm_docx.docx")], out("npm_docx.docx")))
+
+    results = []
+    for label, cmd, path in tools:
+        if cmd[0] == kiln and not os.access(kiln, os.X_OK):
+            results.append({"label": label, "error": "no kiln binary at %s" % kiln})
+            continue
+        if cmd[0] == "node" and not os.path.isdir(os.path.join(HERE, "node_modules", "docx")):
+            results.append({"label": label, "error": "bench/node_modules/docx is missing: "
+                                                     "npm ci --prefix bench"})
+            continue
+        print("bench: %s ..." % label, flush=True)
+        best = None
+        for _ in range(args.repeat):
+            if os.path.exists(path):
+                os.unlink(path)
+            wall, cpu, rss, rc, tail = measure(cmd)
+            if rc != 0:
+                best = {"label": label, "error": "exit %d: %s" % (rc, tail)}
+                break
+            if best is None or wall < best["wall"]:
+                best = {"label": label, "wall": wall, "cpu": cpu, "rss": rss}
+            best["rss"] = max(best["rss"], rss)
+        if "error" not in best:
+            if not os.path.exists(path):
+                best["error"] = "no output file"
+            else:
+                best["size"] = os.path.getsize(path)
+                best["path"] = path
+        results.append(best)
+
+    kiln_r = results[0] if "wall" in results[0] else None
+    print()
+    print("%-44s %8s %7s %9s %10s %13s" % ("tool (docx, %d sections)" % args.sections, "wall s",
+                                           "cpu s", "peak MiB", "output MiB", "kiln faster"))
+    print("-" * 96)
+    failed = False
+    for r in results:
+        if "wall" not in r:
+            print("%-44s  FAILED: %s" % (r["label"], r["error"]))
+            failed = True
+            continue
+        ratio = "%.1fx" % (r["wall"] / kiln_r["wall"]) if kiln_r and r is not kiln_r else "-"
+        print("%-44s %8.2f %7.2f %9.1f %10.2f %13s" % (r["label"], r["wall"], r["cpu"],
+                                                       r["rss"] / 1024, r["size"] / (1 << 20), ratio))
+    print()
+    print("Best of %d runs each; cpu s is user + system time, peak MiB the child's ru_maxrss. "
+          "kiln faster: the tool's wall time / Kiln's. Load average now: %.2f"
+          % (args.repeat, os.getloadavg()[0]))
+
+    # The same content: every output read back with python-docx.
+    want = docx_expected(spec)
+    done = [r for r in results if "path" in r]
+    counts = {}
+    for r in done:
+        try:
+            counts[r["label"]] = docx_counts(r["path"])
+        except Exception as e:  # noqa: BLE001 - an unreadable output is the finding
+            counts[r["label"]] = None
+            print("%s: python-docx cannot read %s: %s" % (r["label"], r["path"], e))
+            failed = True
+    print()
+    short = [SHORT.get(r["label"].split(" ")[0], r["label"]) for r in done]
+    print("%-22s %10s" % ("read back (python-docx)", "workload") +
+          "".join(" %14s" % s[:14] for s in short))
+    for key in want:
+        row = "%-22s %10d" % (key, want[key])
+        for r in done:
+            got = counts[r["label"]]
+            v = got[key] if got else None
+            mark = "" if v == want[key] else " !"
+            if v != want[key]:
+                failed = True
+            row += " %14s" % ("%s%s" % (v, mark))
+        print(row)
+    if kiln_r and len(results) > 1:
+        others = [r for r in results[1:] if "wall" in r]
+        if others:
+            print()
+            print("target: kiln >= 10x faster than each -> " + ", ".join(
+                "%.1fx wall (%.1fx cpu) vs %s" % (r["wall"] / kiln_r["wall"], r["cpu"] / kiln_r["cpu"],
+                                                  SHORT.get(r["label"].split(" ")[0], r["label"]))
+                for r in others))
+    return 1 if failed else 0
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("workload", nargs="?", choices=("xlsx", "docx", "all"), default="all",
+                    help="which benchmark to run (default: all)")
+    ap.add_argument("--rows", type=int, default=200_000, help="xlsx: rows of the big dataset")
+    ap.add_argument("--small-rows", type=int, default=50_000, help="xlsx: rows of the small one")
+    ap.add_argument("--sections", type=int, default=60, help="docx: sections of the report")
+    ap.add_argument("--repeat", type=int, default=3,
+                    help="runs of each tool; the fastest counts (xlsx: the Python tools run once)")
+    ap.add_argument("--kiln", default=os.environ.get("KILN_BIN", os.path.join(REPO, "bin/kiln")))
+    ap.add_argument("--no-python", action="store_true",
+                    help="skip XlsxWriter and openpyxl (xlsx) and python-docx (docx)")
+    ap.add_argument("--no-node", action="store_true", help="docx: skip the npm docx package")
+    args = ap.parse_args()
+    if args.workload in ("xlsx", "all") and not 0 < args.small_rows < args.rows:
+        ap.error("need 0 < --small-rows < --rows")
+    if args.sections < 1 or args.repeat < 1:
+        ap.error("need --sections >= 1 and --repeat >= 1")
+    status = 0
+    if args.workload in ("xlsx", "all"):
+        status |= run_xlsx(args)
+    if args.workload in ("docx", "all"):
+        if args.workload == "all":
+            print()
+        status |= run_docx(args)
+    return status
 
 
 if __name__ == "__main__":

@@ -18,6 +18,10 @@
     extern const char sym##_start[], sym##_end[];
 
 KILN_EMBED(kiln_tpl_theme, "templates/theme.json")
+KILN_EMBED(kiln_tpl_docx_styles, "templates/docx/styles.xml")
+KILN_EMBED(kiln_tpl_docx_settings, "templates/docx/settings.xml")
+KILN_EMBED(kiln_tpl_docx_theme, "templates/docx/theme1.xml")
+KILN_EMBED(kiln_tpl_docx_fonts, "templates/docx/fontTable.xml")
 
 static const struct {
     const char *name;
@@ -25,6 +29,10 @@ static const struct {
     const char *end;
 } templates[] = {
     {"theme.json", kiln_tpl_theme_start, kiln_tpl_theme_end},
+    {"docx/styles.xml", kiln_tpl_docx_styles_start, kiln_tpl_docx_styles_end},
+    {"docx/settings.xml", kiln_tpl_docx_settings_start, kiln_tpl_docx_settings_end},
+    {"docx/theme1.xml", kiln_tpl_docx_theme_start, kiln_tpl_docx_theme_end},
+    {"docx/fontTable.xml", kiln_tpl_docx_fonts_start, kiln_tpl_docx_fonts_end},
 };
 
 const char *kiln_template(const char *name, size_t *len)

@@ -9,8 +9,13 @@
 #ifndef KILN_FUZZ_COMMON_H
 #define KILN_FUZZ_COMMON_H
 
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
+#include "artifacts/render.h"
 #include "artifacts/spec.h"
 
 static inline void fuzz_parse_options(kiln_parse_options *opt)
@@ -30,6 +35,53 @@ static inline void fuzz_parse_options(kiln_parse_options *opt)
     opt->limits.image_bytes = 512u << 10;
     opt->limits.images_bytes = 1u << 20;
     opt->limits.list_depth = 9;
+}
+
+/*
+ * The render targets (fuzz_xlsx, fuzz_docx): parse the input and, when it is
+ * a valid spec, render it into out_path under a 1 MiB ceiling. Every
+ * document the parser accepts must render or fail cleanly: a success stays
+ * within the ceiling, a failure leaves nothing at the target.
+ */
+static inline char *fuzz_render_dir(const char *name)
+{
+    static char dir[64];
+    snprintf(dir, sizeof dir, "/tmp/kiln-fuzz-%s-XXXXXX", name);
+    if (!mkdtemp(dir)) {
+        perror("mkdtemp");
+        exit(1);
+    }
+    return dir;
+}
+
+static inline void fuzz_render(const uint8_t *data, size_t size, kiln_format format,
+                               const char *out_path, const char *tmp_dir)
+{
+    kiln_parse_options opt;
+    fuzz_parse_options(&opt);
+
+    static kiln_errors errs;
+    kiln_errors_init(&errs);
+    kiln_doc *doc = NULL;
+    if (kiln_doc_parse((const char *)data, size, &opt, &doc, &errs) != KILN_E_OK)
+        return;
+
+    kiln_render_options ropt;
+    memset(&ropt, 0, sizeof ropt);
+    ropt.max_bytes = 1u << 20;
+    ropt.tmp_dir = tmp_dir;
+    kiln_render_result result;
+    kiln_error err;
+    memset(&err, 0, sizeof err);
+    kiln_status st = kiln_render(doc, format, out_path, &ropt, &result, &err);
+    if (st == KILN_E_OK) {
+        if (result.bytes == 0 || result.bytes > ropt.max_bytes)
+            abort();
+    } else if (access(out_path, F_OK) == 0) {
+        abort(); /* a failed render must leave nothing at the target */
+    }
+    unlink(out_path);
+    kiln_doc_free(doc);
 }
 
 #endif

@@ -24,6 +24,7 @@
 #include "../../common/arena.h"
 #include "../../common/error.h"
 #include "../spec.h"
+#include "xlsx_xstring.h"
 
 /* Excel's hyperlink limits (libxlsxwriter checks them too, but prints). */
 #define XLSX_MAX_URLS_PER_SHEET 65530u
@@ -133,15 +134,7 @@ kiln_status xlsx_chart_insert(xlsx_chart_ctx *ctx, xlsx_plan_sheet *sheet,
  * would show a formula cell as 0). */
 kiln_status xlsx_chart_fill_caches(xlsx_chart_ctx *ctx, kiln_error *err);
 
-/* ---- text (xlsx_writer.c) ---- */
-/*
- * SpreadsheetML decodes "_xHHHH_" in cell text (ECMA-376 Part 1, 22.4.2.4
- * ST_Xstring), so a literal "_x0041_" would show as "A". Returns s itself
- * when it holds no such sequence (the usual case, found with one memchr),
- * else a copy in *buf (grown as needed) with each one written as
- * "_x005F_xHHHH_". NULL when out of memory.
- */
-const char *xlsx_xstring(const char *s, size_t len, char **buf, size_t *cap);
+/* ---- text: xlsx_xstring (xlsx_xstring.h) ---- */
 
 /* ---- errors (xlsx_writer.c) ---- */
 /* The one translation of a libxlsxwriter error into a kiln_error. */

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <zlib.h>
 
 #include "artifacts/spec.h"
 #include "artifacts/spec_internal.h"
@@ -132,19 +133,33 @@ static void write_file(const char *name, const void *data, size_t len)
     fclose(f);
 }
 
-/* A PNG header: signature, IHDR 3x2, pHYs 11811 px/m (300 dpi), IEND.
- * CRCs are not checked by the probe, so zeros do. */
+/* A whole PNG: signature, IHDR 3x2 RGB, pHYs 11811 px/m (300 dpi), IDAT (two
+ * rows of red pixels, deflated), IEND; every chunk with its CRC, which the
+ * probe checks. */
 static const unsigned char png_bytes[] = {
     0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n',
-    0, 0, 0, 13, 'I', 'H', 'D', 'R', 0, 0, 0, 3, 0, 0, 0, 2, 8, 2, 0, 0, 0, 0, 0, 0, 0,
-    0, 0, 0, 9, 'p', 'H', 'Y', 's', 0, 0, 0x2E, 0x23, 0, 0, 0x2E, 0x23, 1, 0, 0, 0, 0,
-    0, 0, 0, 0, 'I', 'E', 'N', 'D', 0, 0, 0, 0};
+    0, 0, 0, 13, 'I', 'H', 'D', 'R', 0, 0, 0, 3, 0, 0, 0, 2, 8, 2, 0, 0, 0,
+    0x12, 0x16, 0xF1, 0x4D,
+    0, 0, 0, 9, 'p', 'H', 'Y', 's', 0, 0, 0x2E, 0x23, 0, 0, 0x2E, 0x23, 1,
+    0x78, 0xA5, 0x3F, 0x76,
+    0, 0, 0, 16, 'I', 'D', 'A', 'T', 0x78, 0xDA, 0x63, 0xF8, 0xCF, 0xC0, 0x00, 0x41, 0x0C,
+    0x70, 0x16, 0x00, 0x41, 0xD2, 0x05, 0xFB,
+    0x6F, 0xF1, 0x16, 0xC7,
+    0, 0, 0, 0, 'I', 'E', 'N', 'D', 0xAE, 0x42, 0x60, 0x82};
 
-/* A JPEG header: SOI, APP0 JFIF 72x144 dpi, SOF0 40x30, EOI. */
+/* A JPEG's structure: SOI, APP0 JFIF 72x144 dpi, SOF0 40x30, SOS with a few
+ * bytes of scan data (a stuffed 0xFF 0x00 and a restart marker among them),
+ * EOI. The probe walks the markers without decoding, so no tables are
+ * needed. */
 static const unsigned char jpeg_bytes[] = {
     0xFF, 0xD8, 0xFF, 0xE0, 0, 16, 'J', 'F', 'I', 'F', 0, 1, 1, 1, 0, 72, 0, 144, 0, 0,
     0xFF, 0xC0, 0, 17, 8, 0, 30, 0, 40, 3, 1, 0x22, 0, 2, 0x11, 1, 3, 0x11, 1,
+    0xFF, 0xDA, 0, 12, 3, 1, 0, 2, 0x11, 3, 0x11, 0, 0x3F, 0,
+    0x12, 0xFF, 0x00, 0x34, 0xFF, 0xD0, 0x56,
     0xFF, 0xD9};
+
+/* The same 3x2 PNG without its pHYs chunk, as base64. */
+#define PNG_3X2_BASE64 "iVBORw0KGgoAAAANSUhEUgAAAAMAAAACCAIAAAASFvFNAAAAEElEQVR42mP4z8AAQQxwFgBB0gX7b/EWxwAAAABJRU5ErkJggg=="
 
 static int setup_dir(void **state)
 {
@@ -1150,7 +1165,7 @@ static void test_images(void **state)
                              " 'caption': 'Logo', 'width': '5cm'},"
                              "{'type': 'image', 'image': {'path': './sub//inner.png'}},"
                              "{'type': 'image', 'image': {'path': 'photo.jpg', 'format': 'jpeg'}},"
-                             "{'type': 'image', 'image': {'data': 'iVBORw0KGgoAAAANSUhEUgAAAAMAAAACCAIAAAAAAAAAAAAAAElFTkQAAAAA',"
+                             "{'type': 'image', 'image': {'data': '" PNG_3X2_BASE64 "',"
                              " 'format': 'png'}}]}");
     const kiln_image *im = doc->blocks[0].image;
     assert_int_equal(im->format, KILN_IMAGE_PNG);
@@ -1199,13 +1214,123 @@ static void test_images(void **state)
           "/blocks/0/image/data", "base64");
     /* The base64 itself: a data: URL prefix is an error, not stripped. */
     fails("{'blocks': [{'type': 'image', 'image': {'data': 'data:image/png;base64,"
-          "iVBORw0KGgoAAAANSUhEUgAAAAMAAAACCAIAAAAAAAAAAAAAAElFTkQAAAAA'}}]}",
+          PNG_3X2_BASE64 "'}}]}",
           KILN_E_INVALID_SPEC, "/blocks/0/image/data", "data:");
     fails("{'blocks': [{'type': 'image', 'image': {'data': 'DATA:,AAAA'}}]}",
           KILN_E_INVALID_SPEC, "/blocks/0/image/data", "data:");
     fails("{'blocks': [{'type': 'image', 'image': {'url': 'http://x'}}]}", KILN_E_INVALID_SPEC,
           "/blocks/0/image/url", "unknown member");
     fails("{'blocks': [{'type': 'image'}]}", KILN_E_INVALID_SPEC, "/blocks/0", "missing \"image\"");
+}
+
+/* The image as the file "broken.img" parses (accepted) or fails with fragment
+ * in the message, at the image's path. */
+static void image_file_check(const unsigned char *data, size_t len, const char *fragment)
+{
+    write_file("broken.img", data, len);
+    const char *spec = "{'blocks': [{'type': 'image', 'image': {'path': 'broken.img'}}]}";
+    if (!fragment) {
+        kiln_doc_free(parse_ok(spec));
+        return;
+    }
+    fails(spec, KILN_E_INVALID_SPEC, "/blocks/0/image/path", fragment);
+}
+
+/* png_bytes with its parts spliced: bytes [0, cut) then append (when given). */
+static unsigned char *png_spliced(size_t cut, const unsigned char *append, size_t append_len,
+                                  size_t *len)
+{
+    unsigned char *buf = malloc(cut + append_len + 1);
+    assert_non_null(buf);
+    memcpy(buf, png_bytes, cut);
+    if (append_len)
+        memcpy(buf + cut, append, append_len);
+    *len = cut + append_len;
+    return buf;
+}
+
+/* The structure of a PNG or JPEG is checked without decoding: a file cut
+ * short, damaged, or without image data is an error naming the image, not a
+ * broken picture in the output. */
+static void test_image_structure(void **state)
+{
+    (void)state;
+    /* Offsets in png_bytes: IHDR ends at 33, pHYs at 54, IDAT at 82, IEND at 94. */
+    static const unsigned char iend[] = {0, 0, 0, 0, 'I', 'E', 'N', 'D', 0xAE, 0x42, 0x60, 0x82};
+    size_t len;
+    unsigned char *b;
+
+    image_file_check(png_bytes, sizeof png_bytes, NULL);
+    /* Signature and IHDR only: the "first 100 bytes of a PNG" kind of file. */
+    image_file_check(png_bytes, 33, "PNG has no image data (IDAT)");
+    image_file_check(png_bytes, 54, "PNG has no image data (IDAT)");
+    /* Cut inside the IDAT chunk, inside a chunk's header. */
+    image_file_check(png_bytes, 70, "truncated PNG chunk IDAT");
+    image_file_check(png_bytes, 58, "truncated PNG chunk");
+    /* Complete chunks, but no IEND. */
+    image_file_check(png_bytes, 82, "no end chunk (IEND)");
+    /* IHDR, pHYs, IEND: a structure without data. */
+    b = png_spliced(54, iend, sizeof iend, &len);
+    image_file_check(b, len, "PNG has no image data (IDAT)");
+    free(b);
+    /* Bytes after IEND are ignored, as decoders do. */
+    b = png_spliced(sizeof png_bytes, (const unsigned char *)"trailing", 8, &len);
+    image_file_check(b, len, NULL);
+    free(b);
+    /* A damaged byte in the data: the chunk's CRC no longer matches. */
+    b = png_spliced(sizeof png_bytes, NULL, 0, &len);
+    b[70] ^= 0x01;
+    image_file_check(b, len, "PNG chunk IDAT at byte 54 has a wrong CRC");
+    free(b);
+    /* A chunk length past the end of the file. */
+    b = png_spliced(sizeof png_bytes, NULL, 0, &len);
+    b[54] = 0x40;
+    image_file_check(b, len, "truncated PNG chunk IDAT");
+    free(b);
+    /* Bit depth 3 does not exist (the CRC made right, so the format is what fails). */
+    b = png_spliced(sizeof png_bytes, NULL, 0, &len);
+    b[24] = 3;
+    uint32_t crc = (uint32_t)crc32(0L, b + 12, 17);
+    b[29] = (unsigned char)(crc >> 24);
+    b[30] = (unsigned char)(crc >> 16);
+    b[31] = (unsigned char)(crc >> 8);
+    b[32] = (unsigned char)crc;
+    image_file_check(b, len, "invalid pixel format");
+    free(b);
+
+    /* JPEG: jpeg_bytes is SOI, APP0 [2, 20), SOF0 [20, 39), SOS [39, 53), scan data
+     * [53, 60), EOI [60, 62). */
+    unsigned char j[sizeof jpeg_bytes + 16];
+    image_file_check(jpeg_bytes, sizeof jpeg_bytes, NULL);
+    /* No scan: SOI, APP0, SOF0, EOI. */
+    memcpy(j, jpeg_bytes, 39);
+    j[39] = 0xFF;
+    j[40] = 0xD9;
+    image_file_check(j, 41, "JPEG has no image data (SOS)");
+    /* No scan and no EOI. */
+    image_file_check(jpeg_bytes, 39, "JPEG has no image data (SOS)");
+    /* Cut in the scan data, or just before the EOI's second byte. */
+    image_file_check(jpeg_bytes, 57, "JPEG has no end-of-image marker");
+    image_file_check(jpeg_bytes, sizeof jpeg_bytes - 1, "JPEG has no end-of-image marker");
+    /* Cut inside a segment. */
+    image_file_check(jpeg_bytes, 30, "truncated JPEG segment at byte 20");
+    /* Bytes after EOI are accepted: cameras append data there. */
+    memcpy(j, jpeg_bytes, sizeof jpeg_bytes);
+    memcpy(j + sizeof jpeg_bytes, "appended\xFF\xD8" "data", 14);
+    image_file_check(j, sizeof jpeg_bytes + 14, NULL);
+    /* The scan before the frame header. */
+    memcpy(j, jpeg_bytes, 20);
+    memcpy(j + 20, jpeg_bytes + 39, sizeof jpeg_bytes - 39);
+    image_file_check(j, 20 + sizeof jpeg_bytes - 39, "without a frame header (SOF)");
+    /* A segment length below 2. */
+    memcpy(j, jpeg_bytes, sizeof jpeg_bytes);
+    j[5] = 1;
+    image_file_check(j, sizeof jpeg_bytes, "damaged segment length");
+
+    /* Inline data gets the same checks, at the data member. */
+    fails("{'blocks': [{'type': 'image', 'image': {'data': "
+          "'iVBORw0KGgoAAAANSUhEUgAAAAMAAAACCAIAAAASFvFN'}}]}",
+          KILN_E_INVALID_SPEC, "/blocks/0/image/data", "PNG has no image data (IDAT)");
 }
 
 /* ---- top level ---- */
@@ -1724,7 +1849,7 @@ static void test_limits_real_values(void **state)
 
     /* 1,001 images (inline data, the same tiny PNG). */
     const char *b64 = "{\"type\": \"image\", \"image\": {\"data\": "
-                      "\"iVBORw0KGgoAAAANSUhEUgAAAAMAAAACCAIAAAAAAAAAAAAAAElFTkQAAAAA\"}}";
+                      "\"" PNG_3X2_BASE64 "\"}}";
     json = malloc(1001 * (strlen(b64) + 1) + 64);
     assert_non_null(json);
     strcpy(json, "{\"blocks\": [");
@@ -1794,6 +1919,7 @@ int main(void)
         cmocka_unit_test(test_validation_list_length),
         cmocka_unit_test(test_charts),
         cmocka_unit_test(test_images),
+        cmocka_unit_test(test_image_structure),
         cmocka_unit_test(test_page),
         cmocka_unit_test(test_metadata),
         cmocka_unit_test(test_theme),

@@ -1,0 +1,83 @@
+/*
+ * opc_template.c - a part written from a file under templates/ with its
+ * {{name}} placeholders filled in (see opc.h).
+ *
+ * The template's own bytes are trusted markup and copied as they are; each
+ * value goes through the escaping path, escaped so it is safe both in
+ * character data and in an attribute value, since a placeholder may sit in
+ * either. A placeholder with no value, a "{{" never closed, or a missing
+ * template is a bug in Kiln, not in the spec: KILN_E_INTERNAL naming it.
+ *
+ * Comments (<!-- ... -->) are for the people who edit the templates; they are
+ * dropped, so a part carries only what Word reads, and placeholders named in
+ * a comment are never filled in.
+ */
+#include "opc.h"
+#include "opc_internal.h"
+
+#include <string.h>
+
+#include "../../common/templates.h"
+
+static const opc_var *find_var(const opc_var *vars, size_t var_count, const char *name,
+                               size_t len)
+{
+    for (size_t i = 0; i < var_count; i++)
+        if (strncmp(vars[i].name, name, len) == 0 && vars[i].name[len] == '\0')
+            return &vars[i];
+    return NULL;
+}
+
+kiln_status opc_template_write_bytes(opc_xml *x, const char *template_name, const char *bytes,
+                                     size_t len, const opc_var *vars, size_t var_count,
+                                     kiln_error *err)
+{
+    const char *p = bytes, *end = bytes + len;
+    while (p < end) {
+        const char *open = memmem(p, (size_t)(end - p), "{{", 2);
+        const char *comment = memmem(p, (size_t)((open ? open : end) - p), "<!--", 4);
+        if (comment) {
+            const char *comment_end = memmem(comment + 4, (size_t)(end - comment - 4), "-->", 3);
+            if (!comment_end)
+                return kiln_error_set(err, KILN_E_INTERNAL, NULL,
+                                      "template %s: a comment is never closed", template_name);
+            opc_xml_raw(x, p, (size_t)(comment - p));
+            p = comment_end + 3;
+            /* the line the comment stood on goes with it */
+            if (p < end && *p == '\n')
+                p++;
+            continue;
+        }
+        if (!open) {
+            opc_xml_raw(x, p, (size_t)(end - p));
+            break;
+        }
+        opc_xml_raw(x, p, (size_t)(open - p));
+        const char *name = open + 2;
+        const char *close = memmem(name, (size_t)(end - name), "}}", 2);
+        if (!close)
+            return kiln_error_set(err, KILN_E_INTERNAL, NULL,
+                                  "template %s: a \"{{\" is never closed", template_name);
+        size_t name_len = (size_t)(close - name);
+        const opc_var *var = find_var(vars, var_count, name, name_len);
+        if (!var)
+            return kiln_error_set(err, KILN_E_INTERNAL, NULL,
+                                  "template %s: no value for placeholder {{%.*s}}",
+                                  template_name, (int)(name_len > 64 ? 64 : name_len), name);
+        if (var->value) /* NULL is an empty value */
+            opc_xml_text_anywhere(x, var->value, strlen(var->value));
+        p = close + 2;
+    }
+    return KILN_E_OK;
+}
+
+kiln_status opc_template_write(opc_xml *x, const char *template_name, const opc_var *vars,
+                               size_t var_count, kiln_error *err)
+{
+    size_t len = 0;
+    const char *bytes = kiln_template(template_name, &len);
+    if (!bytes)
+        return kiln_error_set(err, KILN_E_INTERNAL, NULL, "template %s is not built in",
+                              template_name);
+    return opc_template_write_bytes(x, template_name, bytes, len, vars, var_count, err);
+}
