@@ -43,12 +43,16 @@ $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libkiln.a
 
 -include $(LIB_OBJS:.o=.d) $(CLI_OBJS:.o=.d)
 
-# Debian packages for the build, the tests, the demo and the benchmark.
+# Debian packages for the build, the tests, the demo and the benchmark. The
+# fonts are the ones LibreOffice sets Kiln's documents in during the tests:
+# Carlito for Calibri, DejaVu (with its italic and light faces, in -extra)
+# for the rest; the docx TOC page-estimate test is measured against them.
 DEB_PKGS := build-essential pkg-config libjansson-dev libxlsxwriter-dev libmd4c-dev \
 	libzip-dev libxml2-dev zlib1g-dev python3-docx libreoffice-writer-nogui \
 	libcmocka-dev clang libclang-rt-14-dev python3 python3-openpyxl python3-xlsxwriter \
 	python3-jsonschema python3-lxml python3-pytest libxml2-utils libreoffice-calc-nogui \
-	python3-pil poppler-utils fonts-dejavu-core fonts-crosextra-carlito time unzip
+	python3-pil poppler-utils fonts-dejavu-core fonts-dejavu-extra fonts-crosextra-carlito \
+	time unzip
 deps:
 	@missing=$$(for p in $(DEB_PKGS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null \
 		| grep -q 'install ok installed' || echo $$p; done); \
