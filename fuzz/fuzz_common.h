@@ -43,20 +43,31 @@ static inline void fuzz_parse_options(kiln_parse_options *opt)
  * document the parser accepts must render or fail cleanly: a success stays
  * within the ceiling, a failure leaves nothing at the target.
  */
-static inline char *fuzz_render_dir(const char *name)
+/* The render targets' private directory and output file, made once by
+ * fuzz_render_init and removed at exit. */
+static char fuzz_tmp_dir[64];
+static char fuzz_out_path[96];
+
+static inline void fuzz_render_cleanup(void)
 {
-    static char dir[64];
-    snprintf(dir, sizeof dir, "/tmp/kiln-fuzz-%s-XXXXXX", name);
-    if (!mkdtemp(dir)) {
+    unlink(fuzz_out_path);
+    rmdir(fuzz_tmp_dir);
+}
+
+static inline void fuzz_render_init(const char *extension)
+{
+    snprintf(fuzz_tmp_dir, sizeof fuzz_tmp_dir, "/tmp/kiln-fuzz-%s-XXXXXX", extension);
+    if (!mkdtemp(fuzz_tmp_dir)) {
         perror("mkdtemp");
         exit(1);
     }
-    return dir;
+    snprintf(fuzz_out_path, sizeof fuzz_out_path, "%s/out.%s", fuzz_tmp_dir, extension);
+    atexit(fuzz_render_cleanup);
 }
 
-static inline void fuzz_render(const uint8_t *data, size_t size, kiln_format format,
-                               const char *out_path, const char *tmp_dir)
+static inline void fuzz_render(const uint8_t *data, size_t size, kiln_format format)
 {
+    const char *out_path = fuzz_out_path, *tmp_dir = fuzz_tmp_dir;
     kiln_parse_options opt;
     fuzz_parse_options(&opt);
 

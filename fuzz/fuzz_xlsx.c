@@ -6,36 +6,22 @@
  */
 #include <stddef.h>
 #include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <unistd.h>
 
 #include "fuzz_common.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static char *tmp_dir;
-static char out_path[96];
-
-static void remove_tmp_dir(void)
-{
-    unlink(out_path);
-    rmdir(tmp_dir);
-}
-
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
     (void)argc;
     (void)argv;
-    tmp_dir = fuzz_render_dir("xlsx");
-    snprintf(out_path, sizeof out_path, "%s/out.xlsx", tmp_dir);
-    atexit(remove_tmp_dir);
+    fuzz_render_init("xlsx");
     return 0;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    fuzz_render(data, size, KILN_FORMAT_XLSX, out_path, tmp_dir);
+    fuzz_render(data, size, KILN_FORMAT_XLSX);
     return 0;
 }

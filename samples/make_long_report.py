@@ -20,6 +20,9 @@ import json
 import os
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import make_data  # noqa: E402  (the same random generator as the export sample)
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 DATA = os.path.join(HERE, "data")
 LONG_REPORT = os.path.join(DATA, "long_report.json")
@@ -60,22 +63,8 @@ MONTHS = ["January", "February", "March", "April", "May", "June", "July", "Augus
           "September", "October", "November", "December"]
 
 
-class XorShift:
-    """xorshift64*: tiny, fast, and the same everywhere."""
-
-    def __init__(self, seed):
-        self.s = seed & 0xFFFFFFFFFFFFFFFF or 1
-
-    def next(self):
-        x = self.s
-        x ^= (x >> 12)
-        x ^= (x << 25) & 0xFFFFFFFFFFFFFFFF
-        x ^= (x >> 27)
-        self.s = x
-        return ((x * 0x2545F4914F6CDD1D) & 0xFFFFFFFFFFFFFFFF) >> 11
-
-    def below(self, n):
-        return self.next() % n
+class XorShift(make_data.XorShift):
+    """make_data's generator, with the two draws the report needs."""
 
     def pick(self, seq):
         return seq[self.below(len(seq))]

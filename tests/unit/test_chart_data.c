@@ -22,6 +22,8 @@
 
 #include <cmocka.h>
 
+#include "tests/unit/test_util.h"
+
 #include "artifacts/chart_data.h"
 #include "artifacts/opc/opc.h"
 #include "artifacts/opc/opc_internal.h"
@@ -611,16 +613,13 @@ static void test_chart_part_gaps_and_formats(void **state)
 static int setup_dir(void **state)
 {
     (void)state;
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/kiln-test-chart-data-XXXXXX");
-    return mkdtemp(tmpdir) ? 0 : -1;
+    return test_dir_make(tmpdir, sizeof tmpdir, "chart-data");
 }
 
 static int teardown_dir(void **state)
 {
     (void)state;
-    char cmd[400];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-    return system(cmd) == 0 ? 0 : -1;
+    return test_dir_remove(tmpdir);
 }
 
 int main(void)

@@ -3,7 +3,7 @@
  * escaping path, packages written into a kiln_output and read back with
  * libzip, the checks that catch writer bugs, templates, and a minimal .docx
  * through ooxml-check ($OOXML_CHECK, else ../shared/tools/ooxml-check beside
- * the checkout, where make runs the tests; skipped when neither exists).
+ * the checkout, where make runs the tests; a missing checker fails the test).
  */
 #include <dirent.h>
 #include <setjmp.h>
@@ -16,6 +16,8 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+
+#include "tests/unit/test_util.h"
 #include <libxml/globals.h>
 #include <libxml/xmlerror.h>
 #include <zip.h>
@@ -31,16 +33,13 @@ static char dir[256];
 static int setup(void **state)
 {
     (void)state;
-    snprintf(dir, sizeof dir, "/tmp/kiln-test-opc-XXXXXX");
-    return mkdtemp(dir) ? 0 : -1;
+    return test_dir_make(dir, sizeof dir, "opc");
 }
 
 static int teardown(void **state)
 {
     (void)state;
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    return system(cmd) == 0 ? 0 : -1;
+    return test_dir_remove(dir);
 }
 
 static char *path_in(const char *name)
@@ -1027,13 +1026,6 @@ static void test_dangling_relationships(void **state)
 static void test_minimal_docx_passes_check(void **state)
 {
     (void)state;
-    const char *check = getenv("OOXML_CHECK");
-    if (!check || !*check)
-        check = "../shared/tools/ooxml-check";
-    if (access(check, X_OK) != 0) {
-        fprintf(stderr, "ooxml-check not found at %s: skipped\n", check);
-        skip();
-    }
     kiln_error err;
     opc_package *pkg = opc_package_new();
     assert_non_null(pkg);
@@ -1076,9 +1068,7 @@ static void test_minimal_docx_passes_check(void **state)
     assert_int_equal(write_package(pkg, "min.docx", 0, &err), KILN_E_OK);
     opc_package_free(pkg);
 
-    char cmd[1024];
-    snprintf(cmd, sizeof cmd, "'%s' --quiet '%s' >&2", check, path_in("min.docx"));
-    assert_int_equal(system(cmd), 0);
+    test_ooxml_check(path_in("min.docx"));
 }
 
 /* ---- external targets are valid URIs ---- */
@@ -1147,13 +1137,6 @@ static void test_external_targets_percent_encoded(void **state)
 static void test_encoded_target_passes_check(void **state)
 {
     (void)state;
-    const char *check = getenv("OOXML_CHECK");
-    if (!check || !*check)
-        check = "../shared/tools/ooxml-check";
-    if (access(check, X_OK) != 0) {
-        fprintf(stderr, "ooxml-check not found at %s: skipped\n", check);
-        skip();
-    }
     kiln_error err;
     opc_package *pkg = opc_package_new();
     assert_non_null(pkg);
@@ -1187,9 +1170,7 @@ static void test_encoded_target_passes_check(void **state)
     assert_non_null(strstr(rels, "Target=\"https://example.com/a%20b?q=%22x%22&amp;y=%C3%BC%7C%7B%7D\""));
     free(rels);
     zip_close(za);
-    char cmd[1024];
-    snprintf(cmd, sizeof cmd, "'%s' --quiet '%s' >&2", check, path_in("link.docx"));
-    assert_int_equal(system(cmd), 0);
+    test_ooxml_check(path_in("link.docx"));
 }
 
 /* ---- chart titles ---- */

@@ -14,6 +14,8 @@
 
 #include <cmocka.h>
 
+#include "tests/unit/test_util.h"
+
 #include "artifacts/render.h"
 #include "common/error.h"
 #include "common/output.h"
@@ -23,16 +25,13 @@ static char dir[256];
 static int setup(void **state)
 {
     (void)state;
-    snprintf(dir, sizeof dir, "/tmp/kiln-test-output-XXXXXX");
-    return mkdtemp(dir) ? 0 : -1;
+    return test_dir_make(dir, sizeof dir, "output");
 }
 
 static int teardown(void **state)
 {
     (void)state;
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    return system(cmd) == 0 ? 0 : -1;
+    return test_dir_remove(dir);
 }
 
 /* Number of directory entries other than . and .. */

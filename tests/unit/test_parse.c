@@ -17,6 +17,8 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+
+#include "tests/unit/test_util.h"
 #include <zlib.h>
 
 #include "artifacts/spec.h"
@@ -29,19 +31,12 @@ static kiln_errors errs;
 
 static char *q(const char *s)
 {
-    char *out = strdup(s);
-    assert_non_null(out);
-    for (char *p = out; *p; p++)
-        if (*p == '\'')
-            *p = '"';
-    return out;
+    return test_quote(s);
 }
 
 static void dump_errors(void)
 {
-    for (size_t i = 0; i < errs.count; i++)
-        fprintf(stderr, "  [%s] %s: %s\n", kiln_status_name(errs.items[i].code),
-                errs.items[i].pointer, errs.items[i].message);
+    test_dump_errors(&errs);
 }
 
 static kiln_status parse_raw_opt(const char *json, const kiln_parse_options *opt, kiln_doc **doc)
@@ -164,8 +159,7 @@ static const unsigned char jpeg_bytes[] = {
 static int setup_dir(void **state)
 {
     (void)state;
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/kiln-test-parse-XXXXXX");
-    if (!mkdtemp(tmpdir))
+    if (test_dir_make(tmpdir, sizeof tmpdir, "parse") != 0)
         return -1;
     write_file("logo.png", png_bytes, sizeof png_bytes);
     write_file("photo.jpg", jpeg_bytes, sizeof jpeg_bytes);
@@ -189,9 +183,7 @@ static int setup_dir(void **state)
 static int teardown_dir(void **state)
 {
     (void)state;
-    char cmd[400];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-    return system(cmd) == 0 ? 0 : -1;
+    return test_dir_remove(tmpdir);
 }
 
 /* ---- the model ---- */

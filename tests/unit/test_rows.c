@@ -15,6 +15,8 @@
 
 #include <cmocka.h>
 
+#include "tests/unit/test_util.h"
+
 #include "artifacts/spec.h"
 #include "artifacts/spec_internal.h"
 
@@ -23,19 +25,12 @@ static kiln_errors errs;
 
 static char *q(const char *s)
 {
-    char *out = strdup(s);
-    assert_non_null(out);
-    for (char *p = out; *p; p++)
-        if (*p == '\'')
-            *p = '"';
-    return out;
+    return test_quote(s);
 }
 
 static void dump_errors(void)
 {
-    for (size_t i = 0; i < errs.count; i++)
-        fprintf(stderr, "  [%s] %s: %s\n", kiln_status_name(errs.items[i].code),
-                errs.items[i].pointer, errs.items[i].message);
+    test_dump_errors(&errs);
 }
 
 static void write_file(const char *name, const char *data, size_t len)
@@ -139,16 +134,13 @@ static void assert_number(const kiln_cell *c, double v)
 static int setup_dir(void **state)
 {
     (void)state;
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/kiln-test-rows-XXXXXX");
-    return mkdtemp(tmpdir) ? 0 : -1;
+    return test_dir_make(tmpdir, sizeof tmpdir, "rows");
 }
 
 static int teardown_dir(void **state)
 {
     (void)state;
-    char cmd[400];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-    return system(cmd) == 0 ? 0 : -1;
+    return test_dir_remove(tmpdir);
 }
 
 /* ---- inline rows ---- */

@@ -23,6 +23,8 @@
 
 #include <cmocka.h>
 
+#include "tests/unit/test_util.h"
+
 #include "artifacts/render.h"
 #include "artifacts/spec.h"
 #include "artifacts/xlsx/xlsx_internal.h"
@@ -55,16 +57,13 @@ const char *__lsan_default_suppressions(void)
 static int setup(void **state)
 {
     (void)state;
-    snprintf(dir, sizeof dir, "/tmp/kiln-test-xlsx-XXXXXX");
-    return mkdtemp(dir) ? 0 : -1;
+    return test_dir_make(dir, sizeof dir, "xlsx");
 }
 
 static int teardown(void **state)
 {
     (void)state;
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    return system(cmd) == 0 ? 0 : -1;
+    return test_dir_remove(dir);
 }
 
 /* ' -> ", ` -> ' */
@@ -118,11 +117,7 @@ static void render_ok(const char *spec, const char *name)
     if (st != KILN_E_OK)
         fprintf(stderr, "render error %s: %s\n", err.pointer, err.message);
     assert_int_equal(st, KILN_E_OK);
-    char cmd[1024];
-    const char *check = getenv("OOXML_CHECK");
-    snprintf(cmd, sizeof cmd, "%s --quiet '%s' >&2",
-             check && *check ? check : "../shared/tools/ooxml-check", out_path);
-    assert_int_equal(system(cmd), 0);
+    test_ooxml_check(out_path);
 }
 
 /* Run Python with f = the rendered file and openpyxl imported; the code
