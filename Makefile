@@ -1,17 +1,21 @@
 # Kiln - see README.md. `make` builds bin/kiln; `make check` runs every test.
 CC        ?= cc
-PKGS      := jansson xlsxwriter md4c libzip libxml-2.0 zlib
+PKGS      := jansson xlsxwriter md4c libzip libxml-2.0 zlib libhpdf freetype2 libpng
+# Debian 12's libhpdf-dev ships no .pc file: mk/ holds one, searched after the
+# system's. (Set on the command, since make 4.3 does not export to $(shell).)
+PKG_CONFIG := PKG_CONFIG_PATH=$(if $(PKG_CONFIG_PATH),$(PKG_CONFIG_PATH):)$(CURDIR)/mk pkg-config
+export PKG_CONFIG_PATH := $(if $(PKG_CONFIG_PATH),$(PKG_CONFIG_PATH):)$(CURDIR)/mk
 BUILD     ?= build
 BIN       := bin/kiln
 PYTHON    := /usr/bin/python3
 
 WARN      := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wformat=2
 OPT       ?= -O2 -g
-CFLAGS    += $(OPT) -std=c11 -D_GNU_SOURCE $(WARN) -I. $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-LDLIBS    += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm
+CFLAGS    += $(OPT) -std=c11 -D_GNU_SOURCE $(WARN) -I. $(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null)
+LDLIBS    += $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null) -lm
 
 LIB_SRCS  := $(sort $(wildcard common/*.c artifacts/*.c artifacts/xlsx/*.c artifacts/opc/*.c \
-	artifacts/docx/*.c exec/*.c))
+	artifacts/docx/*.c artifacts/pdf/*.c exec/*.c))
 CLI_SRCS  := $(sort $(wildcard cli/*.c))
 LIB_OBJS  := $(LIB_SRCS:%.c=$(BUILD)/%.o)
 CLI_OBJS  := $(CLI_SRCS:%.c=$(BUILD)/%.o)
@@ -52,7 +56,8 @@ DEB_PKGS := build-essential pkg-config libjansson-dev libxlsxwriter-dev libmd4c-
 	libcmocka-dev clang libclang-rt-14-dev python3 python3-openpyxl python3-xlsxwriter \
 	python3-jsonschema python3-lxml python3-pytest libxml2-utils libreoffice-calc-nogui \
 	python3-pil poppler-utils fonts-dejavu-core fonts-dejavu-extra fonts-crosextra-carlito \
-	time unzip
+	time unzip libhpdf-dev libfreetype-dev libpng-dev qpdf python3-pypdf python3-reportlab \
+	fonts-wqy-zenhei
 deps:
 	@missing=$$(for p in $(DEB_PKGS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null \
 		| grep -q 'install ok installed' || echo $$p; done); \
@@ -68,7 +73,7 @@ samples:
 
 # The main job for now: render every sample into out/, as a workbook and as a
 # Word document, and list what it made.
-DEMO_FORMATS := xlsx docx
+DEMO_FORMATS := xlsx docx pdf
 demo: $(BIN) samples
 	@mkdir -p out
 	@for s in samples/*.json; do n=$$(basename $$s .json); \
@@ -101,7 +106,7 @@ asan:
 # samples/ come after it and are only read.
 FUZZ_CC      := clang
 FUZZ_CFLAGS  := -std=c11 -D_GNU_SOURCE -I. $(WARN) -O1 -g -fno-omit-frame-pointer \
-	-fsanitize=address,undefined -fno-sanitize-recover=all $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+	-fsanitize=address,undefined -fno-sanitize-recover=all $(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null)
 FUZZ_OBJS    := $(LIB_SRCS:%.c=fuzz/build/obj/%.o)
 FUZZ_TARGETS := $(patsubst fuzz/%.c,fuzz/build/%,$(wildcard fuzz/fuzz_*.c))
 FUZZ_ARGS    := -max_len=65536 -timeout=25 -rss_limit_mb=2048 -detect_leaks=1 \

@@ -14,7 +14,7 @@ static const kiln_writer writers[KILN_FORMAT__COUNT] = {
      "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet", kiln_xlsx_write},
     {KILN_FORMAT_DOCX, "docx", ".docx",
      "application/vnd.openxmlformats-officedocument.wordprocessingml.document", kiln_docx_write},
-    {KILN_FORMAT_PDF, "pdf", ".pdf", "application/pdf", NULL},
+    {KILN_FORMAT_PDF, "pdf", ".pdf", "application/pdf", kiln_pdf_write},
     {KILN_FORMAT_PPTX, "pptx", ".pptx",
      "application/vnd.openxmlformats-officedocument.presentationml.presentation", NULL},
 };
@@ -68,13 +68,16 @@ kiln_status kiln_render(const kiln_doc *doc, kiln_format format, const char *out
     st = kiln_output_open(&out, out_path, opt->max_bytes, err);
     if (st != KILN_E_OK)
         return st;
-    st = w->write(doc, &out, opt, err);
+    kiln_render_result report;
+    memset(&report, 0, sizeof report);
+    st = w->write(doc, &out, opt, &report, err);
     if (st != KILN_E_OK)
         goto fail_abort;
     st = kiln_output_commit(&out, &bytes, err);
     if (st != KILN_E_OK)
         return st; /* commit cleans up after itself */
     if (result) {
+        *result = report;
         result->format = format;
         result->bytes = bytes;
     }

@@ -28,11 +28,16 @@ typedef struct kiln_render_options {
 
 typedef struct kiln_render_result {
     kiln_format format;
-    uint64_t bytes;       /* size of the committed file */
+    uint64_t bytes;           /* size of the committed file */
+    uint64_t missing_glyphs;  /* PDF: characters no embedded font could draw, shown as '?' */
+    uint32_t missing_first;   /* ... the first of them (a code point) */
 } kiln_render_result;
 
+/* A writer fills out; result (zeroed, never NULL) takes what the caller
+ * should report besides success (warnings), not bytes. */
 typedef kiln_status (*kiln_write_fn)(const kiln_doc *doc, kiln_output *out,
-                                     const kiln_render_options *opt, kiln_error *err);
+                                     const kiln_render_options *opt,
+                                     kiln_render_result *result, kiln_error *err);
 
 typedef struct kiln_writer {
     kiln_format format;
@@ -56,8 +61,13 @@ kiln_status kiln_render(const kiln_doc *doc, kiln_format format, const char *out
 
 /* Writers (one per format). */
 kiln_status kiln_xlsx_write(const kiln_doc *doc, kiln_output *out,
-                            const kiln_render_options *opt, kiln_error *err);
+                            const kiln_render_options *opt, kiln_render_result *result,
+                            kiln_error *err);
 kiln_status kiln_docx_write(const kiln_doc *doc, kiln_output *out,
-                            const kiln_render_options *opt, kiln_error *err);
+                            const kiln_render_options *opt, kiln_render_result *result,
+                            kiln_error *err);
+kiln_status kiln_pdf_write(const kiln_doc *doc, kiln_output *out,
+                           const kiln_render_options *opt, kiln_render_result *result,
+                           kiln_error *err);
 
 #endif

@@ -263,10 +263,22 @@ static int cmd_render(int argc, char **argv)
     kiln_doc_free(doc);
     if (st != KILN_E_OK)
         return report_error(&err, as_json);
+    if (result.missing_glyphs > 0 && !as_json)
+        fprintf(stderr,
+                "kiln: warning: %llu character%s no glyph in any embedded font (the first is U+%04X); "
+                "shown as '?'\n",
+                (unsigned long long)result.missing_glyphs,
+                result.missing_glyphs == 1 ? " has" : "s have", (unsigned)result.missing_first);
     if (as_json) {
         json_t *root = json_pack("{s:b, s:s, s:s, s:I}", "ok", 1, "path", output, "format",
                                  kiln_writer_for(format)->name, "bytes",
                                  (json_int_t)result.bytes);
+        if (root && result.missing_glyphs > 0) {
+            json_object_set_new(root, "missing_glyphs",
+                                json_integer((json_int_t)result.missing_glyphs));
+            json_object_set_new(root, "missing_first",
+                                json_integer((json_int_t)result.missing_first));
+        }
         json_dumpf(root, strcmp(output, "-") == 0 ? stderr : stdout, JSON_COMPACT);
         fputc('\n', strcmp(output, "-") == 0 ? stderr : stdout);
         json_decref(root);

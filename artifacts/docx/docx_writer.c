@@ -58,8 +58,10 @@ static kiln_status nomem(kiln_error *err, const char *what)
 }
 
 kiln_status kiln_docx_write(const kiln_doc *doc, kiln_output *out,
-                            const kiln_render_options *opt, kiln_error *err)
+                            const kiln_render_options *opt, kiln_render_result *result,
+                            kiln_error *err)
 {
+    (void)result; /* nothing to report besides success */
     kiln_arena arena;
     docx_ctx c = {0};
     kiln_status st;

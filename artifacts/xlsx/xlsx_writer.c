@@ -1400,8 +1400,10 @@ static void discard_workbook(lxw_workbook *wb)
 }
 
 kiln_status kiln_xlsx_write(const kiln_doc *doc, kiln_output *out,
-                            const kiln_render_options *opt, kiln_error *err)
+                            const kiln_render_options *opt, kiln_render_result *result,
+                            kiln_error *err)
 {
+    (void)result; /* nothing to report besides success */
     kiln_arena arena;
     xlsx_plan plan;
     kiln_status st;

@@ -1050,10 +1050,10 @@ def test_cli_edge_cases(tmp_path):
     assert listing(tmp_path) == {}
 
     bad = write_spec(tmp_path, {"sheets": [{"name": "[bad"}]})
-    proc = run_kiln("render", bad, "-o", tmp_path / "r.pdf")
+    proc = run_kiln("render", bad, "-o", tmp_path / "r.pptx")
     assert proc.returncode == 2, describe(proc)
-    assert "cannot write pdf" in err_text(proc)
-    assert not (tmp_path / "r.pdf").exists()
+    assert "cannot write pptx" in err_text(proc)
+    assert not (tmp_path / "r.pptx").exists()
 
     good = SAMPLES / "sales_workbook.json"
     with open("/dev/full", "wb") as full:
