@@ -30,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #ifndef KILN_PDF_FONT_DIR
 #define KILN_PDF_FONT_DIR "/usr/share/fonts/truetype/dejavu"
@@ -89,6 +90,7 @@ static void face_free(pdf_face *face)
     if (face->ft)
         FT_Done_Face(face->ft);
     free(face->widths);
+    free(face->drawn);
     free(face);
 }
 
@@ -122,6 +124,11 @@ static pdf_face *face_load(pdf_fonts *fonts, const char *path, int index, kiln_e
     }
     for (size_t i = 0; i < 65536; i++)
         face->widths[i] = PDF_WIDTH_UNKNOWN;
+    face->drawn = calloc(65536 / 8, 1);
+    if (!face->drawn) {
+        kiln_error_set(err, KILN_E_NOMEM, NULL, "out of memory loading font %s", path);
+        goto fail_free_face;
+    }
     if (FT_New_Face(fonts->ft, path, index, &face->ft) != 0) {
         face->ft = NULL;
         kiln_error_set(err, KILN_E_INTERNAL, NULL,
@@ -137,9 +144,18 @@ static pdf_face *face_load(pdf_fonts *fonts, const char *path, int index, kiln_e
     face->ascent = (double)face->ft->ascender / face->ft->units_per_EM;
     face->descent = (double)face->ft->descender / face->ft->units_per_EM;
 
-    name = index > 0 || strstr(path, ".ttc")
-               ? HPDF_LoadTTFontFromFile2(fonts->pdf, path, (HPDF_UINT)index, HPDF_TRUE)
-               : HPDF_LoadTTFontFromFile(fonts->pdf, path, HPDF_TRUE);
+    {
+        char trimmed[64];
+        int fd = pdf_font_trim(path, index, trimmed, sizeof trimmed);
+        if (fd >= 0) {
+            name = HPDF_LoadTTFontFromFile(fonts->pdf, trimmed, HPDF_TRUE);
+            close(fd); /* libharu holds its own handle on the memory file */
+        } else {
+            name = index > 0 || strstr(path, ".ttc")
+                       ? HPDF_LoadTTFontFromFile2(fonts->pdf, path, (HPDF_UINT)index, HPDF_TRUE)
+                       : HPDF_LoadTTFontFromFile(fonts->pdf, path, HPDF_TRUE);
+        }
+    }
     if (!name) {
         kiln_error_set(err, KILN_E_INTERNAL, NULL, "libharu cannot load font %s (error %#lx)",
                        path, (unsigned long)HPDF_GetError(fonts->pdf));
@@ -396,6 +412,7 @@ void pdf_draw_text(pdf_ctx *ctx, HPDF_Page page, pdf_face *face, double size, in
             x += show_span(page, span_face, size, x, y, s, span_start, at, span_width);
             if (fonts->missing_count++ == 0)
                 fonts->missing_first = cp;
+            face->drawn['?' >> 3] |= (uint8_t)(1u << ('?' & 7));
             x += show_span(page, face, size, x, y, "?", 0, 1, face_width(face, '?') * size / 1000.0);
             span_width = 0;
             span_start = pos;
@@ -408,6 +425,7 @@ void pdf_draw_text(pdf_ctx *ctx, HPDF_Page page, pdf_face *face, double size, in
             span_start = at;
             span_face = drawn;
         }
+        drawn->drawn[cp >> 3] |= (uint8_t)(1u << (cp & 7));
         span_width += face_width(drawn, cp) * size / 1000.0;
     }
     show_span(page, span_face, size, x, y, s, span_start, len, span_width);
@@ -468,6 +486,64 @@ static void complete_composites(pdf_face *face)
             mark_components(face->ft, tt, gid, 0);
 }
 
+static int was_drawn(const pdf_face *face, uint32_t cp)
+{
+    return (face->drawn[cp >> 3] >> (cp & 7)) & 1;
+}
+
+/*
+ * libharu writes a font's /W array and its CIDToGIDMap for every character
+ * the font has (3,000 for DejaVu Sans, 20,000 for WenQuanYi), whatever the
+ * document uses: 30-80 KB per font, the /W array uncompressed. Only the
+ * characters drawn matter, so both are rewritten for those alone.
+ */
+static kiln_status compact_cid_tables(pdf_face *face, kiln_error *err)
+{
+    HPDF_FontAttr attr = (HPDF_FontAttr)face->font->attr;
+    HPDF_Dict cid_font = attr ? attr->descendant_font : NULL;
+    HPDF_Array widths, run = NULL;
+    HPDF_STATUS st = HPDF_OK;
+    uint32_t last = 0, highest = 0;
+
+    if (!cid_font)
+        return KILN_E_OK;
+    widths = HPDF_Array_New(cid_font->mmgr);
+    if (!widths)
+        goto fail_nomem;
+    for (uint32_t cp = 1; cp <= 0xFFFF; cp++) {
+        int16_t w;
+        if (!was_drawn(face, cp) || (w = face_width(face, cp)) == PDF_WIDTH_MISSING) {
+            run = NULL;
+            continue;
+        }
+        if (!run || cp != last + 1) {
+            st |= HPDF_Array_AddNumber(widths, (HPDF_INT32)cp);
+            run = HPDF_Array_New(cid_font->mmgr);
+            if (!run || HPDF_Array_Add(widths, run) != HPDF_OK)
+                goto fail_nomem;
+        }
+        st |= HPDF_Array_AddNumber(run, w);
+        last = highest = cp;
+    }
+    if (st != HPDF_OK || HPDF_Dict_Add(cid_font, "W", widths) != HPDF_OK)
+        goto fail_nomem;
+    if (attr->map_stream && attr->map_stream->stream) {
+        HPDF_MemStream_FreeData(attr->map_stream->stream);
+        for (uint32_t cp = 0; cp <= highest; cp++) {
+            FT_UInt gid = was_drawn(face, cp) ? FT_Get_Char_Index(face->ft, cp) : 0;
+            HPDF_BYTE pair[2] = {(HPDF_BYTE)(gid >> 8), (HPDF_BYTE)gid};
+            st |= HPDF_Stream_Write(attr->map_stream->stream, pair, 2);
+        }
+        attr->map_stream->filter = HPDF_STREAM_FILTER_FLATE_DECODE;
+        if (st != HPDF_OK)
+            goto fail_nomem;
+    }
+    return KILN_E_OK;
+
+fail_nomem:
+    return kiln_error_set(err, KILN_E_NOMEM, NULL, "out of memory writing a font's widths");
+}
+
 static kiln_status fix_one(pdf_face *face, kiln_error *err)
 {
     HPDF_FontAttr attr;
@@ -478,6 +554,8 @@ static kiln_status fix_one(pdf_face *face, kiln_error *err)
     if (!face || !face->font)
         return KILN_E_OK;
     complete_composites(face);
+    if (compact_cid_tables(face, err) != KILN_E_OK)
+        return err->code;
     attr = (HPDF_FontAttr)face->font->attr;
     cmap = attr ? attr->cmap_stream : NULL;
     if (!cmap || !cmap->stream)

@@ -60,6 +60,7 @@ typedef struct pdf_face {
     int16_t *widths;         /* per BMP code point: advance in 1/1000 em as libharu writes
                                 it into /W; PDF_WIDTH_UNKNOWN until looked up,
                                 PDF_WIDTH_MISSING when the face has no glyph */
+    uint8_t *drawn;          /* bitmap of the BMP code points drawn in this face */
 } pdf_face;
 
 #define PDF_WIDTH_UNKNOWN INT16_MIN
@@ -83,6 +84,12 @@ pdf_family pdf_family_for_name(const char *font_name);
 
 kiln_status pdf_fonts_init(pdf_fonts *fonts, HPDF_Doc pdf, kiln_error *err);
 void pdf_fonts_release(pdf_fonts *fonts);
+/* Copy face index of the font file at path, without what an embedded font
+ * does not need, into an anonymous memory file (pdf_font_trim.c). Returns
+ * its descriptor and names it in out_path ("/proc/self/fd/N"), or -1 when
+ * that cannot be done (the caller then embeds the original file). */
+int pdf_font_trim(const char *path, int index, char *out_path, size_t out_cap);
+
 /* The face for family and style (PDF_STYLE_* bits), loading it on first use.
  * NULL with err set (KILN_E_INTERNAL naming the font file) when it cannot load. */
 pdf_face *pdf_fonts_face(pdf_fonts *fonts, pdf_family family, unsigned style, kiln_error *err);
