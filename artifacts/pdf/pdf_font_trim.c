@@ -125,6 +125,18 @@ static unsigned char *build_trimmed(const unsigned char *file, size_t size, int 
         }
         count++;
     }
+    /* what libharu cannot do without (hpdf_fontdef_tt.c parses these) */
+    {
+        static const char *const needed[] = {"head", "hhea", "maxp", "cmap", "hmtx", "loca",
+                                             "glyf"};
+        for (size_t k = 0; k < sizeof needed / sizeof needed[0]; k++) {
+            int found = 0;
+            for (size_t i = 0; i < count; i++)
+                found |= memcmp(tables[i].tag, needed[k], 4) == 0;
+            if (!found)
+                return NULL;
+        }
+    }
     total = 12 + 16 * count;
     for (size_t i = 0; i < count; i++)
         total += ((size_t)tables[i].len + 3) & ~(size_t)3;

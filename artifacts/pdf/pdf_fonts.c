@@ -227,8 +227,11 @@ uint32_t pdf_utf8_next(const char *str, size_t len, size_t *pos)
         *pos = i + 1;
         return 0xFFFD;
     }
-    if (i + (size_t)extra >= len) { /* truncated */
-        *pos = len;
+    if (i + (size_t)extra >= len) { /* truncated: skip what there is of it */
+        size_t k = i + 1;
+        while (k < len && (s[k] & 0xC0) == 0x80)
+            k++;
+        *pos = k;
         return 0xFFFD;
     }
     for (int k = 1; k <= extra; k++) {

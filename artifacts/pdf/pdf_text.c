@@ -180,12 +180,15 @@ static kiln_status cut_run(pdf_ctx *ctx, pdf_para *para, const run_look *look, c
         }
         if (is_cjk(cp)) {
             pdf_frag *f;
-            /* a line may end before a CJK character, unless it is closing punctuation */
-            if (para->frag_count > 0 && !no_break_before(cp) &&
-                para->frags[para->frag_count - 1].is_space == 0 &&
-                para->frags[para->frag_count - 1].text + para->frags[para->frag_count - 1].len ==
-                    s + start)
-                para->frags[para->frag_count - 1].break_after = 1;
+            pdf_frag *prev = para->frag_count > 0 ? &para->frags[para->frag_count - 1] : NULL;
+            /* a line may end before a CJK character, but never before closing
+             * punctuation, even when it begins a run of its own */
+            if (prev && prev->is_space == 0) {
+                if (no_break_before(cp))
+                    prev->break_after = 0;
+                else if (prev->text + prev->len == s + start)
+                    prev->break_after = 1;
+            }
             f = add_frag(ctx, para, look, s + start, pos - start, 0);
             if (!f)
                 return KILN_E_NOMEM;
@@ -199,11 +202,12 @@ static kiln_status cut_run(pdf_ctx *ctx, pdf_para *para, const run_look *look, c
             }
             continue;
         }
-        /* a word: up to a space, a break, a CJK character, or just after a hyphen */
-        for (;;) {
+        /* a word: up to a space, a break, a CJK character, or just after a
+         * hyphen that follows something (a leading dash stays with its word) */
+        for (size_t cp_start = start;;) {
             size_t here = pos;
             uint32_t next;
-            if (is_hyphen(cp) && pos - start > 1 && pos < len)
+            if (is_hyphen(cp) && cp_start > start && pos < len)
                 break; /* "well-known": a line may end after "well-" */
             if (pos >= len)
                 break;
@@ -212,6 +216,7 @@ static kiln_status cut_run(pdf_ctx *ctx, pdf_para *para, const run_look *look, c
                 is_cjk(next))
                 break;
             cp = next;
+            cp_start = pos;
             pos = here;
         }
         {
@@ -549,7 +554,20 @@ kiln_status pdf_para_draw(pdf_ctx *ctx, const pdf_para *para, size_t first, size
             double w = f->width;
 
             if (f->is_space) {
-                pen += f->width + (justify && f->is_space == 1 ? gap : 0);
+                double advance = f->width + (justify && f->is_space == 1 ? gap : 0);
+                /* an underline or strike-through runs on across the space
+                 * between two words that both have it */
+                if (justify && i > line->first && i + 1 < last) {
+                    const pdf_frag *before = &para->frags[i - 1], *after = &para->frags[i + 1];
+                    unsigned lines = KILN_RUN_UNDERLINE | KILN_RUN_STRIKE;
+                    if ((before->flags & lines) && (before->flags & lines) == (after->flags & lines) &&
+                        before->color == after->color && before->size == after->size) {
+                        pdf_frag gap_look = *before;
+                        gap_look.flags &= lines;
+                        decorate(ctx, &gap_look, pen, advance, baseline + before->rise);
+                    }
+                }
+                pen += advance;
                 i++;
                 continue;
             }
