@@ -1,11 +1,11 @@
 #!/usr/bin/python3
 """Kiln's benchmarks (`make bench`; see bench/README.md).
 
-    /usr/bin/python3 bench/run.py [xlsx|docx|all] [--rows N] [--small-rows N]
+    /usr/bin/python3 bench/run.py [xlsx|docx|pdf|all] [--rows N] [--small-rows N]
                                   [--sections N] [--repeat N] [--kiln PATH]
                                   [--no-python] [--no-node]
 
-The workload is xlsx, docx or all (the default); each is described below.
+The workload is xlsx, docx, pdf or all (the default); each is described below.
 
 xlsx:
 1. Generates a deterministic ROWS x 10 mixed-type dataset into bench/out/
@@ -31,11 +31,25 @@ docx:
    each, and opens every output with python-docx to show they hold the same
    headings, paragraphs, list items, tables and images.
 
+pdf:
+1. The same report as docx (the same spec and images in bench/out/).
+2. Renders it with `kiln render -o kiln.pdf` and writes the same content with raw
+   libharu (bench/raw_libharu.c, built here: the floor for what libharu itself
+   costs) and ReportLab Platypus (bench/py_reportlab.py), both with DejaVu Sans
+   embedded.
+3. Prints wall time, peak RSS, output size, page count and the ratios against
+   ReportLab (targets: Kiln >= 5x faster, file <= 1.5x ReportLab's); checks every
+   output with qpdf --check, pdffonts (every font embedded), pdfimages and
+   pdftotext (every heading and word of the spec), and breaks each file's size
+   down by content (images, fonts, page content, ...) with pypdf.
+
 It reports; it never fails on a timing. It exits non-zero only when a tool
 fails to run or writes the wrong content (wrong row count in a workbook, a
-document whose counts differ from the workload's).
+document whose counts differ from the workload's, a PDF that qpdf finds errors in,
+with a font not embedded, or whose text differs from the spec's).
 """
 import argparse
+import collections
 import datetime
 import json
 import os
@@ -509,18 +523,319 @@ def run_docx(args):
     return 1 if failed else 0
 
 
+
+# --------------------------------------------------------------------------- pdf
+
+def build_raw_libharu():
+    """bench/raw_libharu.c, built like raw_libxlsxwriter. Debian 12's libhpdf-dev has no
+    pkg-config file; mk/libhpdf.pc stands in, searched after the system's (as the Makefile
+    does)."""
+    src = os.path.join(HERE, "raw_libharu.c")
+    exe = os.path.join(OUT, "raw_libharu")
+    if os.path.exists(exe) and os.path.getmtime(exe) >= os.path.getmtime(src):
+        return exe
+    env = dict(os.environ)
+    mk = os.path.join(REPO, "mk")
+    have = env.get("PKG_CONFIG_PATH")
+    env["PKG_CONFIG_PATH"] = have + ":" + mk if have else mk
+    flags = subprocess.run(["pkg-config", "--cflags", "--libs", "jansson", "libhpdf"], check=True,
+                           capture_output=True, text=True, env=env).stdout.split()
+    cmd = [os.environ.get("CC", "cc"), "-O2", "-std=c11", "-D_GNU_SOURCE", "-Wall", "-Wextra",
+           "-Werror", "-o", exe, src] + flags + ["-lm"]
+    os.makedirs(OUT, exist_ok=True)
+    print("bench: " + " ".join(cmd))
+    subprocess.run(cmd, check=True)
+    return exe
+
+
+def pdf_expected(spec_path):
+    """What the report must show, from the spec: the headings, and every word of the text
+    and the table cells (as Kiln formats them) counted, without the table header words,
+    which each tool repeats once per page a table runs onto."""
+    from docx_workload import cell_text
+    with open(spec_path, encoding="utf-8") as f:
+        blocks = json.load(f)["blocks"]
+    words = collections.Counter()
+    headers = set()
+    headings = []
+    images = 0
+    for b in blocks:
+        t = b["type"]
+        if t == "heading":
+            headings.append(b["text"])
+            words.update(b["text"].split())
+        elif t == "paragraph":
+            words.update("".join(r["text"] for r in b["runs"]).split())
+        elif t == "list":
+            for item in b["items"]:
+                words.update(item.split())
+        elif t == "table":
+            kinds = [c.get("type", "string") for c in b["columns"]]
+            headers.update(c["header"] for c in b["columns"])
+            for row in b["rows"]:
+                for v, k in zip(row, kinds):
+                    words.update(cell_text(v, k).split())
+        elif t == "image":
+            images += 1
+    for h in headers:
+        words.pop(h, None)
+    return {"headings": headings, "words": words, "headers": headers, "images": images,
+            "first header": next((b["columns"][0]["header"] for b in blocks
+                                  if b["type"] == "table"), None)}
+
+
+def pdf_check(path, want):
+    """Read one PDF back with poppler and qpdf: pages, fonts, images, text."""
+    c = {}
+    info = subprocess.run(["pdfinfo", path], capture_output=True, text=True)
+    c["pages"] = next((int(line.split()[1]) for line in info.stdout.splitlines()
+                       if line.startswith("Pages:")), None)
+    q = subprocess.run(["qpdf", "--check", path], capture_output=True, text=True)
+    # qpdf: 0 clean, 3 warnings only, 2 errors
+    c["qpdf"] = {0: "ok", 3: "warnings"}.get(q.returncode, "ERRORS")
+    fonts = subprocess.run(["pdffonts", path], capture_output=True,
+                           text=True).stdout.splitlines()[2:]
+    # counted from the right: the name and type may hold spaces
+    emb = [line.split()[-5] == "yes" for line in fonts if line.strip()]
+    c["fonts embedded"] = "%d/%d" % (sum(emb), len(emb))
+    c["fonts ok"] = bool(emb) and all(emb)
+    imgs = subprocess.run(["pdfimages", "-list", path], capture_output=True, text=True).stdout
+    c["images"] = sum(1 for line in imgs.splitlines()[2:] if " image " in line)
+    text = subprocess.run(["pdftotext", "-enc", "UTF-8", path, "-"], capture_output=True,
+                          text=True).stdout
+    tokens = text.split()
+    # a heading may wrap onto two lines: look for its words in sequence
+    joined = " ".join(tokens)
+    c["headings"] = sum(1 for h in want["headings"] if " ".join(h.split()) in joined)
+    got = collections.Counter(t for t in tokens if t != "\u2022" and t not in want["headers"])
+    c["words"] = sum(got.values())
+    c["words differing"] = sum(((want["words"] - got) + (got - want["words"])).values())
+    c["table header rows"] = sum(1 for t in tokens if t == want["first header"])
+    return c
+
+
+def pdf_sizes(path):
+    """Bytes of a PDF by what they hold (streams as stored, i.e. compressed): images (and
+    their soft masks), embedded font files, ToUnicode maps, CIDToGIDMap streams (libharu
+    writes one per UTF-8 font), page content, other streams, and everything else (object
+    dictionaries such as the fonts' /W width arrays and the pages, the xref)."""
+    import pypdf  # Debian python3-pypdf; imported here so the other workloads do not need it
+    from pypdf.generic import IndirectObject, StreamObject
+    r = pypdf.PdfReader(path)
+    refs = set()
+    for gen, table in r.xref.items():
+        refs.update((num, gen) for num in table)
+    refs.update((num, 0) for num in r.xref_objStm)
+    objs = {}
+    for num, gen in refs:
+        try:
+            objs[num] = r.get_object(IndirectObject(num, gen, r))
+        except Exception:  # noqa: BLE001 - a damaged object is qpdf's finding, not ours
+            continue
+    kind = {}
+
+    def mark(ref, k):
+        if isinstance(ref, IndirectObject):
+            kind.setdefault(ref.idnum, k)
+
+    for o in objs.values():
+        if not hasattr(o, "get"):
+            continue
+        if o.get("/Type") == "/FontDescriptor":
+            for key in ("/FontFile", "/FontFile2", "/FontFile3"):
+                mark(o.raw_get(key) if key in o else None, "fonts")
+        if "/ToUnicode" in o:
+            mark(o.raw_get("/ToUnicode"), "ToUnicode")
+        if "/CIDToGIDMap" in o:
+            mark(o.raw_get("/CIDToGIDMap"), "CIDToGIDMap")
+        if o.get("/Subtype") == "/Image" and "/SMask" in o:
+            mark(o.raw_get("/SMask"), "image masks")
+        if o.get("/Type") == "/Page" and "/Contents" in o:
+            contents = o.raw_get("/Contents")
+            for ref in (contents if isinstance(contents, list) else [contents]):
+                mark(ref, "page content")
+    sizes = collections.Counter()
+    streams = 0
+    for num, o in objs.items():
+        if isinstance(o, StreamObject):
+            n = len(o._data)
+            streams += n
+            k = kind.get(num) or ("images" if o.get("/Subtype") == "/Image" else "other streams")
+            sizes[k] += n
+    sizes["objects, xref"] = os.path.getsize(path) - streams
+    return sizes
+
+
+PDF_SIZE_KINDS = ["images", "image masks", "fonts", "ToUnicode", "CIDToGIDMap", "page content",
+                  "other streams", "objects, xref"]
+
+
+def run_pdf(args):
+    """The pdf workload; returns the exit status."""
+    import docx_workload
+    spec = docx_workload.generate(OUT, args.sections)
+    print("bench: pdf workload: the docx report, %d sections, from %s"
+          % (args.sections, os.path.relpath(spec, REPO)))
+    kiln = os.path.abspath(args.kiln)
+    out = lambda name: os.path.join(OUT, name)  # noqa: E731
+    tools = [("kiln render", [kiln, "render", spec, "-o", out("kiln.pdf"), "--max-bytes",
+                              str(1 << 30)], out("kiln.pdf"))]
+    try:
+        raw = build_raw_libharu()
+        tools.append(("raw libharu 2.3.0 (C)", [raw, spec, out("raw_libharu.pdf")],
+                      out("raw_libharu.pdf")))
+    except (subprocess.CalledProcessError, OSError) as e:
+        print("bench: cannot build bench/raw_libharu.c: %s" % e)
+        tools.append(("raw libharu 2.3.0 (C)", None, None))
+    if not args.no_python:
+        try:
+            import reportlab
+            rl = "ReportLab %s (Debian)" % reportlab.Version
+        except ImportError:
+            rl = "ReportLab (not installed: python3-reportlab)"
+        tools.append((rl, [PYTHON, os.path.join(HERE, "py_reportlab.py"), spec,
+                           out("reportlab.pdf")], out("reportlab.pdf")))
+
+    results = []
+    for label, cmd, path in tools:
+        if cmd is None:
+            results.append({"label": label, "error": "not built"})
+            continue
+        if cmd[0] == kiln and not os.access(kiln, os.X_OK):
+            results.append({"label": label, "error": "no kiln binary at %s" % kiln})
+            continue
+        print("bench: %s ..." % label, flush=True)
+        best = None
+        for _ in range(args.repeat):
+            if os.path.exists(path):
+                os.unlink(path)
+            wall, cpu, rss, rc, tail = measure(cmd)
+            if rc != 0:
+                best = {"label": label, "error": "exit %d: %s" % (rc, tail)}
+                break
+            if best is None or wall < best["wall"]:
+                best = {"label": label, "wall": wall, "cpu": cpu, "rss": rss}
+            best["rss"] = max(best["rss"], rss)
+        if "error" not in best:
+            if not os.path.exists(path):
+                best["error"] = "no output file"
+            else:
+                best["size"] = os.path.getsize(path)
+                best["path"] = path
+        results.append(best)
+
+    want = pdf_expected(spec)
+    for r in results:
+        if "path" in r:
+            r["check"] = pdf_check(r["path"], want)
+    kiln_r = results[0] if "wall" in results[0] else None
+    raw_r = next((r for r in results if r["label"].startswith("raw") and "wall" in r), None)
+    rl_r = next((r for r in results if r["label"].startswith("ReportLab") and "wall" in r), None)
+
+    print()
+    print("%-44s %8s %7s %9s %10s %6s %8s %11s %8s" % (
+        "tool (pdf, %d sections)" % args.sections, "wall s", "cpu s", "peak MiB", "output MiB",
+        "pages", "vs raw", "ReportLab/", "size/RL"))
+    print("-" * 119)
+    failed = False
+    for r in results:
+        if "wall" not in r:
+            print("%-44s  FAILED: %s" % (r["label"], r["error"]))
+            failed = True
+            continue
+        vs_raw = r["wall"] / raw_r["wall"] if raw_r else None
+        vs_rl = rl_r["wall"] / r["wall"] if rl_r else None
+        size_rl = r["size"] / rl_r["size"] if rl_r else None
+        print("%-44s %8.2f %7.2f %9.1f %10.2f %6s %8s %11s %8s" % (
+            r["label"], r["wall"], r["cpu"], r["rss"] / 1024, r["size"] / (1 << 20),
+            r["check"]["pages"], fmt_ratio(vs_raw), fmt_ratio(vs_rl), fmt_ratio(size_rl)))
+    print()
+    print("Best of %d runs each; cpu s is user + system time, peak MiB the child's ru_maxrss. "
+          "vs raw: wall time / raw libharu's; ReportLab/: ReportLab's wall time / the tool's; "
+          "size/RL: output size / ReportLab's. Load average now: %.2f"
+          % (args.repeat, os.getloadavg()[0]))
+
+    # The same content, and a sound file: every output read back with qpdf and poppler.
+    done = [r for r in results if "check" in r]
+    short = [r["label"].split(" ")[0] if r["label"].startswith(("kiln", "ReportLab"))
+             else "raw libharu" for r in done]
+    print()
+    print("%-26s %10s" % ("read back (qpdf, poppler)", "workload") +
+          "".join(" %14s" % s for s in short))
+    rows = [("qpdf --check", "ok", lambda c: c["qpdf"], lambda v: v != "ERRORS"),
+            ("pdffonts: embedded", "all", lambda c: c["fonts embedded"], None),
+            ("pages (pdfinfo)", "-", lambda c: c["pages"], lambda v: bool(v)),
+            ("images (pdfimages)", want["images"], lambda c: c["images"],
+             lambda v: v == want["images"]),
+            ("headings (pdftotext)", len(want["headings"]), lambda c: c["headings"],
+             lambda v: v == len(want["headings"])),
+            ("words (pdftotext)", sum(want["words"].values()), lambda c: c["words"],
+             lambda v: v == sum(want["words"].values())),
+            ("words differing", 0, lambda c: c["words differing"], lambda v: v == 0),
+            ("table header rows", ">= %d" % sum(1 for _ in want["headings"]),
+             lambda c: c["table header rows"], None)]
+    for name, expect, get, ok in rows:
+        row = "%-26s %10s" % (name, expect)
+        for r in done:
+            v = get(r["check"])
+            if ok:
+                good = ok(v)
+            else:
+                good = r["check"]["fonts ok"] if name.startswith("pdffonts") else True
+            if not good:
+                failed = True
+            row += " %14s" % ("%s%s" % (v, "" if good else " !"))
+        print(row)
+    print("(words: those of the headings, paragraphs, list items and table cells, as Kiln "
+          "formats the numbers; the table header words are left out, as each tool repeats "
+          "them on every page a table runs onto: see table header rows)")
+
+    # Where the bytes are.
+    sizes = {}
+    for r in done:
+        try:
+            sizes[r["label"]] = pdf_sizes(r["path"])
+        except Exception as e:  # noqa: BLE001 - the breakdown is informative only
+            print("%s: cannot break %s down: %s" % (r["label"], r["path"], e))
+    if sizes:
+        print()
+        print("%-26s" % "output KiB by content" + "".join(" %14s" % s for s in short))
+        for k in PDF_SIZE_KINDS + ["total"]:
+            row = "%-26s" % k
+            for r in done:
+                z = sizes.get(r["label"])
+                v = (sum(z.values()) if k == "total" else z.get(k, 0)) if z is not None else None
+                row += " %14s" % ("%.1f" % (v / 1024) if v is not None else "-")
+            print(row)
+        print("(streams as stored, i.e. compressed; objects, xref: everything outside streams, "
+              "such as the fonts' width arrays and the page objects)")
+
+    if kiln_r and rl_r:
+        print()
+        print("target: kiln >= 5x faster than ReportLab   -> %.1fx wall (%.1fx cpu)"
+              % (rl_r["wall"] / kiln_r["wall"], rl_r["cpu"] / kiln_r["cpu"]))
+        print("target: kiln size <= 1.5x ReportLab's      -> %.2fx (%.2f MiB vs %.2f MiB)"
+              % (kiln_r["size"] / rl_r["size"], kiln_r["size"] / (1 << 20),
+                 rl_r["size"] / (1 << 20)))
+    if kiln_r and raw_r:
+        print("kiln vs raw libharu (the floor)            -> %.2fx wall, %.2fx cpu"
+              % (kiln_r["wall"] / raw_r["wall"], kiln_r["cpu"] / raw_r["cpu"]))
+    return 1 if failed else 0
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("workload", nargs="?", choices=("xlsx", "docx", "all"), default="all",
+    ap.add_argument("workload", nargs="?", choices=("xlsx", "docx", "pdf", "all"), default="all",
                     help="which benchmark to run (default: all)")
     ap.add_argument("--rows", type=int, default=200_000, help="xlsx: rows of the big dataset")
     ap.add_argument("--small-rows", type=int, default=50_000, help="xlsx: rows of the small one")
-    ap.add_argument("--sections", type=int, default=60, help="docx: sections of the report")
+    ap.add_argument("--sections", type=int, default=60,
+                    help="docx and pdf: sections of the report")
     ap.add_argument("--repeat", type=int, default=3,
                     help="runs of each tool; the fastest counts (xlsx: the Python tools run once)")
     ap.add_argument("--kiln", default=os.environ.get("KILN_BIN", os.path.join(REPO, "bin/kiln")))
     ap.add_argument("--no-python", action="store_true",
-                    help="skip XlsxWriter and openpyxl (xlsx) and python-docx (docx)")
+                    help="skip XlsxWriter and openpyxl (xlsx), python-docx (docx) and "
+                         "ReportLab (pdf)")
     ap.add_argument("--no-node", action="store_true", help="docx: skip the npm docx package")
     args = ap.parse_args()
     if args.workload in ("xlsx", "all") and not 0 < args.small_rows < args.rows:
@@ -534,6 +849,10 @@ def main():
         if args.workload == "all":
             print()
         status |= run_docx(args)
+    if args.workload in ("pdf", "all"):
+        if args.workload == "all":
+            print()
+        status |= run_pdf(args)
     return status
 
 

@@ -1,5 +1,7 @@
 #!/usr/bin/python3
-"""Generate samples/data/long_report.json: a long report (well over 100 pages as a .docx).
+"""Generate samples/data/long_report.json: a long report (well over 100 pages as a .docx),
+and samples/data/long_report_pdf.json, the same report with twice the sites (well over
+200 pages as a .pdf; the PDF tests check that).
 
     /usr/bin/python3 samples/make_long_report.py [--force]
 
@@ -26,6 +28,7 @@ import make_data  # noqa: E402  (the same random generator as the export sample)
 HERE = os.path.dirname(os.path.abspath(__file__))
 DATA = os.path.join(HERE, "data")
 LONG_REPORT = os.path.join(DATA, "long_report.json")
+LONG_REPORT_PDF = os.path.join(DATA, "long_report_pdf.json")
 
 SITES = [
     ("Leeds", "United Kingdom", "control hubs"), ("York", "United Kingdom", "sensor kits"),
@@ -41,6 +44,22 @@ SITES = [
     ("Linz", "Austria", "control hubs"), ("Aarhus", "Denmark", "distribution"),
     ("Ghent", "Belgium", "cable assemblies"), ("Lodz", "Poland", "distribution"),
     ("Graz", "Austria", "sensor modules"),
+]
+# The PDF edition adds these sites after the first 25 (whose chapters stay the same bytes).
+MORE_SITES = [
+    ("Nantes", "France", "sensor kits"), ("Toulouse", "France", "control hubs"),
+    ("Bremen", "Germany", "distribution"), ("Dresden", "Germany", "sensor modules"),
+    ("Utrecht", "Netherlands", "cable assemblies"), ("Liege", "Belgium", "enclosures"),
+    ("Zaragoza", "Spain", "distribution"), ("Seville", "Spain", "sensor kits"),
+    ("Genoa", "Italy", "enclosures"), ("Verona", "Italy", "distribution"),
+    ("Poznan", "Poland", "sensor kits"), ("Krakow", "Poland", "control hubs"),
+    ("Ostrava", "Czech Republic", "cable assemblies"), ("Malmo", "Sweden", "enclosures"),
+    ("Uppsala", "Sweden", "sensor modules"), ("Oulu", "Finland", "control hubs"),
+    ("Braga", "Portugal", "distribution"), ("Galway", "Ireland", "sensor kits"),
+    ("Salzburg", "Austria", "enclosures"), ("Odense", "Denmark", "cable assemblies"),
+    ("Bruges", "Belgium", "sensor kits"), ("Kosice", "Slovakia", "enclosures"),
+    ("Ljubljana", "Slovenia", "distribution"), ("Tartu", "Estonia", "sensor modules"),
+    ("Kaunas", "Lithuania", "control hubs"),
 ]
 CUSTOMERS = ["Harbor Freight Logistics", "Summit Dental Group", "Keystone Builders",
              "Redwood Analytics", "Granite Hardware", "Pioneer Media", "Tidewater Foods",
@@ -206,19 +225,20 @@ def chapter(rng, n, site, country, product):
     return blocks
 
 
-def build():
+def build(sites=SITES, edition=None):
+    """The report over sites; edition (e.g. "PDF edition") goes into the subject."""
     rng = XorShift(0x4C4F4E47)  # "LONG"
     blocks = [
         {"type": "heading", "level": 1, "text": "Regional operations review 2026"},
         {"type": "paragraph", "runs": [
-            {"text": "This review covers all "}, {"text": "%d sites" % len(SITES), "bold": True},
+            {"text": "This review covers all "}, {"text": "%d sites" % len(sites), "bold": True},
             {"text": " of Northwind Components. Each chapter gives the site's results, its "
                      "largest orders, the issues of the year and the actions for 2027. "},
             {"text": "Figures are unaudited.", "italic": True}]},
         {"type": "toc", "title": "Contents", "levels": 2},
         {"type": "page_break"},
     ]
-    for n, (site, country, product) in enumerate(SITES):
+    for n, (site, country, product) in enumerate(sites):
         blocks += chapter(rng, n, site, country, product)
         blocks.append({"type": "page_break"})
     blocks += [
@@ -235,7 +255,8 @@ def build():
     return {
         "version": 1,
         "metadata": {"title": "Regional operations review 2026", "author": "Finance and Operations",
-                     "subject": "Site by site results, 2026", "company": "Northwind Components",
+                     "subject": "Site by site results, 2026" + (", " + edition if edition else ""),
+                     "company": "Northwind Components",
                      "keywords": ["operations", "sites", "2026"], "created": "2026-12-10T09:00:00Z"},
         "page": {"size": "A4", "margins": {"top": "25mm", "bottom": "25mm", "left": "25mm",
                                            "right": "25mm"},
@@ -250,24 +271,37 @@ def stale(path):
     return os.path.getmtime(path) < os.path.getmtime(os.path.abspath(__file__))
 
 
-def write(path=LONG_REPORT, force=False):
-    """Write the spec when missing or older than this script; returns True when written."""
+def write_one(path, spec_fn, force):
     if not force and not stale(path):
         return False
     os.makedirs(os.path.dirname(path), exist_ok=True)
     tmp = path + ".tmp"
     with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(build(), f, indent=1, ensure_ascii=False)
+        json.dump(spec_fn(), f, indent=1, ensure_ascii=False)
         f.write("\n")
     os.replace(tmp, path)
     return True
 
 
+def write(path=LONG_REPORT, force=False, pdf_path=None):
+    """Write the spec (and the PDF edition beside it, samples/data/long_report_pdf.json
+    by default) when missing or older than this script; returns True when the first
+    was written."""
+    if pdf_path is None:
+        pdf_path = os.path.join(os.path.dirname(path), "long_report_pdf.json")
+    wrote = write_one(path, build, force)
+    write_one(pdf_path, lambda: build(SITES + MORE_SITES, "PDF edition"), force)
+    return wrote
+
+
 def main(argv):
-    if write(force="--force" in argv[1:]):
-        print("make_long_report: wrote %s" % os.path.relpath(LONG_REPORT))
-    else:
-        print("make_long_report: %s is up to date" % os.path.relpath(LONG_REPORT))
+    force = "--force" in argv[1:]
+    for path, fn in ((LONG_REPORT, build),
+                     (LONG_REPORT_PDF, lambda: build(SITES + MORE_SITES, "PDF edition"))):
+        if write_one(path, fn, force):
+            print("make_long_report: wrote %s" % os.path.relpath(path))
+        else:
+            print("make_long_report: %s is up to date" % os.path.relpath(path))
     return 0
 
 

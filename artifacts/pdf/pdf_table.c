@@ -74,6 +74,8 @@
 
 /* Rows measured for the column widths (see the comment at the top). */
 #define MEASURE_ROWS 2000u
+/* the smallest a number is set to keep it on one line (below, it wraps) */
+#define MIN_NUMBER_SIZE 4.0
 /* Cell padding: left/right (narrowed when the columns do not fit), top/bottom. */
 #define PAD_X 4.0
 #define PAD_X_NARROW 2.0
@@ -838,10 +840,25 @@ static kiln_status layout_cell(table_layout *lay, table_cell *tc, const kiln_cel
         ps.color = st->color;
     else if (is_link)
         ps.color = LINK_COLOR;
-    tc->min_h = ps.size * CELL_LEADING;
     double width = tc->w - 2.0 * lay->pad_x;
     if (width < 1.0)
         width = 1.0;
+    /* A number or a date split over two lines reads as two values: when one
+     * is wider than its column (the widths were measured on the first
+     * MEASURE_ROWS rows only, or given), it is set smaller instead. */
+    if (!header && cell && cell_is_numeric(cell) && !memchr(text, ' ', len)) {
+        pdf_face *face = pdf_fonts_face(&ctx->fonts, ps.family, ps.style, ctx->err);
+        double need;
+        if (!face)
+            return failed(ctx);
+        need = pdf_text_width(&ctx->fonts, face, text, len, ps.size);
+        if (need > width) {
+            ps.size *= width / need * 0.999;
+            if (ps.size < MIN_NUMBER_SIZE)
+                ps.size = MIN_NUMBER_SIZE;
+        }
+    }
+    tc->min_h = ps.size * CELL_LEADING;
 
     kiln_status s;
     if (is_link || (st && (st->underline || st->strike))) {

@@ -235,3 +235,137 @@ def long_report_ready():
     assert proc.returncode == 0, "samples/make_long_report.py failed:\n" + proc.stdout[-3000:]
     assert spec.is_file(), "samples/make_long_report.py did not write %s" % spec
     return spec
+
+
+# --------------------------------------------------------------------------- PDF helpers (pdf tests)
+
+def pdf_tool(name):
+    """The path of a poppler-utils or qpdf tool; a clear failure when it is missing."""
+    tool = shutil.which(name)
+    if not tool:
+        pkg = "qpdf" if name == "qpdf" else "poppler-utils"
+        pytest.fail("%s is not installed: apt-get install %s" % (name, pkg))
+    return tool
+
+
+def qpdf_check(pdf, timeout=300):
+    """`qpdf --check` of a PDF: CompletedProcess (text, stderr merged)."""
+    return subprocess.run([pdf_tool("qpdf"), "--check", str(pdf)], stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True, timeout=timeout)
+
+
+def pdf_info(pdf, first=None, last=None, timeout=120):
+    """pdfinfo (with -isodates) as {key: value}; with first/last also 'page_sizes', a list
+    of (width, height, rotation) in points for those pages."""
+    args = [pdf_tool("pdfinfo"), "-isodates"]
+    if first is not None:
+        args += ["-f", str(first), "-l", str(last if last is not None else first)]
+    proc = subprocess.run(args + [str(pdf)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          timeout=timeout)
+    assert proc.returncode == 0, "pdfinfo %s failed: %s" % (pdf, proc.stderr.decode("utf-8", "replace"))
+    info, sizes, rots = {}, {}, {}
+    for line in proc.stdout.decode("utf-8", "replace").splitlines():
+        m = re.match(r"^Page\s+(\d+)\s+size:\s+([\d.]+) x ([\d.]+) pts", line)
+        if m:
+            sizes[int(m.group(1))] = (float(m.group(2)), float(m.group(3)))
+            continue
+        m = re.match(r"^Page\s+(\d+)\s+rot:\s+(\d+)", line)
+        if m:
+            rots[int(m.group(1))] = int(m.group(2))
+            continue
+        key, sep, value = line.partition(":")
+        if sep and key not in info:
+            info[key.strip()] = value.strip()
+    if sizes:
+        info["page_sizes"] = [sizes[n] + (rots.get(n, 0),) for n in sorted(sizes)]
+    return info
+
+
+def page_range_args(first=None, last=None):
+    if first is None:
+        return []
+    return ["-f", str(first), "-l", str(last if last is not None else first)]
+
+
+def pdf_fonts(pdf, first=None, last=None, timeout=300):
+    """pdffonts (of pages first..last, default all) as a list of {name, type, encoding,
+    emb, sub, uni}."""
+    proc = subprocess.run([pdf_tool("pdffonts")] + page_range_args(first, last) + [str(pdf)],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout)
+    assert proc.returncode == 0, "pdffonts %s failed: %s" % (pdf, proc.stderr.decode("utf-8", "replace"))
+    lines = proc.stdout.decode("utf-8", "replace").splitlines()
+    assert len(lines) >= 2 and lines[1].startswith("---"), "pdffonts output not understood:\n" + "\n".join(lines)
+    # columns are as wide as the dashes under the header
+    spans, pos = [], 0
+    for dashes in lines[1].split(" "):
+        spans.append((pos, pos + len(dashes)))
+        pos += len(dashes) + 1
+    keys = ["name", "type", "encoding", "emb", "sub", "uni", "object"]
+    rows = []
+    for line in lines[2:]:
+        if not line.strip():
+            continue
+        fields = [line[a:b].strip() for a, b in spans]
+        rows.append(dict(zip(keys, fields)))
+    return rows
+
+
+def pdf_page_texts(pdf, layout=True, first=None, last=None, mode=None, timeout=300):
+    """pdftotext of every page (or of pages first..last): a list, one string a page
+    (pdftotext ends each page with a form feed, so this is what `pdftotext -f N -l N`
+    gives page by page). mode "raw" reads in content stream order instead of -layout."""
+    args = [pdf_tool("pdftotext")] + page_range_args(first, last)
+    if mode == "raw":
+        args.append("-raw")
+    elif layout:
+        args.append("-layout")
+    proc = subprocess.run(args + [str(pdf), "-"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          timeout=timeout)
+    assert proc.returncode == 0, "pdftotext %s failed: %s" % (pdf, proc.stderr.decode("utf-8", "replace"))
+    pages = proc.stdout.decode("utf-8", "replace").split("\f")
+    if pages and not pages[-1].strip():
+        pages.pop()
+    return pages
+
+
+def pdf_words(pdf, first=None, last=None, timeout=300):
+    """pdftotext -bbox (of pages first..last, default all): a list of pages, each
+    (width, height, [(xmin, ymin, xmax, ymax, word)]), y measured down from the top."""
+    import html
+    proc = subprocess.run([pdf_tool("pdftotext"), "-bbox"] + page_range_args(first, last) + [str(pdf), "-"],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout)
+    assert proc.returncode == 0, "pdftotext -bbox %s failed: %s" % (pdf, proc.stderr.decode("utf-8", "replace"))
+    xhtml = proc.stdout.decode("utf-8", "replace")
+    pages = []
+    for pm in re.finditer(r'<page width="([\d.]+)" height="([\d.]+)">(.*?)</page>', xhtml, re.S):
+        words = [(float(a), float(b), float(c), float(d), html.unescape(t))
+                 for a, b, c, d, t in re.findall(
+                     r'<word xMin="([-\d.]+)" yMin="([-\d.]+)" xMax="([-\d.]+)" yMax="([-\d.]+)">(.*?)</word>',
+                     pm.group(3), re.S)]
+        pages.append((float(pm.group(1)), float(pm.group(2)), words))
+    return pages
+
+
+def pdf_images(pdf, timeout=120):
+    """pdfimages -list as a list of {page, num, type, width, height, color, ...}."""
+    proc = subprocess.run([pdf_tool("pdfimages"), "-list", str(pdf)], stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, timeout=timeout)
+    assert proc.returncode == 0, "pdfimages %s failed: %s" % (pdf, proc.stderr.decode("utf-8", "replace"))
+    lines = proc.stdout.decode("utf-8", "replace").splitlines()
+    keys = lines[0].split() if lines else []
+    rows = []
+    for line in lines[2:]:
+        f = line.split()
+        if len(f) >= 6:
+            rows.append({"page": int(f[0]), "num": int(f[1]), "type": f[2], "width": int(f[3]),
+                         "height": int(f[4]), "color": f[5], "fields": f, "keys": keys})
+    return rows
+
+
+@pytest.fixture(scope="session")
+def long_report_pdf_ready(long_report_ready):
+    """samples/data/long_report_pdf.json: the long report's PDF edition (twice the sites,
+    200+ pages as a PDF), written by samples/make_long_report.py beside the long report."""
+    spec = SAMPLES / "data" / "long_report_pdf.json"
+    assert spec.is_file(), "samples/make_long_report.py did not write %s" % spec
+    return spec

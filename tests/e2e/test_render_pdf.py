@@ -1,0 +1,1430 @@
+"""Render specs to .pdf and read them back with independent tools (issue 4, item 6).
+
+Every PDF is checked with qpdf (--check: the file's structure and streams), poppler
+(pdfinfo: pages, page sizes, document info; pdffonts: every font embedded, with a
+ToUnicode map; pdftotext: the text, page by page, in reading order, and with -bbox
+every word's box; pdfimages: the images and their masks) and pypdf (the outline,
+the link annotations).
+
+Expectations come from the spec JSON, never from figures written into the test: the
+spec's flow (test_render_docx.expected_flow: blocks, or sheets and slides through the
+documented mapping) gives the headings, paragraphs, list items and table cells in
+reading order, test_render_docx.expected_table_rows the cells as their number formats
+show them, the spec's page and metadata the page size, margins and document info. So
+every samples/*.json is covered, the long report, its PDF edition (200+ pages) and the
+feature specs below.
+
+Each sample is rendered once per module (pdf_samples); the long report's PDF edition
+is the slowest file to read back, and is read once per check.
+"""
+import base64
+import datetime as dt
+import json
+import re
+import shutil
+import struct
+import subprocess
+import unicodedata
+import zlib
+from pathlib import Path
+
+import pytest
+
+from conftest import (SAMPLES, describe, err_text, listing, load_json, pdf_fonts, pdf_images, pdf_info,
+                      pdf_page_texts, pdf_words, qpdf_check, render_ok, run_kiln, sample_specs, write_spec)
+from test_render_docx import (PAGE_SIZES_PT, a1, expected_flow, expected_table_rows, merged_cells, png_bytes,
+                              shown_cell, shown_field, table_header_flag)
+
+try:
+    import pypdf
+    from pypdf.generic import IndirectObject
+except ImportError:  # pragma: no cover - a clear failure, not a skip
+    raise RuntimeError("pypdf is required: apt-get install python3-pypdf")
+
+
+BIG_SAMPLES = {"export_200k"}      # 200,000 rows: its text is checked on the first rows and the last
+BIG_ROWS = 60
+TOL = 1.5                          # points: how far a word's box may reach past a margin (font bbox vs. layout metrics)
+DEFAULT_MARGIN = 72.0
+
+
+# =========================================================================== the spec's expectations
+
+def length_pt(v):
+    if isinstance(v, (int, float)):
+        return float(v)
+    m = re.fullmatch(r"(\d+(?:\.\d+)?)(pt|mm|cm|in)", v)
+    assert m, "test bug: length %r" % v
+    return float(m.group(1)) * {"pt": 1, "mm": 72 / 25.4, "cm": 72 / 2.54, "in": 72}[m.group(2)]
+
+
+def is_slides_only(spec):
+    return not spec.get("blocks") and not spec.get("sheets") and bool(spec.get("slides"))
+
+
+def page_geometry(spec):
+    """The page a spec asks for: width, height and margins in points. A slides-only spec
+    is one landscape page per slide, whatever the orientation asked."""
+    page = spec.get("page") or {}
+    w, h = PAGE_SIZES_PT[page.get("size", "A4")]
+    if page.get("orientation") == "landscape" or is_slides_only(spec):
+        w, h = max(w, h), min(w, h)
+    m = {k: length_pt(v) for k, v in (page.get("margins") or {}).items()}
+    return {"width": w, "height": h, "top": m.get("top", DEFAULT_MARGIN),
+            "bottom": m.get("bottom", DEFAULT_MARGIN), "left": m.get("left", DEFAULT_MARGIN),
+            "right": m.get("right", DEFAULT_MARGIN)}
+
+
+def header_text(spec):
+    header = (spec.get("page") or {}).get("header")
+    if header is True:
+        return (spec.get("metadata") or {}).get("title")
+    return header or None
+
+
+def page_numbers_on(spec):
+    return (spec.get("page") or {}).get("page_numbers", True)
+
+
+def keywords_of(spec):
+    kw = (spec.get("metadata") or {}).get("keywords")
+    if isinstance(kw, list):
+        return ", ".join(kw)
+    return kw
+
+
+def created_utc(spec):
+    """metadata.created as an aware UTC datetime (a zone applied; none = UTC), or None."""
+    s = (spec.get("metadata") or {}).get("created")
+    if not s:
+        return None
+    m = re.fullmatch(r"(\d{4})-(\d\d)-(\d\d)(?:[Tt ](\d\d):(\d\d)(?::(\d\d)(?:[.,]\d+)?)?)?"
+                     r"(Z|z|[+-]\d\d(?::?\d\d)?)?", s)
+    assert m, "test bug: created %r" % s
+    y, mo, d, hh, mi, ss, zone = m.groups()
+    t = dt.datetime(int(y), int(mo), int(d), int(hh or 0), int(mi or 0), int(ss or 0),
+                    tzinfo=dt.timezone.utc)
+    if zone and zone not in "Zz":
+        sign = 1 if zone[0] == "+" else -1
+        digits = zone[1:].replace(":", "")
+        off = dt.timedelta(hours=int(digits[:2]), minutes=int(digits[2:4] or 0))
+        t -= sign * off
+    return t
+
+
+def parse_pdfinfo_date(s):
+    """A date as `pdfinfo -isodates` prints it, as an aware datetime; None when unparsable."""
+    m = re.fullmatch(r"(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)(Z|[+-]\d\d(?::?\d\d)?)?", (s or "").strip())
+    if not m:
+        return None
+    y, mo, d, hh, mi, ss, zone = m.groups()
+    tz = dt.timezone.utc
+    if zone and zone != "Z":
+        sign = 1 if zone[0] == "+" else -1
+        digits = zone[1:].replace(":", "")
+        tz = dt.timezone(sign * dt.timedelta(hours=int(digits[:2]), minutes=int(digits[2:4] or 0)))
+    return dt.datetime(int(y), int(mo), int(d), int(hh), int(mi), int(ss), tzinfo=tz)
+
+
+def table_cells(it, base_dir, limit=None):
+    """The texts of a table's cells, row by row, header first: [[text]] (None = nothing
+    to look for: an empty cell, a General number whose digits are not pinned down, a cell
+    under a merge)."""
+    t = it["t"]
+    cols = t.get("columns") or []
+    rows = [[c.text if c.text else None for c in row] for row in expected_table_rows(t, base_dir, limit=limit)]
+    if it.get("sheet") is not None and t.get("merges"):
+        header = table_header_flag(t)
+        for r, c in merged_cells(t):
+            if r < len(rows) and c < len(rows[r]):
+                rows[r][c] = None
+        for mg in t["merges"]:
+            if "value" not in mg:
+                continue
+            a, _, b = mg["range"].partition(":")
+            (r1, c1), (r2, c2) = a1(a), a1(b or a)
+            r, c = min(r1, r2), min(c1, c2)
+            col = cols[c] if c < len(cols) and not (header and r == 0) else None
+            shown = shown_cell(mg["value"], col).text
+            while r >= len(rows):
+                rows.append([])
+            while c >= len(rows[r]):
+                rows[r].append(None)
+            rows[r][c] = shown or None
+    hidden = {i for i, c in enumerate(cols) if c.get("width") == 0}
+    return [[x for i, x in enumerate(row) if i not in hidden] for row in rows]
+
+
+def reading_order(spec, base_dir, row_limit=None):
+    """What a reader sees, top to bottom: [(where, text)] for every heading, paragraph,
+    list item, quote, code block, caption, chart title and table cell; a TOC's title and
+    entries where the TOC stands."""
+    flow = expected_flow(spec)
+    heads = [it for it in flow if it["kind"] == "heading"]
+    out = []
+    for it in flow:
+        k, p = it["kind"], it["pointer"]
+        if k == "heading":
+            out.append(("heading at %s" % p, it["text"]))
+        elif k == "paragraph":
+            out.append(("paragraph at %s" % p, it["text"]))
+        elif k == "list":
+            for depth, text, _runs in it["flat"]:
+                out.append(("list item (level %d) at %s" % (depth + 1, p), text))
+        elif k == "quote":
+            out.append(("quote at %s" % p, it["text"]))
+            if it.get("attribution"):
+                out.append(("quote attribution at %s" % p, it["attribution"]))
+        elif k == "code":
+            out.append(("code at %s" % p, it["text"]))
+        elif k == "table":
+            if it.get("caption"):
+                out.append(("table caption at %s" % p, it["caption"]))
+            for r, row in enumerate(table_cells(it, base_dir, limit=row_limit)):
+                for c, text in enumerate(row):
+                    if text is not None and text.strip():
+                        out.append(("table cell row %d col %d at %s" % (r, c, p), text))
+        elif k == "image":
+            if it.get("caption"):
+                out.append(("figure caption at %s" % p, it["caption"]))
+        elif k == "chart":
+            if it["chart"].get("title"):
+                out.append(("chart title at %s" % p, it["chart"]["title"]))
+            if it.get("caption"):
+                out.append(("figure caption at %s" % p, it["caption"]))
+        elif k == "toc":
+            out.append(("TOC title at %s" % p, it["title"]))
+            for h in heads:
+                if h["level"] <= it["levels"]:
+                    out.append(("TOC entry for the heading at %s" % h["pointer"], h["text"]))
+    return out
+
+
+def outline_expected(spec):
+    """The outline the headings make: [(depth, text)], each heading under the nearest
+    heading before it of a lower level."""
+    stack, out = [], []
+    for it in expected_flow(spec):
+        if it["kind"] != "heading":
+            continue
+        while stack and stack[-1] >= it["level"]:
+            stack.pop()
+        out.append((len(stack), it["text"]))
+        stack.append(it["level"])
+    return out
+
+
+# =========================================================================== reading the text back
+
+DROP = re.compile(r"[\s\-\u2010\u2011\u00ad]+")
+
+
+def norm(s):
+    """Text with whitespace and hyphens removed (pdftotext breaks lines anywhere and drops
+    the hyphen where a line ends after one), NFC."""
+    return DROP.sub("", unicodedata.normalize("NFC", s))
+
+
+def body_text(pages, spec, first=1, total=None):
+    """The normalised text of every page (pages holds pages first.. of total), the header
+    (first on a page) and the "Page N of M" footer (last) taken off, joined: what flows
+    from page to page."""
+    hdr = norm(header_text(spec) or "")
+    total = total or len(pages)
+    out = []
+    for n, page in enumerate(pages, first):
+        t = norm(page)
+        if hdr and t.startswith(hdr):
+            t = t[len(hdr):]
+        if page_numbers_on(spec):
+            t = re.sub(r"Page%dof%d$" % (n, total), "", t)
+        out.append(t)
+    return "".join(out)
+
+
+def words_in_order(words, sq, start, gap):
+    """Where the words appear in sq in this order from start, each within gap characters
+    of the one before (a cell wrapped over lines that pdftotext -layout reads apart, with
+    the next cells' text between). Returns (start of the first word, its end), or None."""
+    k = sq.find(words[0], start)
+    while k >= 0:
+        pos, ok = k + len(words[0]), True
+        for w in words[1:]:
+            j = sq.find(w, pos, pos + gap + len(w))
+            if j < 0:
+                ok = False
+                break
+            pos = j + len(w)
+        if ok:
+            return k, k + len(words[0])
+        k = sq.find(words[0], k + 1)
+    return None
+
+
+def pieces_in_order(want, sq, start, gap, min_piece=3):
+    """The same for a string broken inside a word (a long word split over lines of a
+    narrow cell): want is found as consecutive pieces of at least min_piece characters
+    (or the rest), each within gap of the one before. Returns (start, end of the first
+    piece), or None."""
+    first = want[:min_piece]
+    k = sq.find(first, start)
+    tries = 0
+    while k >= 0 and tries < 2000:
+        tries += 1
+        n = 0
+        while k + n < len(sq) and n < len(want) and sq[k + n] == want[n]:
+            n += 1
+        end_first, rest, pos, ok = k + n, want[n:], k + n, True
+        while rest and ok:
+            found = False
+            for size in range(len(rest), min(min_piece, len(rest)) - 1, -1):
+                j = sq.find(rest[:size], pos, pos + gap + size)
+                if j >= 0:
+                    pos, rest, found = j + size, rest[size:], True
+                    break
+            ok = found
+        if ok:
+            return k, end_first
+        k = sq.find(first, k + 1)
+    return None
+
+
+def check_in_order(items, sq, gap=220, max_errs=25):
+    """Every (where, text) found in sq, each after the one before: as one piece, or (a
+    wrapped cell or line read apart) as its words, or for a table cell as pieces of its
+    words, whichever starts first. Returns errors."""
+    errs, pos = [], 0
+    for where, text in items:
+        want = norm(text)
+        if not want:
+            continue
+        k = sq.find(want, pos)
+        best = (k, k + len(want)) if k >= 0 else None
+        if best is None or best[0] - pos > gap:
+            words = [norm(w) for w in text.split() if norm(w)]
+            tries = [words_in_order(words, sq, pos, gap) if len(words) > 1 else None]
+            if where.startswith("table cell"):
+                tries.append(pieces_in_order(want, sq, pos, gap))
+            for t in tries:
+                if t is not None and (best is None or t[0] < best[0]):
+                    best = t
+        if best is not None:
+            pos = best[1]
+            continue
+        anywhere = sq.find(want)
+        if anywhere >= 0:
+            errs.append("%s: %r is in the text, but not after what comes before it (found at %d, "
+                        "reading had reached %d, just after ...%s)"
+                        % (where, text[:80], anywhere, pos, sq[max(0, pos - 60):pos]))
+        else:
+            errs.append("%s: %r is not in the text (reading had reached %d, just after ...%s)"
+                        % (where, text[:80], pos, sq[max(0, pos - 60):pos]))
+        if len(errs) >= max_errs:
+            errs.append("(stopped after %d errors)" % max_errs)
+            break
+    return errs
+
+
+# =========================================================================== pypdf
+
+def outline_flat(reader, items=None, depth=0):
+    """The outline as [(depth, title, 0-based page)]."""
+    if items is None:
+        items = reader.outline
+    out = []
+    for it in items:
+        if isinstance(it, list):
+            out += outline_flat(reader, it, depth + 1)
+        else:
+            out.append((depth, it.title, reader.get_destination_page_number(it)))
+    return out
+
+
+def resolve(obj):
+    return obj.get_object() if isinstance(obj, IndirectObject) else obj
+
+
+def link_annotations(reader):
+    """Every /Link annotation: [(0-based page, uri or None, dest or None, rect (x0, y0, x1, y1))]."""
+    out = []
+    for n, page in enumerate(reader.pages):
+        for a in resolve(page.get("/Annots")) or []:
+            a = resolve(a)
+            if a.get("/Subtype") != "/Link":
+                continue
+            rect = [float(v) for v in resolve(a["/Rect"])]
+            rect = (min(rect[0], rect[2]), min(rect[1], rect[3]), max(rect[0], rect[2]), max(rect[1], rect[3]))
+            action = resolve(a.get("/A")) or {}
+            uri = action.get("/URI") if action.get("/S") == "/URI" else None
+            out.append((n, str(uri) if uri is not None else None, a.get("/Dest") or action.get("/D"), rect))
+    return out
+
+
+# =========================================================================== images
+
+def png_rgba(w, h, alpha=128):
+    raw = b"".join(b"\x00" + bytes((30, 120, 200, alpha)) * w for _ in range(h))
+
+    def chunk(tag, data):
+        return struct.pack(">I", len(data)) + tag + data + struct.pack(">I", zlib.crc32(tag + data) & 0xFFFFFFFF)
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 6, 0, 0, 0))
+            + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
+
+
+def b64(data):
+    return base64.b64encode(data).decode()
+
+
+# =========================================================================== feature specs
+
+LONG_TABLE_ROWS = 160
+LONG_TABLE_SPEC = {
+    "metadata": {"title": "Long table", "created": "2026-01-01T00:00:00Z"},
+    "page": {"size": "A4", "header": True},
+    "blocks": [
+        {"type": "heading", "level": 1, "text": "A table over several pages"},
+        {"type": "paragraph", "text": "The header row of the table below repeats on every page it reaches."},
+        {"type": "table", "caption": "Line items",
+         "columns": [{"header": "Ref no"}, {"header": "Description of the line"},
+                     {"header": "Amount due", "type": "currency"}],
+         "rows": [["R%04d" % i, "Item %d: a description long enough to wrap in a narrow column of this table" % i,
+                   i * 101.25] for i in range(1, LONG_TABLE_ROWS + 1)]},
+        {"type": "paragraph", "text": "After the table."},
+    ],
+}
+
+LINKS_SPEC = {
+    "metadata": {"title": "Links", "created": "2026-01-01T00:00:00Z"},
+    "blocks": [
+        {"type": "heading", "level": 1, "text": "Links"},
+        {"type": "paragraph", "runs": [
+            {"text": "Visit "}, {"text": "our site", "link": "https://example.com/a?b=1&c=2"},
+            {"text": " or "}, {"text": "write to us", "link": "mailto:someone@example.com", "bold": True},
+            {"text": " or fetch "}, {"text": "the file", "link": "ftp://files.example.com/x.csv"},
+            {"text": "."}]},
+        {"type": "paragraph", "runs": [
+            {"text": "A link long enough to run over a line: "},
+            {"text": "this linked text goes on and on across the width of the page until it has "
+                     "to wrap onto the next line and keep its link there too", "link": "https://example.com/wrapped"},
+            {"text": " and then plain text."}]},
+        {"type": "list", "items": [{"runs": [{"text": "an item with "},
+                                             {"text": "a linked word", "link": "https://example.com/item"}]}]},
+        {"type": "table", "columns": [{"header": "Where"}, {"header": "Link"}],
+         "rows": [["cell", {"url": "https://example.com/cell", "text": "cell link"}]]},
+    ],
+}
+
+IMAGES_SPEC = {
+    "metadata": {"title": "Images", "created": "2026-01-01T00:00:00Z"},
+    "page": {"size": "A5", "margins": {"left": "2cm", "right": "2cm"}},
+    "blocks": [
+        {"type": "heading", "level": 1, "text": "Images"},
+        {"type": "image", "image": {"data": "<rgb>", "alt": "opaque RGB"}, "caption": "An opaque PNG"},
+        {"type": "image", "image": {"data": "<rgba>", "alt": "half transparent"}, "caption": "A PNG with alpha"},
+        {"type": "image", "image": {"path": "photo.jpg", "alt": "a JPEG"}, "width": "5cm", "caption": "A JPEG"},
+        {"type": "image", "image": {"path": "logo.png", "alt": "logo with alpha"}, "width": 48},
+        {"type": "image", "image": {"path": "wide.png", "alt": "wider than the page"}, "caption": "Fitted"},
+        {"type": "paragraph", "text": "After the images."},
+    ],
+}
+
+CHART_KINDS = ["column", "bar", "line", "pie", "doughnut", "scatter", "area"]
+
+
+def chart_block(kind, i, **kw):
+    b = {"type": "chart", "kind": kind, "title": "Chart %d %s" % (i, kind),
+         "categories": ["North", "South", "East", "West"],
+         "series": [{"name": "Year 2025", "values": [10, 20.5, 30, 40]},
+                    {"name": "Year 2026", "values": [12, 18, 33.25, 47], "color": "#7030A0"}],
+         "caption": "Figure for %s %d" % (kind, i)}
+    if kind in ("pie", "doughnut"):
+        b["series"] = [{"name": "Share", "values": [1, 2, 3, 4.5]}]
+    if kind == "scatter":
+        b["categories"] = [1, 2.5, 4, 8]
+    if kind not in ("pie", "doughnut"):
+        b["x_axis"] = {"title": "X title"}
+        b["y_axis"] = {"title": "Y title"}
+    b.update(kw)
+    return b
+
+
+CHARTS_SPEC = {
+    "metadata": {"title": "Charts", "created": "2026-01-01T00:00:00Z"},
+    "blocks": [{"type": "heading", "level": 1, "text": "Every chart kind"}]
+    + [chart_block(k, i) for i, k in enumerate(CHART_KINDS)]
+    + [chart_block("column", 10, stacked=True, legend="top"),
+       chart_block("bar", 11, stacked=True, legend="left"),
+       chart_block("area", 12, stacked=True, legend="bottom")],
+}
+
+SHEETS_SPEC = {
+    "metadata": {"title": "Workbook as a document", "created": "2026-01-01T00:00:00Z"},
+    "page": {"size": "Letter"},
+    "sheets": [
+        {"name": "Sales & costs",
+         "columns": [{"header": "Region"}, {"header": "Revenue", "type": "currency"},
+                     {"header": "Units", "type": "integer"}, {"header": "Day", "type": "date"}],
+         "rows": [["North", 1200.5, 10, "2026-01-05"], ["South", 980, 7, "2026-01-06"],
+                  [{"value": "Total", "style": {"bold": True}}, {"formula": "=SUM(B2:B3)", "value": 2180.5},
+                   {"formula": "=SUM(C2:C3)", "value": 17}, None]],
+         "charts": [{"kind": "column", "title": "Revenue by region", "categories": "A2:A3",
+                     "series": [{"name": "=B1", "values": "B2:B3"}]}]},
+        {"rows": [["unnamed sheet", 1], ["no header", 2]]},
+        {"name": "Merged", "header": False,
+         "rows": [[None, None, None], ["x", 1, 2]],
+         "merges": [{"range": "A1:C1", "value": "A merged title"}]},
+    ],
+}
+
+SLIDES_SPEC = {
+    "metadata": {"title": "Deck as a document", "created": "2026-01-01T00:00:00Z"},
+    "slides": [
+        {"layout": "title", "title": "Deck title", "subtitle": "The subtitle", "notes": "Opening notes"},
+        {"layout": "section", "title": "A section"},
+        {"title": "Content slide", "bullets": ["one", {"text": "two", "items": ["two a", "two b"]}],
+         "notes": "Content notes"},
+        {"layout": "two_column", "title": "Two columns", "left": ["left 1", "left 2"], "right": ["right 1"]},
+        {"layout": "table", "title": "Table slide",
+         "table": {"columns": [{"header": "Region"}, {"header": "Q2", "type": "currency"}],
+                   "rows": [["North", 455000], ["South", 310000]]}},
+        {"layout": "image", "title": "Image slide", "image": {"data": "<rgb>", "alt": "img"}},
+        {"layout": "chart", "title": "Chart slide",
+         "chart": {"kind": "bar", "title": "Slide chart", "categories": ["N", "S"],
+                   "series": [{"name": "Q2", "values": [455, 310]}]},
+         "notes": "Chart notes"},
+        {"layout": "blank", "notes": "Blank slide notes"},
+    ],
+}
+
+MARGINS_SPEC = {
+    "metadata": {"title": "Odd margins", "created": "2026-01-01T00:00:00Z"},
+    "page": {"size": "Letter", "orientation": "landscape",
+             "margins": {"top": "20mm", "bottom": 36, "left": "0.5in", "right": "2.5cm"},
+             "header": "Confidential & internal"},
+    "blocks": [
+        {"type": "heading", "level": 1, "text": "Margins that differ on every side"},
+        {"type": "paragraph", "align": "justify", "text": "Justified text that fills the line. " * 60},
+        {"type": "code", "text": "a_code_line_far_longer_than_the_text_width_" * 6 + "\n    indented line\n"},
+        {"type": "paragraph", "text": "Averyveryverylongwordwithoutanybreakopportunityatallthatmustbebrokensomewhere" * 3},
+        {"type": "list", "items": ["a list item that is long enough to wrap onto a second line of the landscape page "
+                                   "so that its hanging indent shows", {"text": "nested", "items": [
+                                       "deeper " * 40]}]},
+        {"type": "table", "columns": [{"header": "Wide column %d" % i} for i in range(12)],
+         "rows": [["cell %d-%d with words" % (r, c) for c in range(12)] for r in range(30)]},
+        {"type": "quote", "text": "A quotation that also runs over more than one line of text. " * 4,
+         "attribution": "Someone"},
+        {"type": "rule"},
+        {"type": "paragraph", "text": "End."},
+    ],
+}
+
+MULTILINGUAL = SAMPLES / "multilingual.json"
+
+FEATURE_SPECS = {"long_table": LONG_TABLE_SPEC, "links": LINKS_SPEC, "images": IMAGES_SPEC,
+                 "charts": CHARTS_SPEC, "sheets": SHEETS_SPEC, "slides": SLIDES_SPEC,
+                 "margins": MARGINS_SPEC}
+
+
+def write_feature_files(directory):
+    d = Path(directory)
+    shutil.copy(SAMPLES / "images" / "regional_trend.jpg", d / "photo.jpg")
+    shutil.copy(SAMPLES / "images" / "kiln_logo.png", d / "logo.png")
+    (d / "wide.png").write_bytes(png_bytes(w=2400, h=300))
+
+
+def materialize(spec):
+    text = json.dumps(spec)
+    text = text.replace('"<rgb>"', json.dumps(b64(png_bytes(w=40, h=30))))
+    text = text.replace('"<rgba>"', json.dumps(b64(png_rgba(50, 20))))
+    return json.loads(text)
+
+
+# =========================================================================== rendering once
+
+class Rendered:
+    def __init__(self, name, spec_path, out, window, failure):
+        self.name, self.spec_path, self.out, self.window, self.failure = name, Path(spec_path), out, window, failure
+        self.spec = load_json(spec_path)
+        self._cache = {}
+
+    @property
+    def base_dir(self):
+        return self.spec_path.parent
+
+    def pdf(self):
+        if self.out is None:
+            pytest.fail("rendering %s to .pdf failed:\n%s" % (self.spec_path, self.failure))
+        return self.out
+
+    def cached(self, key, fn):
+        if key not in self._cache:
+            self._cache[key] = fn()
+        return self._cache[key]
+
+    def pages(self, first=None, last=None):
+        """pdftotext -layout, one string a page (of pages first..last, default all)."""
+        return self.cached(("pages", first, last), lambda: pdf_page_texts(self.pdf(), True, first, last))
+
+    def raw_pages(self):
+        """pdftotext -raw (content stream order), one string a page."""
+        return self.cached("raw", lambda: pdf_page_texts(self.pdf(), mode="raw"))
+
+    def words(self, first=None, last=None):
+        return self.cached(("words", first, last), lambda: pdf_words(self.pdf(), first, last))
+
+    def page_count(self):
+        return int(self.info()["Pages"])
+
+    def info(self):
+        return self.cached("info", lambda: pdf_info(self.pdf()))
+
+    def reader(self):
+        return self.cached("reader", lambda: pypdf.PdfReader(str(self.pdf())))
+
+
+def utcnow():
+    return dt.datetime.now(dt.timezone.utc)
+
+
+def render_pdf(name, spec_path, out, *extra, timeout=900):
+    before = utcnow().replace(microsecond=0)
+    try:
+        proc = run_kiln("render", spec_path, "-o", out, *extra, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return Rendered(name, spec_path, None, None, "no result after %d s" % timeout)
+    after = utcnow()
+    ok = proc.returncode == 0 and Path(out).is_file()
+    return Rendered(name, spec_path, Path(out) if ok else None, (before, after), None if ok else describe(proc))
+
+
+SAMPLE_NAMES = [p.stem for p in sample_specs()]
+LONG = ["long_report", "long_report_pdf"]
+
+
+class Samples(dict):
+    """{name: Rendered}, each rendered on first use (so that `-k` on a light sample does not
+    wait for the 200,000-row one), once per module."""
+
+    def __init__(self, directory, specs):
+        super().__init__()
+        self.directory, self.specs = directory, specs
+
+    def __missing__(self, name):
+        r = render_pdf(name, self.specs[name], self.directory / (name + ".pdf"))
+        self[name] = r
+        return r
+
+    def __contains__(self, name):
+        return name in self.specs
+
+
+@pytest.fixture(scope="module")
+def pdf_samples(tmp_path_factory, kiln_bin, sample_data_ready, long_report_ready, long_report_pdf_ready):
+    """Every samples/*.json, the long report and its PDF edition, each rendered once."""
+    specs = {p.stem: p for p in sample_specs()}
+    specs["long_report"] = long_report_ready
+    specs["long_report_pdf"] = long_report_pdf_ready
+    return Samples(tmp_path_factory.mktemp("pdf_samples"), specs)
+
+
+@pytest.fixture(scope="module")
+def pdf_features(tmp_path_factory, kiln_bin):
+    d = tmp_path_factory.mktemp("pdf_features")
+    write_feature_files(d)
+    out = {}
+    for name, spec in FEATURE_SPECS.items():
+        sp = write_spec(d, materialize(spec), name + ".json")
+        out[name] = render_pdf(name, sp, d / (name + ".pdf"))
+    return out
+
+
+ALL_SAMPLES = SAMPLE_NAMES + LONG
+
+
+def any_rendered(pdf_samples, pdf_features, name):
+    return pdf_samples[name] if name in pdf_samples else pdf_features[name]
+
+
+# =========================================================================== checks shared by samples and features
+
+def check_valid(r):
+    pdf = r.pdf()
+    with open(pdf, "rb") as fh:
+        head = fh.read(8)
+    assert head.startswith(b"%PDF-1."), "%s does not start with a PDF header: %r" % (pdf, head)
+    proc = qpdf_check(pdf)
+    assert proc.returncode == 0 and "No syntax or stream encoding errors found" in proc.stdout, \
+        "qpdf --check %s failed:\n%s" % (r.name, proc.stdout[-4000:])
+
+
+def page_ranges(r):
+    """The pages a check reads: all of them, or for a sample of thousands of pages the
+    first three and the last two."""
+    if r.name not in BIG_SAMPLES:
+        return [(None, None)]
+    n = r.page_count()
+    return [(1, min(3, n)), (max(1, n - 1), n)]
+
+
+def check_fonts(r):
+    rows = []
+    for first, last in page_ranges(r):
+        rows += pdf_fonts(r.pdf(), first, last)
+    assert rows, "%s: pdffonts lists no font at all" % r.name
+    bad = [f for f in rows if f["emb"] != "yes"]
+    assert not bad, "%s: fonts not embedded: %s" % (r.name, bad)
+    no_uni = [f for f in rows if f["uni"] != "yes"]
+    assert not no_uni, "%s: fonts without a ToUnicode map (text cannot be extracted): %s" % (r.name, no_uni)
+    return rows
+
+
+def check_info(r):
+    """pdfinfo: page count, every page's size, the metadata."""
+    spec, info, errs = r.spec, r.info(), []
+    pages = int(info.get("Pages", "0"))
+    if pages < 1:
+        errs.append("pdfinfo reports %r pages" % info.get("Pages"))
+        return errs
+    if len(r.reader().pages) != pages:
+        errs.append("pypdf reads %d pages, pdfinfo %d" % (len(r.reader().pages), pages))
+    geo = page_geometry(spec)
+    sizes = pdf_info(r.pdf(), 1, pages)["page_sizes"]
+    bad = [(n + 1, s) for n, s in enumerate(sizes)
+           if abs(s[0] - geo["width"]) > 0.5 or abs(s[1] - geo["height"]) > 0.5 or s[2] not in (0, 360)]
+    if bad:
+        errs.append("%d of %d pages are not %.1f x %.1f pt (%s %s), e.g. page %d is %s"
+                    % (len(bad), pages, geo["width"], geo["height"], (spec.get("page") or {}).get("size", "A4"),
+                       "landscape" if geo["width"] > geo["height"] else "portrait", bad[0][0], bad[0][1]))
+    md = spec.get("metadata") or {}
+    for key, want in (("Title", md.get("title")), ("Author", md.get("author")),
+                      ("Subject", md.get("subject")), ("Keywords", keywords_of(spec))):
+        if want is not None and info.get(key) != want:
+            errs.append("pdfinfo %s: expected %r, got %r" % (key, want, info.get(key)))
+    got = parse_pdfinfo_date(info.get("CreationDate"))
+    want = created_utc(spec)
+    if got is None:
+        errs.append("pdfinfo CreationDate %r is missing or not a date" % info.get("CreationDate"))
+    elif want is not None:
+        if got != want:
+            errs.append("pdfinfo CreationDate: expected %s (metadata.created %r), got %s (%r)"
+                        % (want.isoformat(), md.get("created"), got.astimezone(dt.timezone.utc).isoformat(),
+                           info.get("CreationDate")))
+    elif r.window is not None:
+        lo, hi = r.window
+        if not (lo - dt.timedelta(seconds=2) <= got <= hi + dt.timedelta(seconds=2)):
+            errs.append("pdfinfo CreationDate %s is not the time of rendering (%s .. %s)" % (got, lo, hi))
+    return errs
+
+
+def check_text_order(r, row_limit=None):
+    items = reading_order(r.spec, r.base_dir, row_limit=row_limit)
+    assert items, "test bug: nothing to look for in %s" % r.name
+    if r.name in BIG_SAMPLES:   # the first rows only: the first pages
+        pages = r.pages(1, min(4, r.page_count()))
+        return check_in_order(items, body_text(pages, r.spec, 1, r.page_count()))
+    return check_in_order(items, body_text(r.pages(), r.spec))
+
+
+def check_margins_and_furniture(r):
+    """Every word inside the margins, but for the header (top margin band) and the
+    "Page N of M" footer (bottom band), which must say what the spec asks on every page."""
+    spec, geo, errs = r.spec, page_geometry(r.spec), []
+    numbered = []
+    for first, last in page_ranges(r):
+        numbered += list(enumerate(r.words(first, last), first or 1))
+    total = r.page_count() if r.name in BIG_SAMPLES else len(numbered)
+    hdr = header_text(spec)
+    outside = []
+    for n, (w, h, words) in numbered:
+        top_band, bottom_band = [], []
+        for x0, y0, x1, y1, t in words:
+            if y1 <= geo["top"] + TOL and y0 >= -TOL:
+                top_band.append((x0, y0, x1, y1, t))
+            elif y0 >= h - geo["bottom"] - TOL and y1 <= h + TOL:
+                bottom_band.append((x0, y0, x1, y1, t))
+            elif y0 < geo["top"] - TOL or y1 > h - geo["bottom"] + TOL:
+                outside.append("page %d: %r straddles a margin (y %.1f..%.1f; text area %.1f..%.1f)"
+                               % (n, t, y0, y1, geo["top"], h - geo["bottom"]))
+                continue
+            if x0 < geo["left"] - TOL or x1 > w - geo["right"] + TOL:
+                outside.append("page %d: %r outside the left/right margins (x %.1f..%.1f; text area %.1f..%.1f)"
+                               % (n, t, x0, x1, geo["left"], w - geo["right"]))
+        top = norm(" ".join(t for *_b, t in sorted(top_band, key=lambda b: (round(b[1]), b[0]))))
+        bottom = norm(" ".join(t for *_b, t in sorted(bottom_band, key=lambda b: (round(b[1]), b[0]))))
+        want_top = norm(hdr) if hdr else ""
+        want_bottom = "Page%dof%d" % (n, total) if page_numbers_on(spec) else ""
+        if top != want_top:
+            errs.append("page %d: the top margin holds %r, expected %r (the header)" % (n, top[:120], want_top))
+        if bottom != want_bottom:
+            errs.append("page %d: the bottom margin holds %r, expected %r" % (n, bottom[:120], want_bottom))
+    if outside:
+        errs.append("%d words outside the text area, e.g.:\n  %s" % (len(outside), "\n  ".join(outside[:12])))
+    if len(errs) > 30:
+        errs = errs[:30] + ["... %d more" % (len(errs) - 30)]
+    return errs
+
+
+def check_outline(r):
+    """The outline has one entry per heading, nested as the heading levels, each pointing
+    at the page where pdftotext finds that heading."""
+    want = outline_expected(r.spec)
+    try:
+        got = outline_flat(r.reader())
+    except Exception as e:  # noqa: BLE001 - an unreadable outline is the finding
+        return ["pypdf cannot read the outline: %r" % e]
+    errs = []
+    got_pairs = [(d, unicodedata.normalize("NFC", t)) for d, t, _p in got]
+    want_pairs = [(d, unicodedata.normalize("NFC", t)) for d, t in want]
+    if got_pairs != want_pairs:
+        for i, (g, w) in enumerate(zip(got_pairs + [None] * len(want_pairs), want_pairs + [None] * len(got_pairs))):
+            if g != w:
+                errs.append("outline entry %d: expected (depth, title) %r, got %r (%d entries, %d headings)"
+                            % (i, w, g, len(got_pairs), len(want_pairs)))
+                break
+        return errs
+    pages = r.pages()
+    for (d, title, p) in got:
+        if p is None or not (0 <= p < len(pages)):
+            errs.append("outline entry %r points at no page (%r)" % (title, p))
+        elif norm(title) not in norm(pages[p]):
+            errs.append("outline entry %r points at page %d, which does not show that heading" % (title, p + 1))
+    return errs[:20]
+
+
+def check_toc(r):
+    """Each TOC entry's page number is the page the outline (and pdftotext) puts its heading on."""
+    flow = expected_flow(r.spec)
+    tocs = [it for it in flow if it["kind"] == "toc"]
+    if not tocs:
+        return []
+    errs = []
+    try:
+        got = outline_flat(r.reader())
+    except Exception as e:  # noqa: BLE001
+        return ["pypdf cannot read the outline: %r" % e]
+    heads = [it for it in flow if it["kind"] == "heading"]
+    if len(got) != len(heads):
+        return ["the outline has %d entries for %d headings: cannot pair TOC entries with pages" % (len(got), len(heads))]
+    pages = r.pages()
+    npages = [norm(p) for p in pages]
+    for toc in tocs:
+        title = norm(toc["title"])
+        start = next((i for i, p in enumerate(npages) if title in p), None)
+        if start is None:
+            errs.append("no page shows the TOC title %r" % toc["title"])
+            continue
+        text = "".join(npages[start:])
+        pos = text.find(title) + len(title)
+        for (h, (_d, _t, page)) in zip(heads, got):
+            if h["level"] > toc["levels"]:
+                continue
+            want = norm(h["text"])
+            m = re.compile(re.escape(want) + r"[.\u00b7\u2026_]*(\d+)").search(text, pos)
+            if not m:
+                errs.append("TOC entry %r with a page number not found" % h["text"])
+                continue
+            pos = m.end()
+            if int(m.group(1)) != page + 1:
+                errs.append("TOC entry %r says page %s, the heading is on page %d"
+                            % (h["text"], m.group(1), page + 1))
+            if len(errs) > 15:
+                return errs
+    return errs
+
+
+# =========================================================================== samples
+
+def test_samples_exist(long_report_ready, long_report_pdf_ready):
+    assert {"business_report", "multilingual"} <= set(SAMPLE_NAMES), SAMPLE_NAMES
+    assert long_report_pdf_ready.is_file()
+
+
+@pytest.mark.parametrize("name", ALL_SAMPLES)
+def test_sample_renders_and_passes_qpdf_check(pdf_samples, name):
+    check_valid(pdf_samples[name])
+
+
+@pytest.mark.parametrize("name", ALL_SAMPLES)
+def test_sample_fonts_are_embedded(pdf_samples, name):
+    check_fonts(pdf_samples[name])
+
+
+@pytest.mark.parametrize("name", ALL_SAMPLES)
+def test_sample_pdfinfo(pdf_samples, name):
+    errs = check_info(pdf_samples[name])
+    assert not errs, "%s.pdf:\n%s" % (name, "\n".join(errs))
+
+
+def test_long_report_has_200_pages(pdf_samples):
+    pages = int(pdf_samples["long_report_pdf"].info()["Pages"])
+    assert pages >= 200, "the long report's PDF edition is %d pages; the issue asks for 200+" % pages
+
+
+@pytest.mark.parametrize("name", ALL_SAMPLES)
+def test_sample_text_in_reading_order(pdf_samples, name):
+    r = pdf_samples[name]
+    errs = check_text_order(r, row_limit=BIG_ROWS if name in BIG_SAMPLES else None)
+    assert not errs, "%s.pdf (pdftotext -layout):\n%s" % (name, "\n".join(errs))
+
+
+@pytest.mark.parametrize("name", ALL_SAMPLES)
+def test_sample_text_within_margins(pdf_samples, name):
+    errs = check_margins_and_furniture(pdf_samples[name])
+    assert not errs, "%s.pdf (pdftotext -bbox):\n%s" % (name, "\n".join(errs))
+
+
+@pytest.mark.parametrize("name", [n for n in ALL_SAMPLES if n not in BIG_SAMPLES])
+def test_sample_outline(pdf_samples, name):
+    errs = check_outline(pdf_samples[name])
+    assert not errs, "%s.pdf (pypdf outline):\n%s" % (name, "\n".join(errs))
+
+
+TOC_SAMPLES = [p.stem for p in sample_specs()
+               if any(b.get("type") == "toc" for b in load_json(p).get("blocks") or [])] + LONG
+
+
+@pytest.mark.parametrize("name", TOC_SAMPLES)
+def test_sample_toc_page_numbers(pdf_samples, name):
+    errs = check_toc(pdf_samples[name])
+    assert not errs, "%s.pdf (TOC):\n%s" % (name, "\n".join(errs))
+
+
+def test_big_sample_last_row_and_header_on_every_page(pdf_samples, sample_data_ready):
+    """samples/export_200k.json: each page (of the first three and the last two, read
+    in content stream order) repeats the table's header row above its rows, and the
+    last CSV record is the last row."""
+    r = pdf_samples["export_200k"]
+    sheet = r.spec["sheets"][0]
+    header = [norm(c.text) for c in next(expected_table_rows(sheet, r.base_dir, limit=1))]
+    bad, seen = [], 0
+    for first, last in page_ranges(r):
+        for n, page in enumerate(pdf_page_texts(r.pdf(), first=first, last=last, mode="raw"), first):
+            seen += 1
+            t, pos = norm(page), 0
+            for hcell in header:
+                k = t.find(hcell, pos)
+                if k < 0:
+                    bad.append(n)
+                    break
+                pos = k + len(hcell)
+    assert seen >= 2 and not bad, "pages %s lack the header row %r" % (bad, header)
+    import csv
+    with open(r.base_dir / sheet["data"]["path"], encoding="utf-8", newline="") as fh:
+        last = None
+        for last in csv.reader(fh):
+            pass
+    n = r.page_count()
+    tail = r.pages(n, n)[-1]
+    shown = [shown_field(f, c).text for f, c in zip(last, sheet["columns"])]
+    items = [("table cell row last col %d" % c, x) for c, x in enumerate(shown) if x]
+    sq = body_text([tail], r.spec, n, n)
+    errs = check_in_order(items, sq)
+    assert not errs, "the last page does not show the last record %r:\n%s\n%s" % (shown, "\n".join(errs), tail[-2000:])
+
+
+NUMERIC = ("number", "integer", "currency", "percent")
+
+
+@pytest.mark.parametrize("name", ["business_report", "long_report_pdf", "export_200k"])
+def test_numbers_are_never_broken_over_lines(pdf_samples, name, sample_data_ready):
+    """A number in a table cell stays on one line (pdftotext -bbox finds it as one word):
+    a column is made wide enough for its numbers before any text column gives way."""
+    r = pdf_samples[name]
+    words = set()
+    for first, last in page_ranges(r):
+        for _w, _h, ws in r.words(first, last):
+            words.update(t for *_b, t in ws)
+    want = []
+    for it in expected_flow(r.spec):
+        if it["kind"] != "table":
+            continue
+        t = it["t"]
+        cols = t.get("columns") or []
+        if t.get("data"):   # the 200,000 rows: those on the last page
+            import csv
+            with open(r.base_dir / t["data"]["path"], encoding="utf-8", newline="") as fh:
+                recs = list(csv.reader(fh))[-8:]
+            rows = [[shown_field(f, c).text for f, c in zip(rec, cols)] for rec in recs]
+        else:
+            rows = table_cells(it, r.base_dir)[1 if table_header_flag(t) else 0:]
+        for row in rows:
+            for c, text in enumerate(row):
+                if c < len(cols) and cols[c].get("type") in NUMERIC and text and " " not in text.strip():
+                    want.append(text.strip())
+    assert want, "test bug: no numeric cells in %s" % name
+    broken = sorted({x for x in want if x not in words})
+    assert not broken, "%d numbers of %s are split over lines (not one word in pdftotext -bbox), e.g. %s" % (
+        len(broken), name, broken[:12])
+
+
+def test_business_report_images_and_charts(pdf_samples):
+    """The sample report's two images are in the file without soft masks, its charts drawn."""
+    r = pdf_samples["business_report"]
+    imgs = pdf_images(r.pdf())
+    kinds = [i["type"] for i in imgs]
+    want = sum(1 for b in r.spec["blocks"] if b["type"] == "image")
+    assert kinds.count("image") >= want, "expected %d images, pdfimages lists %s" % (want, imgs)
+    assert "smask" not in kinds and "mask" not in kinds, "images with masks: %s" % imgs
+    flat = norm("".join(r.pages()))
+    for b in r.spec["blocks"]:
+        if b["type"] == "chart" and b.get("title"):
+            assert norm(b["title"]) in flat, "the chart title %r is not drawn" % b["title"]
+
+
+def embedded_truetype_fonts(reader):
+    """{font name: FontFile2 bytes} of every embedded TrueType font (simple or CID)."""
+    out = {}
+    for page in reader.pages:
+        res = resolve(page.get("/Resources")) or {}
+        for _k, ref in (resolve(res.get("/Font")) or {}).items():
+            font = resolve(ref)
+            desc_fonts = [resolve(d) for d in resolve(font.get("/DescendantFonts")) or []] or [font]
+            for f in desc_fonts:
+                fd = resolve(f.get("/FontDescriptor")) or {}
+                ff = resolve(fd.get("/FontFile2"))
+                if ff is not None:
+                    out.setdefault(str(f.get("/BaseFont")), ff.get_data())
+    return out
+
+
+def incomplete_composites(data):
+    """Composite glyphs of an embedded (subset) TrueType font whose components, followed
+    down every level, were left out of the subset (drawn as nothing, or half a letter)."""
+    import io
+    try:
+        from fontTools.ttLib import TTFont
+    except ImportError:
+        pytest.fail("fontTools is required to read embedded fonts: apt-get install python3-fonttools")
+    font = TTFont(io.BytesIO(data))
+    glyf = font["glyf"]
+    bad = []
+    for name in font.getGlyphOrder():
+        g = glyf[name]
+        if not g.isComposite():
+            continue
+        todo = [c.glyphName for c in g.components]
+        while todo:
+            c = glyf[todo.pop()]
+            if c.isComposite():
+                todo += [x.glyphName for x in c.components]
+            elif c.numberOfContours == 0:
+                bad.append(name)
+                break
+    return bad
+
+
+@pytest.mark.parametrize("name", ["business_report", "multilingual"])
+def test_embedded_fonts_hold_every_glyph_they_draw(pdf_samples, name):
+    """Accented and composed letters (Ό, Hangul syllables) are composite glyphs: the
+    subset must carry their components too, at every level, or they draw half or blank."""
+    fonts = embedded_truetype_fonts(pdf_samples[name].reader())
+    assert fonts, "no embedded TrueType font found"
+    errs = []
+    for fname, data in sorted(fonts.items()):
+        bad = incomplete_composites(data)
+        if bad:
+            errs.append("%s: %d composite glyphs lack components, e.g. %s" % (fname, len(bad), bad[:8]))
+    assert not errs, "\n".join(errs)
+
+
+def test_every_word_is_drawn(pdf_samples):
+    """Each word pdftotext finds in multilingual.pdf shows ink where it stands (a glyph
+    that extracts but draws nothing is invisible to pdftotext)."""
+    try:
+        from PIL import Image
+    except ImportError:
+        pytest.fail("Pillow is required: apt-get install python3-pil")
+    r = pdf_samples["multilingual"]
+    d = r.pdf().parent / "ink"
+    d.mkdir(exist_ok=True)
+    dpi = 100
+    proc = subprocess.run([shutil.which("pdftoppm"), "-gray", "-r", str(dpi), str(r.pdf()), str(d / "p")],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.returncode == 0, proc.stderr
+    images = sorted(d.glob("p-*.pgm"), key=lambda x: int(re.search(r"-(\d+)\.pgm$", x.name).group(1)))
+    blank = []
+    for (w, h, words), img in zip(r.words(), images):
+        im = Image.open(img)
+        k = dpi / 72.0
+        for x0, y0, x1, y1, t in words:
+            box = im.crop((int(x0 * k), int(y0 * k), int(x1 * k) + 1, int(y1 * k) + 1))
+            lo, hi = box.getextrema()
+            if hi - lo < 60:
+                blank.append("page %s: %r" % (img.name, t))
+    assert not blank, "%d words extract as text but draw nothing, e.g. %s" % (len(blank), blank[:12])
+
+
+# --------------------------------------------------------------------------- non-Latin text
+
+def test_multilingual_text_is_extracted(pdf_samples):
+    r = pdf_samples["multilingual"]
+    flat = norm("".join(r.pages()))
+    for s in ("Ελληνικά: η ετήσια έκθεση", "Μηδὲν ἄγαν.", "Русский: годовой отчёт", "Санкт-Петербург",
+              "中文：年度报告", "北京：新的配送中心", "売上高は前年比", "매출은 전년 대비", "東京",
+              "서울", "crème brûlée, façade, naïve, Ångström", "Łódź", "αβγ абв 汉字 かな 한글"):
+        assert norm(s) in flat, "pdftotext of multilingual.pdf lacks %r" % s
+
+
+def test_multilingual_cjk_fallback_font_embedded(pdf_samples):
+    rows = check_fonts(pdf_samples["multilingual"])
+    names = [f["name"] for f in rows]
+    assert any("dejavu" in n.lower() for n in names), "no DejaVu font: %s" % names
+    cjk = [n for n in names if re.search(r"(?i)wenquanyi|wqy|zenhei|cjk|uming|ukai|droidsansfallback", n)]
+    assert cjk, "no CJK fallback font (e.g. WenQuanYi Zen Hei) among the embedded fonts: %s" % names
+
+
+def test_missing_glyph_is_reported(tmp_path, kiln_bin):
+    """A character no font has (Ethiopic U+1200) is drawn as '?' and reported, never dropped silently."""
+    sp = write_spec(tmp_path, {"blocks": [{"type": "paragraph", "text": "Ethiopic \u1200 here, twice \u1200."}]})
+    out = tmp_path / "m.pdf"
+    p = run_kiln("render", sp, "-o", out)
+    assert p.returncode == 0, describe(p)
+    assert re.search(r"(?i)warning.*\b2 characters.*U\+1200", err_text(p)), \
+        "no warning naming the 2 characters and U+1200: " + describe(p)
+    assert "Ethiopic?here,twice?." in norm("".join(pdf_page_texts(out)))
+    pj = run_kiln("render", sp, "-o", tmp_path / "j.pdf", "--json")
+    obj = json.loads(pj.stdout.decode("utf-8"))
+    assert obj.get("ok") is True and obj.get("missing_glyphs") == 2 and obj.get("missing_first") == 0x1200, obj
+
+
+# =========================================================================== feature specs
+
+@pytest.mark.parametrize("name", list(FEATURE_SPECS))
+def test_feature_valid_and_fonts_embedded(pdf_features, name):
+    check_valid(pdf_features[name])
+    check_fonts(pdf_features[name])
+
+
+@pytest.mark.parametrize("name", list(FEATURE_SPECS))
+def test_feature_pdfinfo(pdf_features, name):
+    errs = check_info(pdf_features[name])
+    assert not errs, "%s.pdf:\n%s" % (name, "\n".join(errs))
+
+
+@pytest.mark.parametrize("name", list(FEATURE_SPECS))
+def test_feature_text_in_reading_order(pdf_features, name):
+    errs = check_text_order(pdf_features[name])
+    assert not errs, "%s.pdf (pdftotext -layout):\n%s" % (name, "\n".join(errs))
+
+
+@pytest.mark.parametrize("name", list(FEATURE_SPECS))
+def test_feature_text_within_margins(pdf_features, name):
+    errs = check_margins_and_furniture(pdf_features[name])
+    assert not errs, "%s.pdf (pdftotext -bbox):\n%s" % (name, "\n".join(errs))
+
+
+@pytest.mark.parametrize("name", list(FEATURE_SPECS))
+def test_feature_outline(pdf_features, name):
+    errs = check_outline(pdf_features[name])
+    assert not errs, "%s.pdf (pypdf outline):\n%s" % (name, "\n".join(errs))
+
+
+def test_long_table_repeats_its_header_row(pdf_features):
+    """The table runs over several pages; each page it continues on starts with the
+    header row (pdftotext of that page alone), every row is shown exactly once."""
+    r = pdf_features["long_table"]
+    header = [norm(c["header"]) for c in LONG_TABLE_SPEC["blocks"][2]["columns"]]
+    ids = ["R%04d" % i for i in range(1, LONG_TABLE_ROWS + 1)]
+    pages = [norm(p) for p in r.raw_pages()]
+    on = {}
+    for n, t in enumerate(pages):
+        for i in ids:
+            if i in t:
+                on.setdefault(n, []).append(i)
+    table_pages = sorted(on)
+    assert len(table_pages) >= 3, "the %d-row table covers pages %s only" % (LONG_TABLE_ROWS, [p + 1 for p in table_pages])
+    counts = {i: sum(t.count(i) for t in pages) for i in ids}
+    assert all(c == 1 for c in counts.values()), \
+        "rows shown other than once: %s" % {i: c for i, c in counts.items() if c != 1}
+    errs = []
+    for n in table_pages:
+        t = pages[n]
+        first_row = min(t.find(i) for i in on[n])
+        pos = 0
+        for h in header:
+            k = t.find(h, pos)
+            if k < 0 or k > first_row:
+                errs.append("page %d: header cell %r not above the first row (%s)" % (n + 1, h, on[n][0]))
+                break
+            pos = k + len(h)
+        if t.count(header[1]) != 1:
+            errs.append("page %d shows the header row %d times" % (n + 1, t.count(header[1])))
+    # the same, page by page with pdftotext -f N -l N (layout), for the first continuation page
+    n = table_pages[1]
+    proc = subprocess.run([shutil.which("pdftotext"), "-layout", "-f", str(n + 1), "-l", str(n + 1), str(r.pdf()), "-"],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    single = norm(proc.stdout.decode("utf-8", "replace"))
+    if not all(h in single for h in header):
+        errs.append("pdftotext -f %d -l %d lacks the header row: %s" % (n + 1, n + 1, single[:300]))
+    assert not errs, "\n".join(errs)
+
+
+def test_links_are_uri_annotations(pdf_features):
+    """Each linked run is a /Link annotation with a /URI action whose rectangle covers the
+    words of the run (on each line a wrapped link reaches)."""
+    r = pdf_features["links"]
+    reader = r.reader()
+    links = link_annotations(reader)
+    words = r.words()
+    want = [("our site", "https://example.com/a?b=1&c=2"), ("write to us", "mailto:someone@example.com"),
+            ("the file", "ftp://files.example.com/x.csv"),
+            (LINKS_SPEC["blocks"][2]["runs"][1]["text"], "https://example.com/wrapped"),
+            ("a linked word", "https://example.com/item")]
+    errs = []
+    for text, uri in want:
+        mine = [lk for lk in links if lk[1] == uri]
+        if not mine:
+            errs.append("no /Link annotation with /URI %r (links: %s)" % (uri, [lk[1] for lk in links]))
+            continue
+        # every word of the linked text lies inside one of its rectangles
+        for tw in text.split():
+            hits = []
+            for n, (w, h, ws) in enumerate(words):
+                for x0, y0, x1, y1, t in ws:
+                    if t == tw:
+                        cx, cy = (x0 + x1) / 2, h - (y0 + y1) / 2
+                        hits.append(any(lk[0] == n and lk[3][0] - 1 <= cx <= lk[3][2] + 1
+                                        and lk[3][1] - 1 <= cy <= lk[3][3] + 1 for lk in mine))
+            if hits and not any(hits):
+                errs.append("the word %r of the link %r is outside every rectangle of its annotation %s"
+                            % (tw, uri, [lk[3] for lk in mine]))
+    plain = [lk for lk in links if lk[1] is None and lk[2] is None]
+    if plain:
+        errs.append("link annotations with neither a URI nor a destination: %s" % plain)
+    assert not errs, "\n".join(errs)
+
+
+def test_table_url_cell_is_a_link(pdf_features):
+    links = link_annotations(pdf_features["links"].reader())
+    assert any(lk[1] == "https://example.com/cell" for lk in links), \
+        "a table cell {\"url\": ...} is not a link: %s" % [lk[1] for lk in links]
+
+
+def test_images_without_soft_masks(pdf_features):
+    """Each image is an image XObject of its own pixel size; transparency flattened, so no
+    /SMask (libharu 2.3 writes those uncompressed)."""
+    r = pdf_features["images"]
+    imgs = pdf_images(r.pdf())
+    kinds = [i["type"] for i in imgs]
+    assert "smask" not in kinds and "mask" not in kinds, "images with masks:\n%s" % "\n".join(
+        " ".join(i["fields"]) for i in imgs)
+    sizes = sorted((i["width"], i["height"]) for i in imgs if i["type"] == "image")
+    want = sorted([(40, 30), (50, 20), (480, 300), (240, 240), (2400, 300)])
+    assert sizes == want, "image sizes: expected %s, got %s" % (want, sizes)
+    pages = r.pages()
+    assert norm("After the images.") in norm("".join(pages))
+
+
+def test_charts_are_drawn(pdf_features):
+    """Every chart's title, legend entries and category labels are drawn as text; charts are
+    vector graphics (no image XObject)."""
+    r = pdf_features["charts"]
+    flat = norm("".join(r.pages()))
+    errs = []
+    for b in CHARTS_SPEC["blocks"][1:]:
+        if norm(b["title"]) not in flat:
+            errs.append("chart title %r not drawn" % b["title"])
+        if b.get("legend", "right") != "none" and b["kind"] not in ("pie", "doughnut"):
+            # (a pie's legend names its categories, checked below)
+            for s in b["series"]:
+                if norm(s["name"]) not in flat:
+                    errs.append("%s: legend entry %r not drawn" % (b["title"], s["name"]))
+        for c in b["categories"]:
+            label = c if isinstance(c, str) else None
+            if label and norm(label) not in flat:
+                errs.append("%s: category %r not drawn" % (b["title"], label))
+    imgs = pdf_images(r.pdf())
+    if imgs:
+        errs.append("charts should be vector drawings, yet pdfimages lists %d images" % len(imgs))
+    assert not errs, "\n".join(errs)
+
+
+def test_sheets_only_spec(pdf_features):
+    """Each sheet is a level-1 heading (its name) followed by its table."""
+    r = pdf_features["sheets"]
+    got = outline_flat(r.reader())
+    assert [(d, t) for d, t, _p in got] == [(0, "Sales & costs"), (0, "Sheet2"), (0, "Merged")], got
+    sq = body_text(r.pages(), r.spec)
+    for name, first_cell in (("Sales & costs", "Region"), ("Sheet2", "unnamed sheet"), ("Merged", "A merged title")):
+        k = sq.find(norm(name))
+        assert k >= 0 and sq.find(norm(first_cell), k) >= 0, "sheet %r: heading then %r not found" % (name, first_cell)
+    assert norm("$1,200.50") in sq and norm("2026-01-05") in sq and norm("$2,180.50") in sq
+
+
+def test_slides_only_spec(pdf_features):
+    """Each slide is one landscape page: its title (or, for a blank slide, its notes) on it."""
+    r = pdf_features["slides"]
+    slides = SLIDES_SPEC["slides"]
+    info = r.info()
+    assert int(info["Pages"]) == len(slides), "%d slides, %s pages" % (len(slides), info["Pages"])
+    for n, (w, h, _rot) in enumerate(pdf_info(r.pdf(), 1, len(slides))["page_sizes"], 1):
+        assert w > h, "page %d is not landscape: %s x %s" % (n, w, h)
+    pages = [norm(p) for p in r.pages()]
+    for n, sl in enumerate(slides):
+        want = sl.get("title") or sl.get("notes")
+        assert norm(want) in pages[n], "page %d lacks %r (slide %d):\n%s" % (n + 1, want, n, r.pages()[n][:800])
+        for other in slides:
+            t = other.get("title")
+            if t and other is not sl and norm(t) in pages[n] and norm(t) not in norm(want):
+                pytest.fail("page %d (slide %d) also shows the title %r of another slide" % (n + 1, n, t))
+
+
+# --------------------------------------------------------------------------- page setup
+
+@pytest.mark.parametrize("size", ["A4", "Letter", "Legal", "A3", "A5"])
+@pytest.mark.parametrize("orientation", ["portrait", "landscape"])
+def test_page_sizes(tmp_path, kiln_bin, size, orientation):
+    spec = {"metadata": {"title": "%s %s" % (size, orientation), "created": "2026-01-01T00:00:00Z"},
+            "page": {"size": size, "orientation": orientation,
+                     "margins": {"left": "15mm", "top": 50, "right": "1in", "bottom": "2cm"}},
+            "blocks": [{"type": "heading", "text": "%s %s" % (size, orientation)},
+                       {"type": "paragraph", "text": "Words to fill the page. " * 150}]}
+    sp = write_spec(tmp_path, spec)
+    r = Rendered("page", sp, render_ok(sp, tmp_path / "p.pdf"), None, None)
+    errs = check_info(r) + check_margins_and_furniture(r)
+    assert not errs, "\n".join(errs)
+
+
+def test_default_page_is_a4_portrait_with_inch_margins(tmp_path, kiln_bin):
+    sp = write_spec(tmp_path, {"blocks": [{"type": "paragraph", "text": "Default page. " * 400}]})
+    r = Rendered("default", sp, render_ok(sp, tmp_path / "d.pdf"), None, None)
+    sizes = pdf_info(r.pdf(), 1, 1)["page_sizes"]
+    assert abs(sizes[0][0] - 595.28) < 0.5 and abs(sizes[0][1] - 841.89) < 0.5, sizes
+    errs = check_margins_and_furniture(r)
+    assert not errs, "\n".join(errs)
+
+
+def test_metadata_without_created_uses_now(tmp_path, kiln_bin):
+    sp = write_spec(tmp_path, {"metadata": {"title": "Now", "keywords": ["a", "b"]},
+                               "blocks": [{"type": "paragraph", "text": "x"}]})
+    r = render_pdf("now", sp, tmp_path / "n.pdf")
+    errs = check_info(r)
+    assert not errs, "\n".join(errs)
+
+
+def test_render_to_stdout(tmp_path, kiln_bin):
+    sp = write_spec(tmp_path, {"blocks": [{"type": "heading", "text": "stdout"}]})
+    p = run_kiln("render", sp, "-o", "-", "--format", "pdf")
+    assert p.returncode == 0, describe(p)
+    assert p.stdout.startswith(b"%PDF-"), p.stdout[:40]
+    out = tmp_path / "stdout.pdf"
+    out.write_bytes(p.stdout)
+    assert qpdf_check(out).returncode == 0
+    assert "stdout" in "".join(pdf_page_texts(out))
+
+
+# =========================================================================== failures leave nothing
+
+ERROR_LINE = re.compile(r"^kiln: error: (.*)$")
+POINTER_LINE = re.compile(r"^kiln: error: (/[^:]*|): (.*)$")
+
+
+def expect_pdf_failure(tmp_path, spec, code, pointer_re=None, extra=(), files=None, message_re=None):
+    """Render spec to a .pdf: the exit status, an error line naming the pointer, the same
+    with --json, and nothing left in the output directory."""
+    sd = tmp_path / "specdir"
+    sd.mkdir(exist_ok=True)
+    od = tmp_path / "outdir"
+    od.mkdir(exist_ok=True)
+    for name, data in (files or {}).items():
+        (sd / name).write_bytes(data)
+    sp = spec if isinstance(spec, Path) else write_spec(sd, spec)
+    before = listing(od)
+    out = od / "report.pdf"
+    proc = None
+    for json_flag in ((), ("--json",)):
+        proc = run_kiln("render", sp, "-o", out, *extra, *json_flag)
+        assert proc.returncode == code, "expected exit %d, got: %s" % (code, describe(proc))
+        lines = [ln for ln in err_text(proc).splitlines() if ln.strip()]
+        if not json_flag:
+            assert lines and all(ERROR_LINE.match(ln) for ln in lines), describe(proc)
+            if pointer_re is not None:
+                ps = [m.group(1) for m in (POINTER_LINE.match(ln) for ln in lines) if m]
+                assert any(re.fullmatch(pointer_re, x) for x in ps), \
+                    "no error with a pointer matching %r: %s" % (pointer_re, describe(proc))
+            if message_re is not None:
+                assert re.search(message_re, err_text(proc)), describe(proc)
+        else:
+            obj = json.loads(proc.stdout.decode("utf-8"))
+            assert obj.get("ok") is False and obj.get("errors"), obj
+        assert not out.exists(), "a failed render left %s" % out
+        assert listing(od) == before, "the output directory changed: %s -> %s" % (before, listing(od))
+    return proc
+
+
+def test_invalid_spec_exit_3_with_pointer(tmp_path, kiln_bin):
+    expect_pdf_failure(tmp_path, {"blocks": [{"type": "heading", "text": "ok"}, {"type": "tabel"}]},
+                       3, r"/blocks/1(/type)?")
+
+
+def test_invalid_member_deep_pointer(tmp_path, kiln_bin):
+    spec = {"page": {"size": "A4"}, "blocks": [{"type": "paragraph", "runs": [{"text": "a", "blod": True}]}]}
+    expect_pdf_failure(tmp_path, spec, 3, r"/blocks/0/runs/0/blod")
+
+
+def test_missing_image_is_unreadable_input(tmp_path, kiln_bin):
+    expect_pdf_failure(tmp_path, {"blocks": [{"type": "paragraph", "text": "before"},
+                                             {"type": "image", "image": {"path": "nope.png"}}]},
+                       5, r"/blocks/1/image(/path)?")
+
+
+def test_truncated_png(tmp_path, kiln_bin):
+    spec = {"blocks": [{"type": "image", "image": {"data": b64(png_bytes()[:20])}}]}
+    expect_pdf_failure(tmp_path, spec, 3, r"/blocks/0/image(/data)?")
+
+
+@pytest.mark.parametrize("which", ["business_report", "long_report"])
+def test_size_ceiling(tmp_path, kiln_bin, long_report_ready, which):
+    """--max-bytes too small: exit 4; the message states the ceiling and the size reached
+    (docs/cli.md), --json gives limit and actual; nothing left."""
+    spec = SAMPLES / "business_report.json" if which == "business_report" else long_report_ready
+    p = expect_pdf_failure(tmp_path, spec, 4, extra=("--max-bytes", "2K"), message_re=r"\b2048\b")
+    sizes = [int(x) for x in re.findall(r"\b\d+\b", err_text(p).replace(",", ""))]
+    assert any(x > 2048 for x in sizes), "the message does not state the size reached: " + err_text(p)
+    pj = run_kiln("render", spec, "-o", tmp_path / "outdir" / "x.pdf", "--max-bytes", "2K", "--json")
+    e = json.loads(pj.stdout.decode("utf-8"))["errors"][0]
+    assert e["code"] == "too_large" and e.get("limit") == 2048 and e.get("actual", 0) > 2048, e
+    assert not (tmp_path / "outdir" / "x.pdf").exists()
+
+
+def test_size_ceiling_exact_boundary(tmp_path, kiln_bin):
+    """A document of exactly N bytes passes --max-bytes N and fails N-1, leaving nothing."""
+    spec = {"metadata": {"created": "2026-01-01T00:00:00Z", "title": "fixed"},
+            "blocks": [{"type": "heading", "text": "Fixed"},
+                       {"type": "paragraph", "text": "some text " * 200},
+                       {"type": "table", "columns": [{"header": "n", "type": "integer"}],
+                        "rows": [[i] for i in range(300)]}]}
+    sp = write_spec(tmp_path, spec)
+    size = render_ok(sp, tmp_path / "a.pdf").stat().st_size
+    render_ok(sp, tmp_path / "b.pdf", "--max-bytes", str(size))
+    assert (tmp_path / "b.pdf").stat().st_size == size, "the same spec gave files of different sizes"
+    od = tmp_path / "o"
+    od.mkdir()
+    p = run_kiln("render", sp, "-o", od / "c.pdf", "--max-bytes", str(size - 1))
+    assert p.returncode == 4, describe(p)
+    assert listing(od) == {}
+
+
+def test_failure_keeps_an_existing_file(tmp_path, kiln_bin):
+    od = tmp_path / "o"
+    od.mkdir()
+    out = od / "precious.pdf"
+    out.write_bytes(b"keep me")
+    sp = write_spec(tmp_path, {"blocks": [{"type": "nope"}]})
+    p = run_kiln("render", sp, "-o", out)
+    assert p.returncode == 3, describe(p)
+    assert out.read_bytes() == b"keep me"
+    p = run_kiln("render", SAMPLES / "business_report.json", "-o", out, "--max-bytes", "2K")
+    assert p.returncode == 4, describe(p)
+    sp2 = write_spec(tmp_path, {"blocks": [{"type": "image", "image": {"path": "gone.png"}}]}, "img.json")
+    p = run_kiln("render", sp2, "-o", out)
+    assert p.returncode == 5, describe(p)
+    assert out.read_bytes() == b"keep me" and sorted(listing(od)) == ["precious.pdf"]
+
+
+def test_success_replaces_an_existing_file(tmp_path, kiln_bin):
+    out = tmp_path / "r.pdf"
+    out.write_bytes(b"old")
+    sp = write_spec(tmp_path, {"blocks": [{"type": "paragraph", "text": "new"}]})
+    render_ok(sp, out)
+    assert out.read_bytes().startswith(b"%PDF-")
