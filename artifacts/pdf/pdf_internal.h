@@ -146,7 +146,8 @@ typedef struct pdf_ctx {
 
     /* typography from the theme */
     pdf_family body_family, heading_family, mono_family;
-    double body_size;             /* theme font size */
+    double body_size;             /* theme font size (x 1.5 for slides) */
+    int slides;                   /* a deck: each slide a landscape page */
     int32_t accents[12];
     int accent_count;
     int32_t header_fill, header_font_color;

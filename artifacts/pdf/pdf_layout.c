@@ -620,6 +620,10 @@ static kiln_status layout_chart(pdf_ctx *ctx, const kiln_flow_item *item)
     if (rc != KILN_E_OK)
         return rc;
     avail = ctx->right - ctx->left;
+    if (ctx->slides) { /* as large as the slide's text, like the rest of it */
+        w *= 1.5;
+        h *= 1.5;
+    }
     if (w < 200)
         w = 200;
     if (h < 120)

@@ -270,12 +270,14 @@ static kiln_status save(pdf_ctx *ctx, kiln_output *out, haru_error *herr)
 
     if (HPDF_SaveToStream(ctx->pdf) != HPDF_OK || herr->code)
         return haru_failed(ctx, herr);
+    /* libharu has built the whole file in memory: check it before writing a byte */
     if (HPDF_GetStreamSize(ctx->pdf) > out->max_bytes)
         return kiln_error_limit(ctx->err, KILN_E_TOO_LARGE, NULL, out->max_bytes,
                                 HPDF_GetStreamSize(ctx->pdf),
-                                "the PDF would be %lu bytes, over the %llu-byte ceiling",
-                                (unsigned long)HPDF_GetStreamSize(ctx->pdf),
-                                (unsigned long long)out->max_bytes);
+                                "output is larger than the size ceiling of %llu bytes "
+                                "(reached %lu bytes)",
+                                (unsigned long long)out->max_bytes,
+                                (unsigned long)HPDF_GetStreamSize(ctx->pdf));
     HPDF_ResetStream(ctx->pdf);
     for (;;) {
         HPDF_UINT32 n = sizeof buf;
@@ -325,6 +327,9 @@ kiln_status kiln_pdf_write(const kiln_doc *doc, kiln_output *out,
     set_metadata(&ctx);
     setup_page_geometry(&ctx, doc->block_count == 0 && doc->slide_count > 0);
     setup_theme(&ctx);
+    ctx.slides = doc->block_count == 0 && doc->slide_count > 0;
+    if (ctx.slides)
+        ctx.body_size *= 1.5; /* a slide is read from further away than a page */
     HPDF_SetPageMode(ctx.pdf, HPDF_PAGE_MODE_USE_OUTLINE);
 
     st = kiln_flow_build(doc, &arena, &flow, err);
