@@ -629,6 +629,21 @@ static void parse_page(kiln_pctx *c, const json_t *pg)
             kiln_get_length(c, m, "right", 0, 288, &p->margin_right);
         }
         kiln_ptr_pop(&c->ptr, s2);
+        /* each margin is within 0-4 in, but together they must leave the
+         * text an inch each way (an A5 page with 4 in margins has none) */
+        page_finish(p);
+        double text_w = p->width_pt - p->margin_left - p->margin_right;
+        double text_h = p->height_pt - p->margin_top - p->margin_bottom;
+        if (text_w < 72)
+            kiln_perr(c, "margins",
+                      "left and right margins leave %.0f pt of the page's %.0f pt width for "
+                      "text; at least 72 pt (1 in) is needed",
+                      text_w < 0 ? 0 : text_w, p->width_pt);
+        if (text_h < 72)
+            kiln_perr(c, "margins",
+                      "top and bottom margins leave %.0f pt of the page's %.0f pt height for "
+                      "text; at least 72 pt (1 in) is needed",
+                      text_h < 0 ? 0 : text_h, p->height_pt);
     }
     /* The header: true means "the title", so the title is looked up after
      * metadata was parsed (parse_root parses metadata first). */

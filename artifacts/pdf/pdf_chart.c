@@ -46,6 +46,7 @@
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../numfmt.h"
@@ -123,21 +124,107 @@ static double category_x(const chart *ch, size_t p)
     return (double)(p + 1);
 }
 
-static int32_t accent(const chart *ch, size_t i)
+/*
+ * Office's variations on the accents for the series (or slices) beyond
+ * them: the accents again darker, then lighter, and so on, as Excel's
+ * default chart style paints them (lumMod, lumOff on the HSL lightness).
+ * Eleven rounds of six accents give 66 distinct colours; only then do they
+ * repeat.
+ */
+static const double accent_variants[][2] = {
+    {1.0, 0.0}, {0.6, 0.0}, {0.8, 0.2}, {0.8, 0.0}, {0.6, 0.4}, {0.5, 0.0},
+    {0.7, 0.3}, {0.7, 0.0}, {0.5, 0.5}, {0.4, 0.0}, {0.4, 0.6},
+};
+#define ACCENT_VARIANTS (sizeof accent_variants / sizeof accent_variants[0])
+
+static double hue_to_rgb(double p, double q, double t)
+{
+    if (t < 0)
+        t += 1;
+    if (t > 1)
+        t -= 1;
+    if (t < 1.0 / 6)
+        return p + (q - p) * 6 * t;
+    if (t < 0.5)
+        return q;
+    if (t < 2.0 / 3)
+        return p + (q - p) * (2.0 / 3 - t) * 6;
+    return p;
+}
+
+/* rgb with its HSL lightness L replaced by L * mod + off (DrawingML's
+ * lumMod and lumOff). */
+static int32_t lum_mod_off(int32_t rgb, double mod, double off)
+{
+    if (mod == 1.0 && off == 0.0)
+        return rgb;
+    double r = ((rgb >> 16) & 0xFF) / 255.0, g = ((rgb >> 8) & 0xFF) / 255.0,
+           b = (rgb & 0xFF) / 255.0;
+    double mx = fmax(r, fmax(g, b)), mn = fmin(r, fmin(g, b));
+    double l = (mx + mn) / 2, h = 0, s = 0;
+    if (mx > mn) {
+        double dd = mx - mn;
+        s = l > 0.5 ? dd / (2 - mx - mn) : dd / (mx + mn);
+        if (mx == r)
+            h = (g - b) / dd + (g < b ? 6 : 0);
+        else if (mx == g)
+            h = (b - r) / dd + 2;
+        else
+            h = (r - g) / dd + 4;
+        h /= 6;
+    }
+    l = fmin(1, fmax(0, l * mod + off));
+    if (s == 0) {
+        r = g = b = l;
+    } else {
+        double q = l < 0.5 ? l * (1 + s) : l + s - l * s, p = 2 * l - q;
+        r = hue_to_rgb(p, q, h + 1.0 / 3);
+        g = hue_to_rgb(p, q, h);
+        b = hue_to_rgb(p, q, h - 1.0 / 3);
+    }
+    int32_t ri = (int32_t)lround(r * 255), gi = (int32_t)lround(g * 255),
+            bi = (int32_t)lround(b * 255);
+    return ri << 16 | gi << 8 | bi;
+}
+
+static size_t accent_count(const chart *ch)
+{
+    if (ch->ctx->accent_count > 0)
+        return (size_t)ch->ctx->accent_count;
+    return sizeof office_accents / sizeof office_accents[0];
+}
+
+/* The theme's accent i, cycling: what chart_data.c assigns by position. */
+static int32_t base_accent(const chart *ch, size_t i)
 {
     if (ch->ctx->accent_count > 0)
         return ch->ctx->accents[i % (size_t)ch->ctx->accent_count];
     return office_accents[i % (sizeof office_accents / sizeof office_accents[0])];
 }
 
+/* Palette entry i: the accents, then their darker and lighter variants. */
+static int32_t accent(const chart *ch, size_t i)
+{
+    size_t n = accent_count(ch);
+    size_t cycle = (i / n) % ACCENT_VARIANTS;
+    return lum_mod_off(base_accent(ch, i), accent_variants[cycle][0], accent_variants[cycle][1]);
+}
+
+/* A series' colour: the spec's own, else the data's when it is not simply
+ * the accent for the position (chart_data.c fills that in, which would
+ * repeat after the accents), else the palette. */
 static int32_t series_color(const chart *ch, size_t s)
 {
+    if (ch->spec && s < ch->spec->series_count && ch->spec->series[s].color != KILN_COLOR_NONE)
+        return ch->spec->series[s].color;
     int32_t c = ch->data->series[s].color;
-    return c != KILN_COLOR_NONE ? c : accent(ch, s);
+    if (c != KILN_COLOR_NONE && c != base_accent(ch, s))
+        return c;
+    return accent(ch, s);
 }
 
 /* A pie's slice: the series' own color when the spec gave one (every slice,
- * as the Office writers paint it), else the accents in turn. */
+ * as the Office writers paint it), else the palette in turn. */
 static int32_t slice_color(const chart *ch, size_t p)
 {
     if (ch->spec && ch->spec->series_count > 0 && ch->spec->series[0].color != KILN_COLOR_NONE)
@@ -340,7 +427,43 @@ static size_t format_grouped(double v, int d, const char *suffix, char *buf, siz
     return o;
 }
 
-/* A tick's text in the compact general form: see the file comment. */
+/* v in scientific notation with d mantissa decimals, as Excel writes it:
+ * "2E+14", "1.5E+15", "-3.0E-09". */
+static size_t format_scientific(double v, int d, char *buf, size_t cap)
+{
+    int n = snprintf(buf, cap, "%.*E", d, v);
+    return n > 0 && (size_t)n < cap ? (size_t)n : 0;
+}
+
+static double tick_value(const axis *a, size_t i);
+
+/* The fewest mantissa decimals (0..15) that write every tick of a exactly
+ * enough to tell it from its neighbours. */
+static int scientific_decimals(const axis *a)
+{
+    for (int d = 0; d < 15; d++) {
+        int ok = 1;
+        for (size_t i = 0; i < a->ticks && ok; i++) {
+            double v = tick_value(a, i);
+            char buf[64];
+            if (v == 0 || format_scientific(v, d, buf, sizeof buf) == 0)
+                continue;
+            ok = fabs(strtod(buf, NULL) - v) <= a->step * 1e-6;
+        }
+        if (ok)
+            return d;
+    }
+    return 15;
+}
+
+/*
+ * A tick's text in the compact general form: see the file comment. The
+ * style is chosen for the whole axis (from its magnitude and step), never
+ * per tick, so one axis never mixes "1E+15" with "800000000000000":
+ * grouped digits below a million, M/B/T up to 1e15 ("200T", "1,000T"),
+ * scientific with the same decimals on every tick beyond that and for tiny
+ * magnitudes.
+ */
 static size_t format_compact(const axis *a, double v, char *buf, size_t cap)
 {
     double mag = fmax(fabs(a->min), fabs(a->max));
@@ -348,8 +471,8 @@ static size_t format_compact(const axis *a, double v, char *buf, size_t cap)
         snprintf(buf, cap, "0");
         return 1;
     }
-    if (mag >= 1e15 || a->step < 1e-5)
-        return kiln_format_number(v, NULL, buf, cap);
+    if (mag > 1e15 * (1 + 1e-9) || mag < 1e-4)
+        return format_scientific(v, scientific_decimals(a), buf, cap);
     double scale = 1;
     const char *suffix = "";
     if (mag >= 1e12) {
@@ -841,44 +964,130 @@ static size_t nice_stride(size_t k)
     return k;
 }
 
-/*
- * Labels centred at pos(i) = first + i * spacing along x, baseline at y:
- * every k-th when they would collide, each shortened to the room it has
- * (its share of the axis, and never past [lo, hi]).
- */
-static void category_labels_x(const chart *ch, double first, double spacing, size_t n,
-                              double baseline, double lo, double hi)
+#define COS45 0.70710678118654752440
+
+/* How the category labels go along a horizontal axis. */
+typedef struct cat_plan {
+    size_t k;      /* every k-th label is drawn */
+    int rotated;   /* 45 degrees, reading upwards, the end at the tick */
+    double slant;  /* rotated: the most text drawn along the slant */
+    double band;   /* height the labels need below the plot */
+} cat_plan;
+
+static double widest_category(const chart *ch, double size)
 {
-    if (n == 0)
-        return;
-    double size = ch->label_size, gap = size * 0.8;
-    double widest = 0;
+    size_t n = ch->data->point_count;
     size_t measured = n < LEGEND_MEASURE_MAX ? n : LEGEND_MEASURE_MAX;
+    double widest = 0;
     char buf[32];
     for (size_t p = 0; p < measured; p++) {
         size_t len;
         const char *s = category_text(ch, p, buf, sizeof buf, &len);
         widest = fmax(widest, text_width(ch, ch->regular, size, s, len));
     }
+    return widest;
+}
+
+/* Slanted labels one line apart, measured across the slant: spacing *
+ * cos 45 between neighbouring ticks. */
+static size_t rotated_stride(double size, double spacing, size_t n)
+{
+    double across = spacing * COS45;
+    size_t k = across > 0 ? (size_t)ceil(size * 1.2 / across - 1e-9) : n;
+    k = nice_stride(k < 1 ? 1 : k);
+    return k > n ? n : k;
+}
+
+/*
+ * Plan the labels of n categories spacing apart (Excel's order): centred
+ * and whole when every one fits its slot; else rotated 45 degrees, the band
+ * below the plot growing up to max_band, every k-th label when even the
+ * slanted ones would touch, shortened only to what the band holds; else
+ * (no room below to rotate) centred, every k-th, shortened to the room.
+ * Rotating before thinning keeps neighbouring dates and long names apart
+ * ("2026-01-02", "2026-01-05", ... rather than "2026-01-..." for each).
+ */
+static void plan_categories(const chart *ch, double spacing, size_t n, double max_band,
+                            cat_plan *cp)
+{
+    double size = ch->label_size, gap = size * 0.8;
+    double widest = widest_category(ch, size);
+    memset(cp, 0, sizeof *cp);
+    cp->k = 1;
+    cp->band = size * 1.25 + size * 0.45;
+    if (n <= 1 || !(spacing > 0) || widest + gap <= spacing)
+        return;
+    double slant = fmin(widest, (max_band - size * 1.2) / COS45);
+    if (slant > 0 && slant >= fmin(widest, size * 4)) {
+        cp->rotated = 1;
+        cp->slant = slant;
+        cp->band = fmax(cp->band, slant * COS45 + size * 1.2);
+        cp->k = rotated_stride(size, spacing, n);
+        return;
+    }
     /* The smallest k whose room holds the labels, or a useful part of them. */
     double want = fmin(widest, 5 * size);
-    size_t k = 1;
-    if (spacing > 0 && n > 1) {
-        double need = (want + gap) / spacing;
-        if (need > 1)
-            k = (size_t)ceil(need - 1e-9);
-        k = nice_stride(k);
-        if (k > n)
-            k = n;
+    double need = (want + gap) / spacing;
+    size_t k = need > 1 ? (size_t)ceil(need - 1e-9) : 1;
+    k = nice_stride(k);
+    cp->k = k > n ? n : k;
+}
+
+/* How far the rotated labels that are drawn would reach left of lo (0 when
+ * none does): the plot moves right by that much rather than cut them. */
+static double rotated_overhang(const chart *ch, const cat_plan *cp, double first,
+                               double spacing, size_t n, double lo)
+{
+    double size = ch->label_size, over = 0;
+    size_t k = cp->k > 0 ? cp->k : 1;
+    char buf[32];
+    for (size_t p = 0; p < n; p += k) {
+        double room = first + p * spacing - lo;
+        if (room > (cp->slant + size * 0.4) * COS45)
+            break;  /* this one and all further right fit */
+        size_t len;
+        const char *s = category_text(ch, p, buf, sizeof buf, &len);
+        double w = fmin(cp->slant, text_width(ch, ch->regular, size, s, len));
+        over = fmax(over, (w + size * 0.4) * COS45 - room);
     }
+    return over;
+}
+
+/*
+ * Labels at pos(i) = first + i * spacing along x as planned: centred on
+ * baseline, each shortened to the room it has (its share of the axis, and
+ * never past [lo, hi]); or rotated 45 degrees with the end just below the
+ * tick on axis_y, never reaching left of lo.
+ */
+static void category_labels_x(const chart *ch, const cat_plan *cp, double first,
+                              double spacing, size_t n, double axis_y, double baseline,
+                              double lo, double hi)
+{
+    if (n == 0)
+        return;
+    double size = ch->label_size, gap = size * 0.8;
+    size_t k = cp->k > 0 ? cp->k : 1;
+    char buf[32];
     double room = n > 1 ? k * spacing - gap : hi - lo;
     for (size_t p = 0; p < n; p += k) {
         double x = first + p * spacing;
+        size_t len;
+        const char *s = category_text(ch, p, buf, sizeof buf, &len);
+        if (cp->rotated) {
+            double w = fmin(cp->slant, (x - lo) / COS45 - size * 0.4);
+            if (w <= 0)
+                continue;
+            HPDF_Page_GSave(ch->page);
+            HPDF_Page_Concat(ch->page, (HPDF_REAL)COS45, (HPDF_REAL)COS45, (HPDF_REAL)-COS45,
+                             (HPDF_REAL)COS45, (HPDF_REAL)x, (HPDF_REAL)(axis_y - size * 0.5));
+            draw_fit(ch, ch->regular, size, LABEL_COLOR, 0, baseline_centered(0, size), s, len,
+                     w, ALIGN_RIGHT);
+            HPDF_Page_GRestore(ch->page);
+            continue;
+        }
         double w = fmin(room, 2 * fmin(x - lo, hi - x));
         if (w <= 0)
             continue;
-        size_t len;
-        const char *s = category_text(ch, p, buf, sizeof buf, &len);
         draw_fit(ch, ch->regular, size, LABEL_COLOR, x, baseline, s, len, w, ALIGN_CENTER);
     }
 }
@@ -1224,27 +1433,61 @@ static void draw_vertical_chart(chart *ch, box area)
         y += size * 1.25 + size * 0.3;
     }
     double cat_baseline = y - f->descent * size;
-    y += size * 1.25 + size * 0.45;
-    pl.b.y0 = y;
-    pl.b.y1 = area.y1 - size * 0.6;
-    if (pl.b.y1 - pl.b.y0 < size * 2)
-        pl.b.y1 = pl.b.y0 + size * 2;
+    double top = area.y1 - size * 0.6;
+    size_t n = scatter ? 0 : d->point_count;
+    cat_plan cp;
+    memset(&cp, 0, sizeof cp);
+    cp.k = 1;
+    cp.band = size * 1.25 + size * 0.45;
 
     double lo, hi;
     value_range(ch, &lo, &hi);
-    int max_iv = (int)floor((pl.b.y1 - pl.b.y0) / (size * 2.6));
-    nice_axis(lo, hi, wants_zero(ch, lo, hi), max_iv < 2 ? 2 : max_iv, &pl.v);
-    axis_labels(ch, &pl.v, ch->value_format, f, size);
-
     double x = area.x0;
     double y_title_x = x;
     if (has_text(c->y_title))
         x += size * 1.25 + size * 0.4;
-    double max_tick_w = (area.x1 - area.x0) * 0.3;
-    if (pl.v.label_w_max > max_tick_w)
-        pl.v.label_w_max = max_tick_w;
-    pl.b.x0 = x + pl.v.label_w_max + size * 0.5;
-    pl.b.x1 = area.x1 - size * 0.3;
+    /* Lay the plot out for horizontal labels; when they do not fit and get
+     * rotated, once more over the taller band they need (the value axis'
+     * ticks, and so the plot's left edge, follow the plot's height). */
+    for (int pass = 0; pass < 2; pass++) {
+        pl.b.y0 = y + cp.band;
+        pl.b.y1 = top;
+        if (pl.b.y1 - pl.b.y0 < size * 2)
+            pl.b.y1 = pl.b.y0 + size * 2;
+        int max_iv = (int)floor((pl.b.y1 - pl.b.y0) / (size * 2.6));
+        nice_axis(lo, hi, wants_zero(ch, lo, hi), max_iv < 2 ? 2 : max_iv, &pl.v);
+        axis_labels(ch, &pl.v, ch->value_format, f, size);
+        double max_tick_w = (area.x1 - area.x0) * 0.3;
+        if (pl.v.label_w_max > max_tick_w)
+            pl.v.label_w_max = max_tick_w;
+        pl.b.x0 = x + pl.v.label_w_max + size * 0.5;
+        pl.b.x1 = area.x1 - size * 0.3;
+        if (c->kind == KILN_CHART_AREA && n > 1 && !cp.rotated)
+            pl.b.x1 = area.x1 - size * 1.5;  /* the last label is centred on the edge */
+        if (pl.b.x1 - pl.b.x0 < size * 2)
+            pl.b.x1 = pl.b.x0 + size * 2;
+        if (n == 0)
+            break;
+        double spacing = n > 1 ? category_pos(ch, 1, pl.b.x0, pl.b.x1) -
+                                     category_pos(ch, 0, pl.b.x0, pl.b.x1)
+                               : pl.b.x1 - pl.b.x0;
+        if (pass == 1) {
+            /* Room for the first slanted labels, then the stride for the
+             * plot as it finally is. */
+            cp.k = rotated_stride(size, spacing, n);
+            double over = rotated_overhang(ch, &cp, category_pos(ch, 0, pl.b.x0, pl.b.x1),
+                                           spacing, n, area.x0);
+            pl.b.x0 += fmin(over, (pl.b.x1 - pl.b.x0) * 0.25);
+            spacing = n > 1 ? category_pos(ch, 1, pl.b.x0, pl.b.x1) -
+                                  category_pos(ch, 0, pl.b.x0, pl.b.x1)
+                            : pl.b.x1 - pl.b.x0;
+            cp.k = rotated_stride(size, spacing, n);
+            break;
+        }
+        plan_categories(ch, spacing, n, (top - y) * 0.4, &cp);
+        if (!cp.rotated)
+            break;
+    }
 
     /* Scatter's x axis: its labels hang half outside the plot's ends. */
     if (scatter) {
@@ -1268,8 +1511,6 @@ static void draw_vertical_chart(chart *ch, box area)
         pl.b.x1 = area.x1 - last_w / 2 - 1;
         if (pl.b.x0 - area.x0 < first_w / 2)
             pl.b.x0 = area.x0 + first_w / 2;
-    } else if (c->kind == KILN_CHART_AREA && d->point_count > 1) {
-        pl.b.x1 = area.x1 - size * 1.5;  /* the last label is centred on the edge */
     }
     if (pl.b.x1 - pl.b.x0 < size * 2)
         pl.b.x1 = pl.b.x0 + size * 2;
@@ -1296,12 +1537,12 @@ static void draw_vertical_chart(chart *ch, box area)
     value_labels_left(ch, &pl);
     if (scatter) {
         value_labels_below(ch, &pl.xv, &pl.b, cat_baseline);
-    } else if (d->point_count > 0) {
-        size_t n = d->point_count;
+    } else if (n > 0) {
         double first = category_pos(ch, 0, pl.b.x0, pl.b.x1);
         double spacing = n > 1 ? category_pos(ch, 1, pl.b.x0, pl.b.x1) - first
                                : pl.b.x1 - pl.b.x0;
-        category_labels_x(ch, first, spacing, n, cat_baseline, area.x0, area.x1);
+        category_labels_x(ch, &cp, first, spacing, n, pl.b.y0, cat_baseline, area.x0,
+                          area.x1);
     }
     if (has_text(c->y_title))
         draw_vertical(ch, f, size, AXIS_TITLE_COLOR, y_title_x, (pl.b.y0 + pl.b.y1) / 2,

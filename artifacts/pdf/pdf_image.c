@@ -707,8 +707,12 @@ static kiln_status load_png(pdf_ctx *ctx, const kiln_image *image, HPDF_Image *o
 
 kiln_status pdf_image_load(pdf_ctx *ctx, const kiln_image *image, HPDF_Image *out)
 {
+    /* the same file named by two blocks is two kiln_images with equal bytes:
+     * stored once, as the docx writer does */
     for (struct pdf_image_cache *c = ctx->images; c; c = c->next) {
-        if (c->image == image) {
+        if (c->image == image ||
+            (c->image->format == image->format && c->image->size == image->size &&
+             memcmp(c->image->data, image->data, image->size) == 0)) {
             *out = c->xobject;
             return KILN_E_OK;
         }

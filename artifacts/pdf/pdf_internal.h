@@ -142,6 +142,7 @@ typedef struct pdf_ctx {
     double left, right, top, bottom; /* the text area: x from left to right, y from
                                         bottom (above the footer) to top */
     double y;                     /* top of the free space on the current page */
+    double header_baseline, footer_baseline, furniture_size; /* page header and footer */
     int page_fresh;               /* nothing placed on the current page yet */
 
     /* typography from the theme */

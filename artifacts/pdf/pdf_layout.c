@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 typedef struct pdf_toc_entry {
     size_t page;              /* where the entry's last line is */
@@ -159,6 +160,32 @@ static pdf_para_style heading_style(const pdf_ctx *ctx, int level)
 
 /* ------------------------------------------------------------------ paragraphs */
 
+/* How many of the lines from done on go on the current page: as many as
+ * fit, less what widow and orphan control moves on. 0 = start a new page. */
+static size_t lines_here(const pdf_ctx *ctx, const pdf_para *para, size_t done)
+{
+    size_t n = para->line_count, fit = 0, rest;
+    double room = pdf_space_left(ctx), h = 0;
+
+    while (done + fit < n && h + para->lines[done + fit].height <= room + 0.01) {
+        h += para->lines[done + fit].height;
+        fit++;
+    }
+    rest = n - done - fit;
+    if (rest > 0) {
+        /* widow: never one line alone at the top of the next page */
+        if (rest == 1 && fit >= 2)
+            fit--;
+        /* orphan: never a paragraph's first line alone at the bottom (on an
+         * empty page there is nowhere better to go) */
+        if (done == 0 && fit == 1 && n > 1 && !ctx->page_fresh)
+            fit = 0;
+    }
+    if (fit == 0 && ctx->page_fresh)
+        fit = 1; /* a line taller than a page still has to go somewhere */
+    return fit;
+}
+
 /* Place a laid-out paragraph at x (its width already set), splitting it
  * across pages with widow and orphan control. */
 static kiln_status flow_para(pdf_ctx *ctx, const pdf_para *para, double x)
@@ -167,29 +194,11 @@ static kiln_status flow_para(pdf_ctx *ctx, const pdf_para *para, double x)
     kiln_status st;
 
     while (done < n) {
-        size_t fit = 0, rest;
-        double room, h = 0;
+        size_t fit;
 
         if (!ctx->page && (st = pdf_new_page(ctx)) != KILN_E_OK)
             return st;
-        room = pdf_space_left(ctx);
-        while (done + fit < n && h + para->lines[done + fit].height <= room + 0.01) {
-            h += para->lines[done + fit].height;
-            fit++;
-        }
-        rest = n - done - fit;
-        if (rest > 0 && !ctx->page_fresh) {
-            /* orphan: never one line of a longer paragraph alone at the bottom */
-            if (fit == 1 && done == 0 && n > 1)
-                fit = 0;
-            /* widow: never one line alone at the top of the next page */
-            else if (rest == 1 && fit >= 2 && n - done >= 3)
-                fit--;
-            else if (rest == 1 && fit < 2)
-                fit = 0;
-        }
-        if (fit == 0 && ctx->page_fresh)
-            fit = 1; /* a line taller than a page still has to go somewhere */
+        fit = lines_here(ctx, para, done);
         if (fit > 0) {
             st = pdf_para_draw(ctx, para, done, fit, x, ctx->y);
             if (st != KILN_E_OK)
@@ -221,16 +230,24 @@ static double next_start_height(pdf_ctx *ctx, const kiln_flow_item *next)
     case KILN_BLOCK_LIST:
         return 2 * line;
     case KILN_BLOCK_TABLE:
-        return 3 * line + (b->table && b->table->caption ? line : 0);
+        /* caption, a header row that may wrap, and the first data row */
+        return 5 * line + (b->table && b->table->caption ? 2 * line : 0);
     case KILN_BLOCK_IMAGE:
     case KILN_BLOCK_CHART: {
-        double w = 0, h = 0;
+        /* the whole figure, as it will be placed (an image is scaled to the
+         * page; a chart keeps its size up to the page) */
+        double w = 0, h = 0, body = ctx->top - ctx->bottom;
+        const char *caption = b->kind == KILN_BLOCK_IMAGE ? b->caption
+                              : b->chart                  ? b->chart->caption
+                                                          : NULL;
+        double cap = caption ? ctx->body_size * 0.9 * 1.3 * 2 : 0;
         if (b->kind == KILN_BLOCK_IMAGE && b->image)
-            pdf_image_fit(b->image, b->width_pt, ctx->right - ctx->left,
-                          (ctx->top - ctx->bottom) * 0.8, &w, &h);
+            pdf_image_fit(b->image, b->width_pt, ctx->right - ctx->left, body - cap - 12, &w, &h);
         else if (b->chart)
-            h = b->chart->height_px * 0.75;
-        return h < (ctx->top - ctx->bottom) * 0.6 ? h : 0;
+            h = b->chart->height_px * 0.75 * (ctx->slides ? 1.5 : 1);
+        if (h > body * 0.85)
+            h = body * 0.85;
+        return h + cap + ctx->body_size;
     }
     case KILN_BLOCK_HEADING:
         return heading_size(ctx, b->level) * 1.2 + 2 * line;
@@ -384,41 +401,54 @@ static void list_marker(int ordered, int depth, int number, char *buf, size_t ca
     }
 }
 
-static kiln_status layout_list(pdf_ctx *ctx, const kiln_list *list, int depth)
+/* A list whose markers hang from left; nested lists hang from their item's
+ * text. The hanging indent is wide enough for the list's widest marker
+ * ("100000." in a list that starts at 99998), so a marker never runs into
+ * its text or out of the margin. */
+static kiln_status layout_list(pdf_ctx *ctx, const kiln_list *list, int depth, double left)
 {
     pdf_para_style st = body_style(ctx);
-    double indent = ctx->left + LIST_INDENT * depth;
-    double text_x = indent + LIST_INDENT;
+    pdf_face *face = pdf_fonts_face(&ctx->fonts, st.family, 0, ctx->err);
+    double hang = LIST_INDENT * st.size / 11.0, text_x, width;
     pdf_para para = {0};
     kiln_status rc = KILN_E_OK;
+    char marker[48];
+
+    if (!face)
+        return ctx->err->code;
+    if (hang < LIST_INDENT)
+        hang = LIST_INDENT;
+    for (size_t i = 0; i < list->item_count; i++) {
+        double mw;
+        list_marker(list->ordered, depth, list->start + (int)i, marker, sizeof marker);
+        mw = pdf_text_width(&ctx->fonts, face, marker, strlen(marker), st.size) + st.size * 0.5;
+        if (mw + 4 > hang)
+            hang = mw + 4;
+    }
+    /* nesting stops indenting once the text would get too narrow */
+    if (ctx->right - left - hang < 72)
+        left = ctx->right - hang - 72 > ctx->left ? ctx->right - hang - 72 : ctx->left;
+    text_x = left + hang;
+    width = ctx->right - text_x;
 
     for (size_t i = 0; i < list->item_count; i++) {
         const kiln_list_item *item = &list->items[i];
-        char marker[48];
-        double marker_w, first_h, width = ctx->right - text_x;
-        pdf_face *face = pdf_fonts_face(&ctx->fonts, st.family, 0, ctx->err);
 
-        if (!face) {
-            rc = ctx->err->code;
-            break;
-        }
-        if (width < 36)
-            width = 36;
         list_marker(list->ordered, depth, list->start + (int)i, marker, sizeof marker);
         rc = pdf_para_layout(ctx, &item->text, &st, width, &para);
         if (rc != KILN_E_OK)
             break;
-        first_h = para.line_count ? para.lines[0].height : st.size * st.leading;
-        /* the marker goes with the first line: make sure that line (and a
-         * second one, against orphans) starts on the page the marker is on */
-        rc = pdf_ensure_space(ctx, para.line_count > 1 ? first_h + para.lines[1].height : first_h);
-        if (rc != KILN_E_OK)
+        /* the marker goes with the first line: start a new page first when
+         * widow and orphan control would move that line on */
+        if (para.line_count && lines_here(ctx, &para, 0) == 0 &&
+            (rc = pdf_new_page(ctx)) != KILN_E_OK)
             break;
         if (para.line_count) {
             const pdf_line *l = &para.lines[0];
             double baseline = ctx->y - (l->height - (l->ascent - l->descent)) / 2 - l->ascent;
-            marker_w = pdf_text_width(&ctx->fonts, face, marker, strlen(marker), st.size);
-            double mx = list->ordered ? text_x - 4 - marker_w : indent + 4;
+            double marker_w = pdf_text_width(&ctx->fonts, face, marker, strlen(marker), st.size);
+            /* numbers end just before the text; bullets sit at the list's edge */
+            double mx = list->ordered ? text_x - st.size * 0.35 - marker_w : left + 4;
             pdf_draw_text(ctx, ctx->page, face, st.size, TEXT_COLOR, mx, baseline, marker,
                           strlen(marker));
         }
@@ -427,7 +457,7 @@ static kiln_status layout_list(pdf_ctx *ctx, const kiln_list *list, int depth)
             break;
         space_after(ctx, st.size * 0.2);
         if (item->children) {
-            rc = layout_list(ctx, item->children, depth + 1);
+            rc = layout_list(ctx, item->children, depth + 1, text_x);
             if (rc != KILN_E_OK)
                 break;
         }
@@ -519,14 +549,17 @@ static kiln_status layout_quote(pdf_ctx *ctx, const kiln_block *b)
         if (rc != KILN_E_OK)
             return rc;
     }
-    /* the bar beside the quote, on the page where the quote ends */
-    if (ctx->page_count != first_page)
-        top = ctx->top;
-    HPDF_Page_SetLineWidth(ctx->page, 3);
-    pdf_set_stroke(ctx->page, ctx->accent_count ? ctx->accents[0] : HEADING_COLOR);
-    HPDF_Page_MoveTo(ctx->page, (HPDF_REAL)(ctx->left + 4), (HPDF_REAL)top);
-    HPDF_Page_LineTo(ctx->page, (HPDF_REAL)(ctx->left + 4), (HPDF_REAL)ctx->y);
-    HPDF_Page_Stroke(ctx->page);
+    /* the bar beside the quote, on every page the quote is on */
+    for (size_t p = first_page; p <= ctx->page_count; p++) {
+        HPDF_Page page = ctx->pages[p - 1];
+        double from = p == first_page ? top : ctx->top;
+        double to = p == ctx->page_count ? ctx->y : ctx->bottom;
+        HPDF_Page_SetLineWidth(page, 3);
+        pdf_set_stroke(page, ctx->accent_count ? ctx->accents[0] : HEADING_COLOR);
+        HPDF_Page_MoveTo(page, (HPDF_REAL)(ctx->left + 4), (HPDF_REAL)from);
+        HPDF_Page_LineTo(page, (HPDF_REAL)(ctx->left + 4), (HPDF_REAL)to);
+        HPDF_Page_Stroke(page);
+    }
     space_after(ctx, ctx->body_size * 0.8);
     return KILN_E_OK;
 }
@@ -554,10 +587,27 @@ static kiln_status layout_caption(pdf_ctx *ctx, const char *label, size_t number
 {
     pdf_para_style st = body_style(ctx);
     pdf_para para = {0};
-    char *s = caption && *caption ? kiln_arena_printf(ctx->arena, "%s %zu: %s", label, number,
-                                                       caption)
-                                  : kiln_arena_printf(ctx->arena, "%s %zu", label, number);
+    size_t label_len = strlen(label);
+    char *s;
     kiln_status rc;
+
+    /* a caption that already reads "Figure 2: ..." keeps its own wording, as
+     * in the docx */
+    if (caption && strncasecmp(caption, label, label_len) == 0 && caption[label_len] == ' ') {
+        size_t i = label_len;
+        while (caption[i] == ' ')
+            i++;
+        if (caption[i] >= '0' && caption[i] <= '9') {
+            while (caption[i] >= '0' && caption[i] <= '9')
+                i++;
+            if (!((caption[i] >= 'A' && caption[i] <= 'Z') || (caption[i] >= 'a' && caption[i] <= 'z')))
+                label = NULL;
+        }
+    }
+    s = !label                     ? kiln_arena_strdup(ctx->arena, caption)
+        : caption && *caption      ? kiln_arena_printf(ctx->arena, "%s %zu: %s", label, number,
+                                                       caption)
+                                   : kiln_arena_printf(ctx->arena, "%s %zu", label, number);
 
     if (!s)
         return kiln_error_set(ctx->err, KILN_E_NOMEM, NULL, "out of memory");
@@ -685,6 +735,7 @@ static kiln_status layout_toc(pdf_ctx *ctx, const kiln_block *b)
     /* the TOC title looks like a heading but is not one: no outline entry */
     if ((rc = pdf_ensure_space(ctx, hs.size * 4)) != KILN_E_OK)
         return rc;
+    space_before(ctx, hs.size);
     rc = layout_text(ctx, &text, hs, ctx->left, ctx->right - ctx->left, hs.size * 0.6);
     if (rc != KILN_E_OK)
         return rc;
@@ -714,8 +765,20 @@ static kiln_status layout_toc(pdf_ctx *ctx, const kiln_block *b)
         if (rc != KILN_E_OK)
             break;
         space_before(ctx, hb->level == 1 ? st.size * 0.35 : 0);
-        if ((rc = pdf_ensure_space(ctx, pdf_para_height(&para, 0, para.line_count))) != KILN_E_OK)
-            break;
+        {
+            /* an entry stays with its first sub-entry, like a heading with its text */
+            double need = pdf_para_height(&para, 0, para.line_count);
+            for (size_t k = i + 1; k < ctx->flow->count; k++) {
+                const kiln_block *nb = ctx->flow->items[k].block;
+                if (nb->kind != KILN_BLOCK_HEADING)
+                    continue;
+                if (nb->level > hb->level && nb->level <= max_level)
+                    need += st.size * st.leading;
+                break;
+            }
+            if ((rc = pdf_ensure_space(ctx, need)) != KILN_E_OK)
+                break;
+        }
         rc = toc_push(ctx, &e);
         if (rc != KILN_E_OK)
             break;
@@ -812,7 +875,7 @@ kiln_status pdf_layout_item(pdf_ctx *ctx, const kiln_flow_item *item, const kiln
                            ctx->body_size * 0.6);
     }
     case KILN_BLOCK_LIST:
-        rc = layout_list(ctx, &b->list, 0);
+        rc = layout_list(ctx, &b->list, 0, ctx->left);
         if (rc == KILN_E_OK)
             space_after(ctx, ctx->body_size * 0.5);
         return rc;

@@ -19,6 +19,8 @@
 #include <string.h>
 #include <time.h>
 
+#include <hpdf_doc.h>
+
 #include "../../common/version.h"
 
 #define FURNITURE_COLOR 0x7F7F7F
@@ -46,10 +48,51 @@ static kiln_status haru_failed(pdf_ctx *ctx, const haru_error *e)
                           (unsigned long)e->detail);
 }
 
-static void set_info(HPDF_Doc pdf, HPDF_InfoType type, const char *value)
+/*
+ * A PDF text string for UTF-8 s: UTF-16BE with a byte-order mark, as a hex
+ * string. libharu's own conversion (through its UTF-8 encoder) is 16-bit and
+ * mangles characters beyond the Basic Multilingual Plane (an emoji in a title
+ * came out as spaces); surrogate pairs carry them whole. NULL when out of
+ * memory.
+ */
+static HPDF_Binary text_string(HPDF_MMgr mmgr, const char *s)
 {
-    if (value && *value)
-        HPDF_SetInfoAttr(pdf, type, value);
+    size_t len = strlen(s), pos = 0, at = 2;
+    HPDF_BYTE *buf = malloc(2 + len * 4);
+    HPDF_Binary bin;
+
+    if (!buf)
+        return NULL;
+    buf[0] = 0xFE;
+    buf[1] = 0xFF;
+    while (pos < len) {
+        uint32_t cp = pdf_utf8_next(s, len, &pos);
+        if (cp > 0xFFFF) {
+            uint32_t v = cp - 0x10000, hi = 0xD800 + (v >> 10), lo = 0xDC00 + (v & 0x3FF);
+            buf[at++] = (HPDF_BYTE)(hi >> 8);
+            buf[at++] = (HPDF_BYTE)hi;
+            buf[at++] = (HPDF_BYTE)(lo >> 8);
+            buf[at++] = (HPDF_BYTE)lo;
+        } else {
+            buf[at++] = (HPDF_BYTE)(cp >> 8);
+            buf[at++] = (HPDF_BYTE)cp;
+        }
+    }
+    bin = HPDF_Binary_New(mmgr, buf, (HPDF_UINT)at);
+    free(buf);
+    return bin;
+}
+
+static void set_info(HPDF_Doc pdf, HPDF_InfoType type, const char *key, const char *value)
+{
+    HPDF_Binary bin;
+
+    if (!value || !*value)
+        return;
+    HPDF_SetInfoAttr(pdf, type, value); /* creates the info dictionary */
+    bin = pdf->info ? text_string(pdf->mmgr, value) : NULL;
+    if (bin)
+        HPDF_Dict_Add(pdf->info, key, bin);
 }
 
 static void set_metadata(pdf_ctx *ctx)
@@ -62,11 +105,11 @@ static void set_metadata(pdf_ctx *ctx)
     /* the current encoder is what libharu writes info strings with: UTF-8
      * makes them UTF-16BE text strings, so non-Latin titles survive */
     HPDF_SetCurrentEncoder(ctx->pdf, "UTF-8");
-    set_info(ctx->pdf, HPDF_INFO_TITLE, m->title);
-    set_info(ctx->pdf, HPDF_INFO_AUTHOR, m->author);
-    set_info(ctx->pdf, HPDF_INFO_SUBJECT, m->subject);
-    set_info(ctx->pdf, HPDF_INFO_KEYWORDS, m->keywords);
-    set_info(ctx->pdf, HPDF_INFO_CREATOR, "Kiln " KILN_VERSION);
+    set_info(ctx->pdf, HPDF_INFO_TITLE, "Title", m->title);
+    set_info(ctx->pdf, HPDF_INFO_AUTHOR, "Author", m->author);
+    set_info(ctx->pdf, HPDF_INFO_SUBJECT, "Subject", m->subject);
+    set_info(ctx->pdf, HPDF_INFO_KEYWORDS, "Keywords", m->keywords);
+    set_info(ctx->pdf, HPDF_INFO_CREATOR, "Creator", "Kiln " KILN_VERSION);
     gmtime_r(&t, &tm);
     memset(&date, 0, sizeof date);
     date.year = tm.tm_year + 1900;
@@ -83,6 +126,8 @@ static void set_metadata(pdf_ctx *ctx)
 static void setup_page_geometry(pdf_ctx *ctx, int slides)
 {
     const kiln_page *p = &ctx->doc->page;
+    double fs;
+
     ctx->page_w = p->width_pt;
     ctx->page_h = p->height_pt;
     if (slides && ctx->page_w < ctx->page_h) { /* slides are landscape pages */
@@ -94,8 +139,25 @@ static void setup_page_geometry(pdf_ctx *ctx, int slides)
     ctx->right = ctx->page_w - p->margin_right;
     ctx->top = ctx->page_h - p->margin_top;
     ctx->bottom = p->margin_bottom;
-    /* margins that leave no room are the parser's to refuse; keep a sliver
-     * anyway so arithmetic below never goes negative */
+
+    /* The header and the footer sit in the middle of their margins, in small
+     * type. A margin too narrow to hold them (down to 0) keeps them on the
+     * page and moves the text area's edge in instead, so they never overlap
+     * the text or leave the paper. */
+    fs = ctx->body_size * 0.8 < 9 ? ctx->body_size * 0.8 : 9;
+    ctx->furniture_size = fs;
+    ctx->footer_baseline = p->margin_bottom / 2 - fs * 0.3;
+    if (ctx->footer_baseline < fs * 0.8)
+        ctx->footer_baseline = fs * 0.8;
+    if (p->page_numbers && ctx->bottom < ctx->footer_baseline + fs * 1.6)
+        ctx->bottom = ctx->footer_baseline + fs * 1.6;
+    ctx->header_baseline = ctx->page_h - p->margin_top / 2 - fs * 0.3;
+    if (ctx->header_baseline > ctx->page_h - fs * 1.2)
+        ctx->header_baseline = ctx->page_h - fs * 1.2;
+    if (p->header_text && *p->header_text && ctx->top > ctx->header_baseline - fs * 1.2)
+        ctx->top = ctx->header_baseline - fs * 1.2;
+    /* the parser keeps the margins inside the page; keep a sliver anyway so
+     * arithmetic below never goes negative */
     if (ctx->right - ctx->left < 72)
         ctx->right = ctx->left + 72;
     if (ctx->top - ctx->bottom < 72)
@@ -121,7 +183,7 @@ static void setup_theme(pdf_ctx *ctx)
 static kiln_status draw_furniture(pdf_ctx *ctx)
 {
     const kiln_page *p = &ctx->doc->page;
-    double size = ctx->body_size * 0.8;
+    double size = ctx->furniture_size;
     pdf_face *face = pdf_fonts_face(&ctx->fonts, ctx->body_family, 0, ctx->err);
     char text[64];
 
@@ -130,7 +192,7 @@ static kiln_status draw_furniture(pdf_ctx *ctx)
     for (size_t i = 0; i < ctx->page_count; i++) {
         HPDF_Page page = ctx->pages[i];
         if (p->header_text && *p->header_text) {
-            double baseline = ctx->page_h - p->margin_top / 2;
+            double baseline = ctx->header_baseline;
             double avail = ctx->right - ctx->left;
             size_t len = strlen(p->header_text);
             /* a header too long for one line is cut at a character boundary */
@@ -152,7 +214,7 @@ static kiln_status draw_furniture(pdf_ctx *ctx)
             snprintf(text, sizeof text, "Page %zu of %zu", i + 1, ctx->page_count);
             w = pdf_text_width(&ctx->fonts, face, text, strlen(text), size);
             pdf_draw_text(ctx, page, face, size, FURNITURE_COLOR,
-                          ctx->left + (ctx->right - ctx->left - w) / 2, p->margin_bottom / 2,
+                          ctx->left + (ctx->right - ctx->left - w) / 2, ctx->footer_baseline,
                           text, strlen(text));
         }
     }
@@ -211,6 +273,11 @@ static void add_outline(pdf_ctx *ctx)
         o = HPDF_CreateOutline(ctx->pdf, parent, h->text, utf8);
         if (!o)
             return;
+        {
+            HPDF_Binary title = text_string(ctx->pdf->mmgr, h->text);
+            if (title)
+                HPDF_Dict_Add(o, "Title", title);
+        }
         dst = heading_destination(ctx, h);
         if (dst)
             HPDF_Outline_SetDestination(o, dst);
@@ -325,11 +392,11 @@ kiln_status kiln_pdf_write(const kiln_doc *doc, kiln_output *out,
     if (st != KILN_E_OK)
         goto free_pdf;
     set_metadata(&ctx);
-    setup_page_geometry(&ctx, doc->block_count == 0 && doc->slide_count > 0);
     setup_theme(&ctx);
     ctx.slides = doc->block_count == 0 && doc->slide_count > 0;
     if (ctx.slides)
         ctx.body_size *= 1.5; /* a slide is read from further away than a page */
+    setup_page_geometry(&ctx, ctx.slides);
     HPDF_SetPageMode(ctx.pdf, HPDF_PAGE_MODE_USE_OUTLINE);
 
     st = kiln_flow_build(doc, &arena, &flow, err);
