@@ -18,10 +18,16 @@
  *     downwards on their own;
  *   - tick labels in the first series' number format when it has one (unless
  *     that format shows two ticks alike, e.g. "0" for steps of 0.5), else in a
- *     compact form: thousands separators, K/M/B/T never used below a million;
+ *     compact form chosen once for the whole axis: thousands separators,
+ *     M/B/T from a million up to 1e15 ("200T", "1,000T"), scientific with
+ *     the same decimals on every tick beyond that and below 1e-4 ("5.0E+14",
+ *     "1.0E+15"), never a mix;
  *   - light gridlines across the value axis and a darker line at zero;
- *   - category labels centred under their category, every k-th one when
- *     they would collide, shortened with an ellipsis when still too long;
+ *   - category labels centred under their category when they fit; else (as
+ *     Excel does) rotated 45 degrees with their end at the tick, the plot
+ *     shrinking to make room below (and moving right for the first ones),
+ *     then every k-th one when even slanted they would collide, and only
+ *     then shortened with an ellipsis;
  *   - axis titles: x_title names the category axis and y_title the value
  *     axis whatever the orientation (as opc_chart.c does for Office), the
  *     vertical one rotated to read upwards.
@@ -33,8 +39,11 @@
  * between the cumulative lines, a missing value counting as 0); scatter
  * (markers at the numeric categories as x); pie and doughnut (slices from 12
  * o'clock clockwise, white separators, the percentage inside a slice when it
- * fits, the accents in turn unless the series has its own color, as the
- * Office writers paint them).
+ * fits, the palette in turn unless the series has its own color).
+ *
+ * Colours: a series' own colour, else the palette: the theme's accents,
+ * then (as Excel's default style does) the accents darker, then lighter,
+ * and so on, so a dozen series or forty slices never share a colour.
  *
  * Everything is drawn inside a clip to the box, and the layout never divides
  * by zero: no categories, no numbers, one point, equal values, magnitudes
@@ -126,14 +135,15 @@ static double category_x(const chart *ch, size_t p)
 
 /*
  * Office's variations on the accents for the series (or slices) beyond
- * them: the accents again darker, then lighter, and so on, as Excel's
- * default chart style paints them (lumMod, lumOff on the HSL lightness).
- * Eleven rounds of six accents give 66 distinct colours; only then do they
- * repeat.
+ * them: the accents again darker (shade 60%), then lighter (tint 60%), and
+ * so on, as Excel's default chart style paints them (lumMod, lumOff on the
+ * HSL lightness); the last rounds are ours, so that even a theme of three
+ * accents gives 48 distinct colours (six give 96) before they repeat.
  */
 static const double accent_variants[][2] = {
     {1.0, 0.0}, {0.6, 0.0}, {0.8, 0.2}, {0.8, 0.0}, {0.6, 0.4}, {0.5, 0.0},
-    {0.7, 0.3}, {0.7, 0.0}, {0.5, 0.5}, {0.4, 0.0}, {0.4, 0.6},
+    {0.7, 0.3}, {0.7, 0.0}, {0.5, 0.5}, {0.4, 0.0}, {0.4, 0.6}, {0.3, 0.0},
+    {0.3, 0.7}, {0.9, 0.0}, {0.9, 0.1}, {0.2, 0.8},
 };
 #define ACCENT_VARIANTS (sizeof accent_variants / sizeof accent_variants[0])
 

@@ -186,6 +186,8 @@ pdf_face *pdf_fonts_face(pdf_fonts *fonts, pdf_family family, unsigned style, ki
         return fonts->faces[family][style];
     snprintf(path, sizeof path, "%s/%s", KILN_PDF_FONT_DIR, face_files[family][style]);
     fonts->faces[family][style] = face_load(fonts, path, 0, err);
+    if (fonts->faces[family][style])
+        fonts->faces[family][style]->style = style;
     return fonts->faces[family][style];
 }
 
@@ -275,6 +277,15 @@ static pdf_face *face_for(pdf_fonts *fonts, pdf_face *face, uint32_t cp)
 
     if (face_width(face, cp) != PDF_WIDTH_MISSING)
         return face;
+    /* DejaVu Sans upright has the widest coverage (Arabic and Hebrew, which
+     * the Serif and the oblique faces lack), then the CJK fallback */
+    if (face != fonts->faces[PDF_FAMILY_SANS][face->style & PDF_STYLE_BOLD] &&
+        cp <= 0xFFFF) {
+        kiln_error ignored;
+        fb = pdf_fonts_face(fonts, PDF_FAMILY_SANS, face->style & PDF_STYLE_BOLD, &ignored);
+        if (fb && face_width(fb, cp) != PDF_WIDTH_MISSING)
+            return fb;
+    }
     fb = fallback_face(fonts);
     if (fb && face_width(fb, cp) != PDF_WIDTH_MISSING)
         return fb;

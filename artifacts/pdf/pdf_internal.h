@@ -11,6 +11,8 @@
  *   pdf_fonts.c    the font faces: DejaVu Sans/Serif/Mono (4 styles each)
  *                  embedded via libharu, metrics and glyph coverage from
  *                  FreeType, the CJK fallback face, missing-glyph reports
+ *   pdf_font_trim.c  fonts copied without what embedding does not need
+ *   pdf_bidi.c     right-to-left text: levels, Arabic shaping (FriBidi)
  *   pdf_text.c     paragraphs: styled runs -> fragments -> lines (breaks at
  *                  spaces, after hyphens, between CJK characters, inside
  *                  over-long words), and drawing lines (justify, underline,
@@ -61,6 +63,7 @@ typedef struct pdf_face {
                                 it into /W; PDF_WIDTH_UNKNOWN until looked up,
                                 PDF_WIDTH_MISSING when the face has no glyph */
     uint8_t *drawn;          /* bitmap of the BMP code points drawn in this face */
+    unsigned style;          /* PDF_STYLE_* it was loaded for */
 } pdf_face;
 
 #define PDF_WIDTH_UNKNOWN INT16_MIN
@@ -216,6 +219,7 @@ typedef struct pdf_frag {         /* a piece of one run drawn in one face */
     const char *link;             /* URL or NULL */
     int is_space;                 /* 1: spaces, a break opportunity that vanishes at a line
                                      end; 2: a forced line break (no text) */
+    uint8_t level;                /* bidi embedding level: odd = right to left */
     int break_after;              /* a line may end after this fragment */
 } pdf_frag;
 
@@ -235,7 +239,21 @@ typedef struct pdf_para {
     size_t line_count, line_cap;
     double width;                 /* the width the lines were broken for */
     kiln_align align;
+    int bidi;                     /* holds right-to-left text: lines are reordered when drawn */
 } pdf_para;
+
+/* A paragraph's runs made ready for right-to-left text (pdf_bidi.c). */
+typedef struct pdf_bidi_text {
+    kiln_text text;               /* the runs to lay out: the input itself, or copies with
+                                     Arabic shaped and brackets mirrored (arena) */
+    const uint8_t **levels;       /* per run, per byte: the embedding level; NULL when the
+                                     text has no right-to-left characters */
+    int rtl;                      /* the paragraph's base direction is right to left */
+} pdf_bidi_text;
+
+kiln_status pdf_bidi_prepare(pdf_ctx *ctx, const kiln_text *in, pdf_bidi_text *out);
+/* The characters of s in reverse order into out (len bytes). Returns len. */
+size_t pdf_utf8_reverse(const char *s, size_t len, char *out);
 
 /* Break text (styled runs) into lines width points wide. The para's arrays
  * are its own (malloc'd): a later layout into the same para reuses them, so a

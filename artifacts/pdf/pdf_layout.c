@@ -139,7 +139,7 @@ static void mark_used(pdf_ctx *ctx)
 static pdf_para_style body_style(const pdf_ctx *ctx)
 {
     pdf_para_style st = {ctx->body_family, 0, ctx->body_size, 1.3, TEXT_COLOR,
-                         KILN_ALIGN_LEFT, 0};
+                         KILN_ALIGN_DEFAULT, 0}; /* left, or right for right-to-left text */
     return st;
 }
 
@@ -152,7 +152,7 @@ static double heading_size(const pdf_ctx *ctx, int level)
 static pdf_para_style heading_style(const pdf_ctx *ctx, int level)
 {
     pdf_para_style st = {ctx->heading_family, PDF_STYLE_BOLD, heading_size(ctx, level), 1.2,
-                         level == 1 ? HEADING_COLOR_1 : HEADING_COLOR, KILN_ALIGN_LEFT, 0};
+                         level == 1 ? HEADING_COLOR_1 : HEADING_COLOR, KILN_ALIGN_DEFAULT, 0};
     if (level >= 5)
         st.style |= PDF_STYLE_ITALIC;
     return st;

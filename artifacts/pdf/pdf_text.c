@@ -85,6 +85,8 @@ typedef struct run_look {
     int32_t color;
     unsigned flags;
     const char *link;
+    const uint8_t *levels;  /* bidi levels per byte of the run's text, or NULL */
+    const char *base;       /* the run's text, where levels[0] belongs */
 } run_look;
 
 static kiln_status resolve_run(pdf_ctx *ctx, const kiln_run *run, const pdf_para_style *style,
@@ -141,6 +143,7 @@ static pdf_frag *add_frag(pdf_ctx *ctx, pdf_para *para, const run_look *look, co
     f->flags = look->flags;
     f->link = look->link;
     f->is_space = is_space;
+    f->level = look->levels ? look->levels[text - look->base] : 0;
     if (is_space == 1) {
         /* a tab stands for TAB_SPACES spaces */
         double w = 0, space = pdf_char_width(&ctx->fonts, look->face, ' ', look->size);
@@ -424,6 +427,7 @@ static void para_reset(pdf_para *para, const pdf_para_style *style, double width
 {
     para->frag_count = 0;
     para->line_count = 0;
+    para->bidi = 0;
     para->width = width;
     para->align = style->align == KILN_ALIGN_DEFAULT ? KILN_ALIGN_LEFT : style->align;
 }
@@ -431,15 +435,25 @@ static void para_reset(pdf_para *para, const pdf_para_style *style, double width
 kiln_status pdf_para_layout(pdf_ctx *ctx, const kiln_text *text, const pdf_para_style *style,
                             double width, pdf_para *para)
 {
+    pdf_bidi_text bidi;
     kiln_status st;
 
     para_reset(para, style, width);
-    for (size_t r = 0; r < text->run_count; r++) {
-        const kiln_run *run = &text->runs[r];
+    st = pdf_bidi_prepare(ctx, text, &bidi);
+    if (st != KILN_E_OK)
+        return st;
+    para->bidi = bidi.levels != NULL;
+    if (bidi.rtl && style->align == KILN_ALIGN_DEFAULT)
+        para->align = KILN_ALIGN_RIGHT; /* a right-to-left paragraph starts at the right */
+    for (size_t r = 0; r < bidi.text.run_count; r++) {
+        const kiln_run *run = &bidi.text.runs[r];
         run_look look = {0};
         st = resolve_run(ctx, run, style, &look);
         if (st != KILN_E_OK)
             return st;
+        /* code keeps its logical order (and may hold tab-expanded copies) */
+        look.levels = bidi.levels && !style->preserve_spaces ? bidi.levels[r] : NULL;
+        look.base = run->text;
         st = style->preserve_spaces ? cut_preformatted(ctx, para, &look, run->text, run->len)
                                     : cut_run(ctx, para, &look, run->text, run->len);
         if (st != KILN_E_OK)
@@ -518,6 +532,74 @@ static void decorate(pdf_ctx *ctx, const pdf_frag *f, double x, double w, double
     }
 }
 
+/* Draw fragments [first, last) of a line holding right-to-left text in
+ * display order: UAX #9 rule L2 reverses, from the highest level down to the
+ * lowest odd one, every run of fragments at that level or above; a
+ * right-to-left fragment's characters are drawn reversed. */
+static kiln_status draw_bidi_line(pdf_ctx *ctx, const pdf_para *para, size_t first, size_t last,
+                                  double pen, double baseline, double gap)
+{
+    size_t count = last - first, *order;
+    uint8_t top_level = 0, low_odd = 255;
+    kiln_status st = KILN_E_OK;
+
+    if (count == 0)
+        return KILN_E_OK;
+    order = malloc(count * sizeof *order);
+    if (!order)
+        return kiln_error_set(ctx->err, KILN_E_NOMEM, NULL, "out of memory drawing text");
+    for (size_t k = 0; k < count; k++) {
+        uint8_t lv = para->frags[first + k].level;
+        order[k] = first + k;
+        if (lv > top_level)
+            top_level = lv;
+        if ((lv & 1) && lv < low_odd)
+            low_odd = lv;
+    }
+    for (int lv = top_level; lv >= low_odd && lv > 0; lv--) {
+        for (size_t k = 0; k < count;) {
+            size_t end = k;
+            while (end < count && para->frags[order[end]].level >= lv)
+                end++;
+            for (size_t a = k, b = end; b > a + 1; a++, b--) {
+                size_t t = order[a];
+                order[a] = order[b - 1];
+                order[b - 1] = t;
+            }
+            k = end > k ? end : k + 1;
+        }
+    }
+    for (size_t k = 0; k < count && st == KILN_E_OK; k++) {
+        const pdf_frag *f = &para->frags[order[k]];
+        if (f->is_space) {
+            pen += f->width + (f->is_space == 1 ? gap : 0);
+            continue;
+        }
+        decorate(ctx, f, pen, f->width, baseline + f->rise);
+        if (f->level & 1) {
+            char stack[256], *buf = f->len <= sizeof stack ? stack : malloc(f->len);
+            if (!buf) {
+                st = kiln_error_set(ctx->err, KILN_E_NOMEM, NULL, "out of memory drawing text");
+                break;
+            }
+            pdf_utf8_reverse(f->text, f->len, buf);
+            pdf_draw_text(ctx, ctx->page, f->face, f->size, f->color, pen, baseline + f->rise,
+                          buf, f->len);
+            if (buf != stack)
+                free(buf);
+        } else {
+            pdf_draw_text(ctx, ctx->page, f->face, f->size, f->color, pen, baseline + f->rise,
+                          f->text, f->len);
+        }
+        if (f->link)
+            st = pdf_add_link(ctx, pen, baseline + f->face->descent * f->size, pen + f->width,
+                              baseline + f->face->ascent * f->size, f->link, 0);
+        pen += f->width;
+    }
+    free(order);
+    return st;
+}
+
 kiln_status pdf_para_draw(pdf_ctx *ctx, const pdf_para *para, size_t first, size_t count,
                           double x, double y_top)
 {
@@ -548,6 +630,13 @@ kiln_status pdf_para_draw(pdf_ctx *ctx, const pdf_para *para, size_t first, size
         }
         if (pen < x)
             pen = x;
+        if (para->bidi) {
+            st = draw_bidi_line(ctx, para, line->first, last, pen, baseline, justify ? gap : 0);
+            if (st != KILN_E_OK)
+                return st;
+            top -= line->height;
+            continue;
+        }
         for (size_t i = line->first; i < last;) {
             const pdf_frag *f = &para->frags[i];
             size_t j = i + 1;

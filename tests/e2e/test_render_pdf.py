@@ -375,6 +375,50 @@ def b64(data):
     return base64.b64encode(data).decode()
 
 
+def test_right_to_left_text_is_ordered_and_shaped(tmp_path, kiln_bin):
+    """Hebrew and Arabic are drawn in display order: read right to left, the words of a
+    right-to-left line come in their logical order, each word's letters drawn reversed;
+    Arabic letters are joined into their contextual forms (NFKC folds them back); an
+    English word inside a Hebrew sentence, and a Hebrew word inside an English one,
+    keep their own direction; right-to-left paragraphs are aligned right.
+    (pdftotext's own reordering of mixed lines is heuristic, so the check reads the
+    word boxes of pdftotext -bbox, which come in drawing order.)"""
+    he = "שלום עולם, זהו משפט בעברית 2026 English"
+    ar = "مرحبا بالعالم، هذه جملة عربية"
+    mixed = "The word שלום means peace."
+    sp = write_spec(tmp_path, {"blocks": [
+        {"type": "paragraph", "text": he},
+        {"type": "paragraph", "text": ar},
+        {"type": "paragraph", "text": mixed}]})
+    out = tmp_path / "rtl.pdf"
+    p = run_kiln("render", sp, "-o", out)
+    assert p.returncode == 0, describe(p)
+    assert "warning" not in err_text(p), describe(p)
+
+    def rtl(word):
+        return any("\u0590" <= ch <= "\u08ff" or "\ufb1d" <= ch <= "\ufeff" for ch in word)
+
+    boxes = [{"xMin": x0, "xMax": x1, "yMax": y1, "text": t}
+             for x0, y0, x1, y1, t in pdf_words(out)[0][2]]
+    lines = {}
+    for w in boxes:
+        if w["yMax"] < 842 - 72:          # not the footer
+            lines.setdefault(round(w["yMax"]), []).append(w)
+    got = []
+    for y in sorted(lines):
+        words = sorted(lines[y], key=lambda w: w["xMin"])
+        if rtl(words[-1]["text"]):        # a right-to-left line reads from the right
+            words = words[::-1]
+        got.append(" ".join(unicodedata.normalize("NFKC", w["text"][::-1] if rtl(w["text"]) else w["text"])
+                            for w in words))
+    assert got == [he, ar, mixed], got
+    raw = "".join(w["text"] for w in boxes)
+    assert any(0xFE70 <= ord(c) <= 0xFEFF for c in raw), "Arabic was not shaped into contextual forms"
+    first = sorted(lines)[0]
+    assert max(w["xMax"] for w in lines[first]) > 595.28 - 72 - 2, "the Hebrew paragraph is not aligned right"
+    assert min(w["xMin"] for w in lines[sorted(lines)[2]]) < 72 + 2, "the English paragraph is not aligned left"
+
+
 # =========================================================================== feature specs
 
 LONG_TABLE_ROWS = 160
