@@ -109,6 +109,56 @@ static void test_tick_labels(void **state)
     check_labels(0, 0.22, "0.0%", pct, 6);
     static const char *const pct2[] = {"0.0%", "0.5%", "1.0%", "1.5%", "2.0%"};
     check_labels(0, 0.02, "0.00%", pct2, 5);
+    /* large and tiny magnitudes: one style per axis, never "1E+15" next to
+     * "800000000000000" */
+    static const char *const tera[] = {"0", "200T", "400T", "600T", "800T", "1,000T"};
+    check_labels(0, 9e14, NULL, tera, 6);
+    static const char *const sci[] = {"0",       "5.0E+14", "1.0E+15", "1.5E+15",
+                                      "2.0E+15", "2.5E+15", "3.0E+15", "3.5E+15"};
+    check_labels(0, 3.2e15, NULL, sci, 8);
+    static const char *const sci2[] = {"0", "2E+16", "4E+16", "6E+16", "8E+16", "1E+17"};
+    check_labels(0, 9.5e16, NULL, sci2, 6);
+    static const char *const tiny[] = {"0", "1E-06", "2E-06", "3E-06", "4E-06"};
+    check_labels(0, 4e-6, NULL, tiny, 5);
+}
+
+/* Is s written in scientific notation ("2E+14")? */
+static int is_scientific(const char *s)
+{
+    return strchr(s, 'E') != NULL;
+}
+
+/* Whatever the magnitude, an axis' labels share one style and are all
+ * different. */
+static void test_tick_label_style(void **state)
+{
+    (void)state;
+    for (int e = -12; e <= 300; e++)
+        for (int m = 1; m <= 9; m += 2) {
+            double hi = m * pow(10, e);
+            for (int neg = 0; neg < 2; neg++) {
+                axis a;
+                memset(&a, 0, sizeof a);
+                nice_axis(neg ? -hi / 3 : hi / 7, hi, neg, 7, &a);
+                char buf[MAX_TICKS][KILN_NUMFMT_MAX];
+                int sci = -1;
+                for (size_t i = 0; i < a.ticks; i++) {
+                    format_compact(&a, tick_value(&a, i), buf[i], sizeof buf[i]);
+                    if (strcmp(buf[i], "0") == 0)
+                        continue;
+                    if (sci < 0)
+                        sci = is_scientific(buf[i]);
+                    if (is_scientific(buf[i]) != sci)
+                        fail_msg("axis up to %g mixes styles: \"%s\" after \"%s\"", hi,
+                                 buf[i], buf[0]);
+                    if (i > 0 && strcmp(buf[i], buf[i - 1]) == 0)
+                        fail_msg("axis up to %g: two ticks read \"%s\"", hi, buf[i]);
+                }
+                /* the compact K/M/B/T style up to 1e15, scientific beyond */
+                double mag = fmax(fabs(a.min), fabs(a.max));
+                assert_int_equal(sci, mag > 1e15 * (1 + 1e-9) || mag < 1e-4);
+            }
+        }
 }
 
 static void test_trim_decimals(void **state)
@@ -304,10 +354,159 @@ static void test_draw_everything(void **state)
     drawing_close(&d);
 }
 
+/* ---- colours ---- */
+
+static void test_palette(void **state)
+{
+    (void)state;
+    static case_data c;
+    pdf_ctx ctx;
+    memset(&ctx, 0, sizeof ctx);
+    chart ch;
+    memset(&ch, 0, sizeof ch);
+    ch.ctx = &ctx;
+    /* Office's six accents (no theme), then a theme of three: 48 distinct
+     * colours either way, the accents themselves first. */
+    for (int theme = 0; theme < 2; theme++) {
+        if (theme) {
+            ctx.accent_count = 3;
+            ctx.accents[0] = 0x1F4E79;
+            ctx.accents[1] = 0xED7D31;
+            ctx.accents[2] = 0xA5A5A5;
+        }
+        int32_t seen[48];
+        for (size_t i = 0; i < 48; i++) {
+            seen[i] = accent(&ch, i);
+            assert_true(seen[i] >= 0 && seen[i] <= 0xFFFFFF);
+            for (size_t j = 0; j < i; j++)
+                if (seen[j] == seen[i])
+                    fail_msg("palette entries %zu and %zu are both %06X", j, i,
+                             (unsigned)seen[i]);
+        }
+        assert_int_equal(seen[0], theme ? 0x1F4E79 : 0x4472C4);
+        assert_int_equal(seen[1], theme ? 0xED7D31 : 0xED7D31);
+    }
+    /* the first variant is darker (shade 60%), the next lighter */
+    int32_t base = accent(&ch, 0), dark = accent(&ch, 3), light = accent(&ch, 6);
+    assert_true((dark & 0xFF) < (base & 0xFF) && (light & 0xFF) > (base & 0xFF));
+
+    /* Series colours as chart_data.c fills them in (the accent for the
+     * position): distinct for 12 series; an explicit spec colour wins, and
+     * so does a data colour that is not the position's accent. */
+    make_case(&c, KILN_CHART_COLUMN, 0, 12, 3, VALUES_WAVE, KILN_LEGEND_RIGHT);
+    for (size_t s = 0; s < 12; s++)
+        c.series[s].color = ctx.accents[s % 3];
+    c.spec_series[4].color = 0x123456;
+    c.series[4].color = 0x123456;
+    c.series[7].color = 0x00AA00;
+    ch.data = &c.data;
+    ch.spec = &c.chart;
+    for (size_t s = 0; s < 12; s++)
+        for (size_t t = 0; t < s; t++)
+            assert_int_not_equal(series_color(&ch, s), series_color(&ch, t));
+    assert_int_equal(series_color(&ch, 0), 0x1F4E79);
+    assert_int_equal(series_color(&ch, 3), accent(&ch, 3));
+    assert_int_equal(series_color(&ch, 4), 0x123456);
+    assert_int_equal(series_color(&ch, 7), 0x00AA00);
+
+    /* Pie slices: 40 distinct; one colour for all when the series has one. */
+    make_case(&c, KILN_CHART_PIE, 0, 1, 40, VALUES_WAVE, KILN_LEGEND_RIGHT);
+    for (size_t p = 0; p < 40; p++)
+        for (size_t q = 0; q < p; q++)
+            assert_int_not_equal(slice_color(&ch, p), slice_color(&ch, q));
+    c.spec_series[0].color = 0xC00000;
+    assert_int_equal(slice_color(&ch, 0), 0xC00000);
+    assert_int_equal(slice_color(&ch, 39), 0xC00000);
+
+    /* lumMod/lumOff: identity, black and white ends, grey stays grey */
+    assert_int_equal(lum_mod_off(0x4472C4, 1, 0), 0x4472C4);
+    assert_int_equal(lum_mod_off(0x4472C4, 0, 0), 0x000000);
+    assert_int_equal(lum_mod_off(0x4472C4, 0, 1), 0xFFFFFF);
+    assert_int_equal(lum_mod_off(0x808080, 0.5, 0), 0x404040);
+}
+
+/* ---- category labels ---- */
+
+static void test_category_plan(void **state)
+{
+    (void)state;
+    static case_data c;
+    static char dates[24][16];
+    drawing d;
+    drawing_open(&d);
+    drawing_page(&d);
+    make_case(&c, KILN_CHART_COLUMN, 0, 1, 24, VALUES_WAVE, KILN_LEGEND_RIGHT);
+    for (int m = 0; m < 24; m++) {
+        snprintf(dates[m], sizeof dates[m], "%04d-%02d-01", 2024 + m / 12, m % 12 + 1);
+        c.cats[m] = dates[m];
+    }
+    chart ch;
+    memset(&ch, 0, sizeof ch);
+    ch.ctx = &d.ctx;
+    ch.data = &c.data;
+    ch.spec = &c.chart;
+    ch.page = d.ctx.page;
+    ch.regular = pdf_fonts_face(&d.ctx.fonts, PDF_FAMILY_SANS, 0, &d.err);
+    assert_non_null(ch.regular);
+    ch.label_size = 8;
+    double date_w = text_width(&ch, ch.regular, 8, dates[0], strlen(dates[0]));
+    cat_plan cp;
+
+    /* wide slots: horizontal, every label */
+    plan_categories(&ch, date_w + 10, 24, 80, &cp);
+    assert_false(cp.rotated);
+    assert_int_equal(cp.k, 1);
+
+    /* narrow slots: rotated before thinning, whole, the band holding them */
+    plan_categories(&ch, 14, 24, 80, &cp);
+    assert_true(cp.rotated);
+    assert_int_equal(cp.k, 1);
+    assert_true(fabs(cp.slant - date_w) < 1e-9);
+    assert_true(cp.band >= date_w * COS45 && cp.band <= 80);
+
+    /* narrower still: rotated and every 2nd */
+    plan_categories(&ch, 8, 24, 80, &cp);
+    assert_true(cp.rotated);
+    assert_int_equal(cp.k, 2);
+
+    /* a short band: the slant shortened to it, not below four characters' worth */
+    plan_categories(&ch, 14, 24, 40, &cp);
+    assert_true(cp.rotated);
+    assert_true(cp.slant < date_w && cp.band <= 40 + 1e-9);
+
+    /* no room below at all: horizontal, thinned and shortened as before */
+    plan_categories(&ch, 14, 24, 12, &cp);
+    assert_false(cp.rotated);
+    assert_true(cp.k > 1);
+
+    /* the first labels move the plot right rather than reach out of the box */
+    plan_categories(&ch, 14, 24, 80, &cp);
+    assert_true(rotated_overhang(&ch, &cp, 10, 14, 24, 0) > 0);
+    assert_true(rotated_overhang(&ch, &cp, 200, 14, 24, 0) == 0);
+
+    /* drawn end to end: 24 dates, 12 series, 40 slices, 1e15 values */
+    assert_int_equal(pdf_chart_draw(&d.ctx, &c.data, 20, 820, 360, 216), KILN_E_OK);
+    make_case(&c, KILN_CHART_LINE, 0, 12, 24, VALUES_WAVE, KILN_LEGEND_BOTTOM);
+    for (int m = 0; m < 24; m++)
+        c.cats[m] = dates[m];
+    assert_int_equal(pdf_chart_draw(&d.ctx, &c.data, 20, 590, 360, 216), KILN_E_OK);
+    make_case(&c, KILN_CHART_PIE, 0, 1, 40, VALUES_WAVE, KILN_LEGEND_RIGHT);
+    assert_int_equal(pdf_chart_draw(&d.ctx, &c.data, 20, 360, 360, 216), KILN_E_OK);
+    drawing_page(&d);
+    make_case(&c, KILN_CHART_COLUMN, 0, 1, 4, VALUES_WAVE, KILN_LEGEND_NONE);
+    for (size_t p = 0; p < 4; p++)
+        c.values[0][p] = (double)(p + 1) * 2.5e14;
+    assert_int_equal(pdf_chart_draw(&d.ctx, &c.data, 20, 820, 360, 216), KILN_E_OK);
+    assert_int_equal(d.herr.code, 0);
+    drawing_close(&d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_nice_axis),   cmocka_unit_test(test_tick_labels),
+        cmocka_unit_test(test_tick_label_style), cmocka_unit_test(test_palette),
+        cmocka_unit_test(test_category_plan),
         cmocka_unit_test(test_trim_decimals), cmocka_unit_test(test_nice_stride),
         cmocka_unit_test(test_draw_everything),
     };
