@@ -40,6 +40,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/utf8.h"
+
 #define MD_FLAGS                                                                          \
     (MD_FLAG_TABLES | MD_FLAG_STRIKETHROUGH | MD_FLAG_PERMISSIVEAUTOLINKS | MD_FLAG_NOHTML)
 
@@ -185,30 +187,6 @@ static int fail_invalid(md_state *st, const char *what)
 
 /* ---- UTF-8 helpers ---- */
 
-static size_t utf8_encode(unsigned long cp, char out[4])
-{
-    if (cp < 0x80) {
-        out[0] = (char)cp;
-        return 1;
-    }
-    if (cp < 0x800) {
-        out[0] = (char)(0xC0 | (cp >> 6));
-        out[1] = (char)(0x80 | (cp & 0x3F));
-        return 2;
-    }
-    if (cp < 0x10000) {
-        out[0] = (char)(0xE0 | (cp >> 12));
-        out[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
-        out[2] = (char)(0x80 | (cp & 0x3F));
-        return 3;
-    }
-    out[0] = (char)(0xF0 | (cp >> 18));
-    out[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
-    out[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
-    out[3] = (char)(0x80 | (cp & 0x3F));
-    return 4;
-}
-
 static int xml_illegal(unsigned long cp)
 {
     return (cp < 0x20 && cp != '\t' && cp != '\n' && cp != '\r') || cp == 0xFFFE ||
@@ -325,11 +303,11 @@ static int decode_entity(md_state *st, const char *s, size_t len, char out[4])
             snprintf(what, sizeof what, "character U+%04lX (from an entity)", cp);
             return fail_invalid(st, what);
         }
-        return (int)utf8_encode(cp, out);
+        return (int)kiln_utf8_encode((uint32_t)cp, out);
     }
     for (size_t k = 0; k < sizeof named / sizeof named[0]; k++) {
         if (strlen(named[k].name) == blen && memcmp(named[k].name, body, blen) == 0)
-            return (int)utf8_encode(named[k].cp, out);
+            return (int)kiln_utf8_encode((uint32_t)named[k].cp, out);
     }
     return 0;
 }

@@ -25,6 +25,8 @@
 
 #include "docx_internal.h"
 
+#include "../../common/color.h"
+
 /* Sizes relative to the body, from Word's defaults over an 11 pt body. */
 #define BODY_DEFAULT_PT 11.0
 #define TITLE_PT 28.0
@@ -75,52 +77,6 @@ static void scaled_size(char *buf, size_t cap, double body_pt, double pt)
     snprintf(buf, cap, "%ld", half);
 }
 
-static double hue_to_channel(double p, double q, double t)
-{
-    if (t < 0)
-        t += 1;
-    if (t > 1)
-        t -= 1;
-    if (t < 1.0 / 6)
-        return p + (q - p) * 6 * t;
-    if (t < 0.5)
-        return q;
-    if (t < 2.0 / 3)
-        return p + (q - p) * (2.0 / 3 - t) * 6;
-    return p;
-}
-
-/* rgb with its HSL luminance multiplied by factor (0..1). */
-static int32_t shade_color(int32_t rgb, double factor)
-{
-    double r = ((rgb >> 16) & 0xFF) / 255.0, g = ((rgb >> 8) & 0xFF) / 255.0,
-           b = (rgb & 0xFF) / 255.0;
-    double max = fmax(r, fmax(g, b)), min = fmin(r, fmin(g, b));
-    double l = (max + min) / 2, h = 0, s = 0;
-    if (max > min) {
-        double d = max - min;
-        s = l > 0.5 ? d / (2 - max - min) : d / (max + min);
-        if (max == r)
-            h = (g - b) / d + (g < b ? 6 : 0);
-        else if (max == g)
-            h = (b - r) / d + 2;
-        else
-            h = (r - g) / d + 4;
-        h /= 6;
-    }
-    l *= factor;
-    if (s == 0) {
-        r = g = b = l;
-    } else {
-        double q = l < 0.5 ? l * (1 + s) : l + s - l * s;
-        double p = 2 * l - q;
-        r = hue_to_channel(p, q, h + 1.0 / 3);
-        g = hue_to_channel(p, q, h);
-        b = hue_to_channel(p, q, h - 1.0 / 3);
-    }
-    return (int32_t)(lround(r * 255) << 16 | lround(g * 255) << 8 | lround(b * 255));
-}
-
 static void color_text(char buf[8], int32_t rgb)
 {
     snprintf(buf, 8, "%06X", (unsigned)(rgb & 0xFFFFFF));
@@ -153,8 +109,8 @@ kiln_status docx_styles_add(docx_ctx *c)
                                                                         : 0x4472C4;
     char accent[8], heading_color[8], heading_color_dark[8], header_fill[8], header_font[8];
     color_text(accent, accent1);
-    color_text(heading_color, shade_color(accent1, SHADE_BF));
-    color_text(heading_color_dark, shade_color(accent1, SHADE_7F));
+    color_text(heading_color, kiln_color_lum(accent1, SHADE_BF, 0));
+    color_text(heading_color_dark, kiln_color_lum(accent1, SHADE_7F, 0));
     color_text(header_fill, t->header_fill >= 0 ? t->header_fill : accent1);
     color_text(header_font, t->header_font_color >= 0 ? t->header_font_color : 0xFFFFFF);
 

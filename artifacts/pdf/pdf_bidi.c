@@ -15,6 +15,8 @@
  */
 #include "pdf_internal.h"
 
+#include "../../common/utf8.h"
+
 #include <fribidi.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,30 +26,6 @@ static int is_rtl_char(uint32_t cp)
     return (cp >= 0x0590 && cp <= 0x08FF) || (cp >= 0xFB1D && cp <= 0xFDFF) ||
            (cp >= 0xFE70 && cp <= 0xFEFF) || (cp >= 0x200E && cp <= 0x200F) ||
            (cp >= 0x202A && cp <= 0x202E) || (cp >= 0x2066 && cp <= 0x2069);
-}
-
-static size_t utf8_put(char *out, uint32_t cp)
-{
-    if (cp < 0x80) {
-        out[0] = (char)cp;
-        return 1;
-    }
-    if (cp < 0x800) {
-        out[0] = (char)(0xC0 | (cp >> 6));
-        out[1] = (char)(0x80 | (cp & 0x3F));
-        return 2;
-    }
-    if (cp < 0x10000) {
-        out[0] = (char)(0xE0 | (cp >> 12));
-        out[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
-        out[2] = (char)(0x80 | (cp & 0x3F));
-        return 3;
-    }
-    out[0] = (char)(0xF0 | (cp >> 18));
-    out[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
-    out[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
-    out[3] = (char)(0x80 | (cp & 0x3F));
-    return 4;
 }
 
 size_t pdf_utf8_reverse(const char *s, size_t len, char *out)
@@ -138,7 +116,7 @@ kiln_status pdf_bidi_prepare(pdf_ctx *ctx, const kiln_text *in, pdf_bidi_text *o
             goto release;
         }
         for (size_t k = 0; k < count; k++, n++) {
-            size_t w = utf8_put(text + at, chars[n]);
+            size_t w = kiln_utf8_encode(chars[n], text + at);
             memset(lv + at, levels[n], w);
             at += w;
         }

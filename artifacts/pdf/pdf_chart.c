@@ -61,6 +61,8 @@
 #include "../numfmt.h"
 #include "pdf_internal.h"
 
+#include "../../common/color.h"
+
 #define PAD 4.0                  /* inside the box, around everything */
 #define GRID_COLOR 0xD9D9D9
 #define AXIS_COLOR 0x8C8C8C
@@ -147,56 +149,6 @@ static const double accent_variants[][2] = {
 };
 #define ACCENT_VARIANTS (sizeof accent_variants / sizeof accent_variants[0])
 
-static double hue_to_rgb(double p, double q, double t)
-{
-    if (t < 0)
-        t += 1;
-    if (t > 1)
-        t -= 1;
-    if (t < 1.0 / 6)
-        return p + (q - p) * 6 * t;
-    if (t < 0.5)
-        return q;
-    if (t < 2.0 / 3)
-        return p + (q - p) * (2.0 / 3 - t) * 6;
-    return p;
-}
-
-/* rgb with its HSL lightness L replaced by L * mod + off (DrawingML's
- * lumMod and lumOff). */
-static int32_t lum_mod_off(int32_t rgb, double mod, double off)
-{
-    if (mod == 1.0 && off == 0.0)
-        return rgb;
-    double r = ((rgb >> 16) & 0xFF) / 255.0, g = ((rgb >> 8) & 0xFF) / 255.0,
-           b = (rgb & 0xFF) / 255.0;
-    double mx = fmax(r, fmax(g, b)), mn = fmin(r, fmin(g, b));
-    double l = (mx + mn) / 2, h = 0, s = 0;
-    if (mx > mn) {
-        double dd = mx - mn;
-        s = l > 0.5 ? dd / (2 - mx - mn) : dd / (mx + mn);
-        if (mx == r)
-            h = (g - b) / dd + (g < b ? 6 : 0);
-        else if (mx == g)
-            h = (b - r) / dd + 2;
-        else
-            h = (r - g) / dd + 4;
-        h /= 6;
-    }
-    l = fmin(1, fmax(0, l * mod + off));
-    if (s == 0) {
-        r = g = b = l;
-    } else {
-        double q = l < 0.5 ? l * (1 + s) : l + s - l * s, p = 2 * l - q;
-        r = hue_to_rgb(p, q, h + 1.0 / 3);
-        g = hue_to_rgb(p, q, h);
-        b = hue_to_rgb(p, q, h - 1.0 / 3);
-    }
-    int32_t ri = (int32_t)lround(r * 255), gi = (int32_t)lround(g * 255),
-            bi = (int32_t)lround(b * 255);
-    return ri << 16 | gi << 8 | bi;
-}
-
 static size_t accent_count(const chart *ch)
 {
     if (ch->ctx->accent_count > 0)
@@ -217,7 +169,7 @@ static int32_t accent(const chart *ch, size_t i)
 {
     size_t n = accent_count(ch);
     size_t cycle = (i / n) % ACCENT_VARIANTS;
-    return lum_mod_off(base_accent(ch, i), accent_variants[cycle][0], accent_variants[cycle][1]);
+    return kiln_color_lum(base_accent(ch, i), accent_variants[cycle][0], accent_variants[cycle][1]);
 }
 
 /* A series' colour: the spec's own, else the data's when it is not simply
