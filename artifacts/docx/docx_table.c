@@ -48,7 +48,7 @@
  * widens the columns of computed width it spans alike, as browsers widen
  * the columns under a cell with a colspan. The merge list is sorted by
  * first row once and walked alongside the rows, each row seeing which
- * range covers each column.
+ * range covers each column (merge_walk.h).
  *
  * Widths: a column wants its widest line (header or any cell, measured
  * with Calibri's advance widths) or, when it has one, its explicit width
@@ -86,6 +86,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../merge_walk.h"
 #include "../numfmt.h"
 #include "docx_internal.h"
 
@@ -137,7 +138,7 @@ typedef struct merge_span {
     const kiln_merge *merge;
     size_t lead_col;      /* the first shown column in the table: where the cell goes */
     size_t grid_span;     /* shown columns in the table: w:gridSpan; 0 = nothing shown */
-    size_t measure_col;   /* the one column the range shows in, SIZE_MAX when several */
+    size_t measure_col;   /* the one column the range shows in, KILN_MERGE_NONE when several */
     double text_want_pt;  /* several: what its text wants and needs (measure_merges) */
     double text_need_pt;
     int64_t twips;        /* their widths together */
@@ -148,146 +149,46 @@ typedef struct merge_span {
     int merge_look;       /* shown in the merge's format (centered both ways) */
 } merge_span;
 
-typedef struct merge_walk {
-    merge_span *spans;    /* by first row */
-    size_t count;
-    size_t next;          /* the first span whose rows have not started */
-    merge_span **active;  /* spans covering the current row */
-    size_t active_count;
-    merge_span **cover;   /* per worksheet column: the span covering it in the current row */
-    size_t cover_cols;
-} merge_walk;
-
-static int span_order(const void *a, const void *b)
-{
-    const kiln_range *x = &((const merge_span *)a)->merge->range;
-    const kiln_range *y = &((const merge_span *)b)->merge->range;
-    if (x->first_row != y->first_row)
-        return x->first_row < y->first_row ? -1 : 1;
-    if (x->first_col != y->first_col)
-        return x->first_col < y->first_col ? -1 : 1;
-    return 0;
-}
-
-/* The column a range shows in when it shows in one only, counting the
- * columns the table defines (the grid may still grow when it defines none)
- * and not the hidden ones; else SIZE_MAX. */
-static size_t single_column(const kiln_table_data *d, const kiln_range *r)
-{
-    size_t found = SIZE_MAX;
-    for (size_t col = r->first_col; col <= r->last_col; col++) {
-        if (d->column_count && col >= d->column_count)
-            break;
-        if (col < d->column_count && d->columns[col].width == 0)
-            continue;
-        if (found != SIZE_MAX)
-            return SIZE_MAX;
-        found = col;
-    }
-    return found;
-}
+/* The sheet's merges: the walk, and each range's layout at its index in
+ * the walk (spans[k] lays out walk.merges[k]). Zeroed: no merges. */
+typedef struct table_merges {
+    kiln_merge_walk walk;
+    merge_span *spans;
+} table_merges;
 
 /* Index the sheet's merges (none for a table block). */
-static kiln_status merge_walk_init(docx_ctx *c, const kiln_sheet *sheet, merge_walk *walk,
-                                   const char *pointer)
+static kiln_status merges_init(docx_ctx *c, const kiln_sheet *sheet, table_merges *merges,
+                               const char *pointer)
 {
-    memset(walk, 0, sizeof *walk);
+    memset(merges, 0, sizeof *merges);
     if (!sheet || sheet->merge_count == 0)
         return KILN_E_OK;
     size_t n = sheet->merge_count;
-    size_t cols = 0;
-    for (size_t i = 0; i < n; i++) {
-        size_t last = (size_t)sheet->merges[i].range.last_col + 1;
-        if (last > cols)
-            cols = last;
-    }
-    walk->spans = kiln_arena_calloc(c->arena, n, sizeof *walk->spans);
-    walk->active = kiln_arena_calloc(c->arena, n, sizeof *walk->active);
-    walk->cover = kiln_arena_calloc(c->arena, cols, sizeof *walk->cover);
-    if (!walk->spans || !walk->active || !walk->cover)
+    kiln_status st = kiln_merge_walk_init(&merges->walk, sheet->merges, n, c->arena);
+    if (st == KILN_E_OK)
+        merges->spans = kiln_arena_calloc(c->arena, n, sizeof *merges->spans);
+    if (!merges->spans)
         return kiln_error_set(c->err, KILN_E_NOMEM, pointer, "out of memory laying out a table");
-    for (size_t i = 0; i < n; i++) {
-        walk->spans[i].merge = &sheet->merges[i];
-        walk->spans[i].measure_col = single_column(&sheet->data, &sheet->merges[i].range);
+    for (size_t k = 0; k < n; k++) {
+        merges->spans[k].merge = merges->walk.merges[k];
+        merges->spans[k].measure_col =
+            kiln_merge_single_column(&sheet->data, &merges->walk.merges[k]->range);
     }
-    qsort(walk->spans, n, sizeof *walk->spans, span_order);
-    walk->count = n;
-    walk->cover_cols = cols;
     return KILN_E_OK;
 }
 
-/* Back to before the first row, for the second pass. */
-static void merge_walk_rewind(merge_walk *walk)
+/* The range covering column `col` in the walk's current row, or NULL. */
+static merge_span *merge_at(const table_merges *merges, size_t col)
 {
-    if (walk->cover)
-        memset(walk->cover, 0, walk->cover_cols * sizeof *walk->cover);
-    walk->next = 0;
-    walk->active_count = 0;
-}
-
-static void cover_range(merge_walk *walk, merge_span *span, merge_span *with)
-{
-    const kiln_range *r = &span->merge->range;
-    for (size_t col = r->first_col; col <= r->last_col; col++)
-        if (with || walk->cover[col] == span) /* merges never overlap; a model built
-                                                 by hand might */
-            walk->cover[col] = with;
-}
-
-/* Move to worksheet row `row` (called for every row, in order, from 0). */
-static void merge_walk_row(merge_walk *walk, uint32_t row)
-{
-    if (walk->count == 0)
-        return;
-    size_t kept = 0;
-    for (size_t i = 0; i < walk->active_count; i++) {
-        merge_span *span = walk->active[i];
-        if (span->merge->range.last_row < row)
-            cover_range(walk, span, NULL);
-        else
-            walk->active[kept++] = span;
-    }
-    while (walk->next < walk->count && walk->spans[walk->next].merge->range.first_row <= row) {
-        merge_span *span = &walk->spans[walk->next++];
-        if (span->merge->range.last_row < row)
-            continue;
-        cover_range(walk, span, span);
-        walk->active[kept++] = span;
-    }
-    walk->active_count = kept;
-}
-
-static merge_span *merge_at(const merge_walk *walk, size_t col)
-{
-    return col < walk->cover_cols ? walk->cover[col] : NULL;
-}
-
-static int merge_is_single(const kiln_merge *m)
-{
-    return m->range.first_row == m->range.last_row && m->range.first_col == m->range.last_col;
-}
-
-/* What a merged range shows in its top-left cell, as the .xlsx writer
- * leaves it: the merge's own value, in the merge's format; else the
- * top-left cell's own value and style when it has either; else the merge's
- * (blank, perhaps styled) value. *merge_look says whether the merge's
- * format is the one shown. */
-static const kiln_cell *merge_shown(const kiln_merge *m, const kiln_cell *own, int *merge_look)
-{
-    if (m->value.kind != KILN_CELL_BLANK || !own ||
-        (own->kind == KILN_CELL_BLANK && !own->style)) {
-        *merge_look = 1;
-        return &m->value;
-    }
-    *merge_look = 0;
-    return own;
+    size_t k = kiln_merge_walk_at(&merges->walk, col);
+    return k == KILN_MERGE_NONE ? NULL : &merges->spans[k];
 }
 
 /* Clip every span to the table's columns, now that their widths are known. */
-static void merge_walk_clip(merge_walk *walk, const table_layout *lay)
+static void merges_clip(table_merges *merges, const table_layout *lay)
 {
-    for (size_t i = 0; i < walk->count; i++) {
-        merge_span *span = &walk->spans[i];
+    for (size_t i = 0; i < merges->walk.count; i++) {
+        merge_span *span = &merges->spans[i];
         const kiln_range *r = &span->merge->range;
         span->lead_col = SIZE_MAX;
         span->grid_span = 0;
@@ -425,20 +326,20 @@ static void measure_cell(column_layout *into, double scale, const kiln_cell *cel
  * the one column a range shows in, else kept with the range for
  * widen_for_merges. cells[count] is the row; header: it is the header row,
  * whose own text is bold. */
-static void measure_merges(table_layout *lay, const kiln_table_data *d, merge_walk *walk,
+static void measure_merges(table_layout *lay, const kiln_table_data *d, table_merges *merges,
                            uint32_t row, const kiln_cell *cells, size_t count, int header)
 {
-    for (size_t k = 0; k < walk->active_count; k++) {
-        merge_span *span = walk->active[k];
+    for (size_t k = 0; k < merges->walk.active_count; k++) {
+        merge_span *span = &merges->spans[merges->walk.active[k]];
         const kiln_range *r = &span->merge->range;
         if (r->first_row != row)
             continue;
         int merge_look;
         const kiln_cell *own = r->first_col < count ? &cells[r->first_col] : NULL;
-        const kiln_cell *shown = merge_shown(span->merge, own, &merge_look);
+        const kiln_cell *shown = kiln_merge_shown(span->merge, own, &merge_look);
         /* The merge's format has no column number format. */
         const kiln_column *col = merge_look || header ? NULL : column_at(d, r->first_col);
-        if (span->measure_col != SIZE_MAX) {
+        if (span->measure_col != KILN_MERGE_NONE) {
             if (span->measure_col < lay->ncols)
                 measure_cell(&lay->cols[span->measure_col], lay->scale, shown, col, header);
             continue;
@@ -455,12 +356,13 @@ static void measure_merges(table_layout *lay, const kiln_table_data *d, merge_wa
  * colspan (its text has one pair of margins, not one per column). Only
  * columns of computed width: a range over an explicit width is left to
  * wrap. */
-static void widen_for_merges(table_layout *lay, const kiln_table_data *d, const merge_walk *walk)
+static void widen_for_merges(table_layout *lay, const kiln_table_data *d,
+                             const table_merges *merges)
 {
     const double gap = 2.0 * CELL_MARGIN_TWIPS / DOCX_TWIPS_PER_PT + SLACK_PT;
     const double min_text = MIN_TEXT_PT - SLACK_PT;
-    for (size_t k = 0; k < walk->count; k++) {
-        const merge_span *span = &walk->spans[k];
+    for (size_t k = 0; k < merges->walk.count; k++) {
+        const merge_span *span = &merges->spans[k];
         const kiln_range *r = &span->merge->range;
         if (span->text_want_pt <= 0)
             continue;
@@ -519,7 +421,7 @@ static kiln_cell *header_cells(docx_ctx *c, const kiln_table_data *d)
 /* The first pass: how many columns, what every cell needs. hdr is the
  * header row's cells, NULL when the table has none. */
 static kiln_status measure(docx_ctx *c, const kiln_table_data *d, const kiln_cell *hdr,
-                           merge_walk *walk, table_layout *lay, const char *pointer)
+                           table_merges *merges, table_layout *lay, const char *pointer)
 {
     kiln_row_reader *reader = NULL;
     kiln_status st = kiln_rows_open(c->doc, d, &reader, c->err);
@@ -539,11 +441,11 @@ static kiln_status measure(docx_ctx *c, const kiln_table_data *d, const kiln_cel
     uint32_t row = 0; /* the worksheet row */
     if (hdr) {
         /* Bold, and never counted for the alignment. */
-        merge_walk_row(walk, row);
+        kiln_merge_walk_row(&merges->walk, row);
         for (size_t i = 0; i < d->column_count; i++)
-            if (!merge_at(walk, i))
+            if (!merge_at(merges, i))
                 measure_cell(&lay->cols[i], lay->scale, &hdr[i], NULL, 1);
-        measure_merges(lay, d, walk, row, hdr, d->column_count, 1);
+        measure_merges(lay, d, merges, row, hdr, d->column_count, 1);
         row++;
     }
 
@@ -568,11 +470,11 @@ static kiln_status measure(docx_ctx *c, const kiln_table_data *d, const kiln_cel
             }
             lay->ncols = count;
         }
-        merge_walk_row(walk, row);
+        kiln_merge_walk_row(&merges->walk, row);
         for (size_t i = 0; i < count; i++)
-            if (!merge_at(walk, i))
+            if (!merge_at(merges, i))
                 measure_cell(&lay->cols[i], lay->scale, &cells[i], column_at(d, i), 0);
-        measure_merges(lay, d, walk, row, cells, count, 0);
+        measure_merges(lay, d, merges, row, cells, count, 0);
         if (row < UINT32_MAX)
             row++;
     }
@@ -921,9 +823,9 @@ static void write_merged_cell(docx_ctx *c, const table_layout *lay, const kiln_t
         box.vmerge = VMERGE_RESTART;
     int merge_look;
     const kiln_cell *own = r->first_col < count ? &cells[r->first_col] : NULL;
-    const kiln_cell *shown = merge_shown(span->merge, own, &merge_look);
+    const kiln_cell *shown = kiln_merge_shown(span->merge, own, &merge_look);
     /* A one-cell "merge" only gives the cell its value and style. */
-    box.merge_look = merge_look && !merge_is_single(span->merge);
+    box.merge_look = merge_look && !kiln_merge_is_single(span->merge);
     span->merge_look = box.merge_look;
     span->has_look = shown->style != NULL;
     if (span->has_look) {
@@ -943,11 +845,11 @@ static void write_merged_cell(docx_ctx *c, const table_layout *lay, const kiln_t
 /* One row: cells[count] its values (the header row: the headers, without
  * column formats, marked to repeat on every page). */
 static void write_row(docx_ctx *c, const table_layout *lay, const kiln_table_data *d,
-                      merge_walk *walk, uint32_t row, int header, const kiln_cell *cells,
+                      table_merges *merges, uint32_t row, int header, const kiln_cell *cells,
                       size_t count)
 {
     opc_xml *x = c->x;
-    merge_walk_row(walk, row);
+    kiln_merge_walk_row(&merges->walk, row);
     opc_xml_start(x, "w:tr");
     opc_xml_start(x, "w:trPr");
     opc_xml_empty(x, "w:cantSplit");
@@ -957,7 +859,7 @@ static void write_row(docx_ctx *c, const table_layout *lay, const kiln_table_dat
     for (size_t i = 0; i < lay->ncols; i++) {
         if (lay->cols[i].hidden)
             continue;
-        merge_span *span = merge_at(walk, i);
+        merge_span *span = merge_at(merges, i);
         if (span) {
             if (span->grid_span > 0 && i == span->lead_col)
                 write_merged_cell(c, lay, d, span, row, header, cells, count);
@@ -989,28 +891,28 @@ kiln_status docx_write_table(docx_ctx *c, const kiln_table *table, const kiln_sh
     table_layout lay = {.scale = size / BASE_SIZE_PT, .margin_twips = CELL_MARGIN_TWIPS,
                         .body_pt = size, .factor = 1.0};
 
-    merge_walk walk;
-    kiln_status st = merge_walk_init(c, sheet, &walk, pointer);
+    table_merges merges;
+    kiln_status st = merges_init(c, sheet, &merges, pointer);
     if (st != KILN_E_OK)
         return st;
     const kiln_cell *hdr = NULL;
     if (d->header && d->column_count && !(hdr = header_cells(c, d)))
         return kiln_error_set(c->err, KILN_E_NOMEM, pointer, "out of memory laying out a table");
 
-    st = measure(c, d, hdr, &walk, &lay, pointer);
+    st = measure(c, d, hdr, &merges, &lay, pointer);
     if (st != KILN_E_OK)
         return st;
     if (lay.ncols == 0)
         return KILN_E_OK;
     for (size_t i = 0; i < lay.ncols; i++)
         lay.cols[i].jc = column_jc(column_at(d, i), &lay.cols[i]);
-    widen_for_merges(&lay, d, &walk);
+    widen_for_merges(&lay, d, &merges);
     double avail = c->text_width_pt > 72 ? c->text_width_pt : 72;
     if (fit_widths(&lay, d, avail) == 0)
         return KILN_E_OK; /* every column hidden */
     shrink_to_fit(&lay, d, avail);
-    merge_walk_clip(&walk, &lay);
-    merge_walk_rewind(&walk);
+    merges_clip(&merges, &lay);
+    kiln_merge_walk_rewind(&merges.walk);
 
     opc_xml *x = c->x;
     opc_xml_start(x, "w:tbl");
@@ -1018,7 +920,7 @@ kiln_status docx_write_table(docx_ctx *c, const kiln_table *table, const kiln_sh
     uint32_t row = 0; /* the worksheet row */
     int any_row = hdr != NULL;
     if (hdr)
-        write_row(c, &lay, d, &walk, row++, 1, hdr, d->column_count);
+        write_row(c, &lay, d, &merges, row++, 1, hdr, d->column_count);
 
     kiln_row_reader *reader = NULL;
     st = kiln_rows_open(c->doc, d, &reader, c->err);
@@ -1028,7 +930,7 @@ kiln_status docx_write_table(docx_ctx *c, const kiln_table *table, const kiln_sh
     size_t count;
     int more;
     while ((more = kiln_rows_next(reader, &cells, &count, c->err)) == 1) {
-        write_row(c, &lay, d, &walk, row, 0, cells, count);
+        write_row(c, &lay, d, &merges, row, 0, cells, count);
         any_row = 1;
         if (row < UINT32_MAX)
             row++;
@@ -1048,7 +950,7 @@ kiln_status docx_write_table(docx_ctx *c, const kiln_table *table, const kiln_sh
          * without a w:tr (it offers to repair the file), so the table gets
          * one row of empty cells, without the sheet's merges (they would
          * make up content for rows the table does not have). */
-        merge_walk none = {0};
+        table_merges none = {0};
         write_row(c, &lay, d, &none, 0, 0, NULL, 0);
     }
     opc_xml_end(x); /* w:tbl */

@@ -69,6 +69,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "../merge_walk.h"
 #include "../numfmt.h"
 #include "pdf_internal.h"
 
@@ -135,27 +136,24 @@ typedef struct table_row {
     int split;                /* part of it is already drawn */
 } table_row;
 
-/* ---- merges (the same walk as docx_table.c's) ---- */
+/* ---- merges (walked with merge_walk.h, as in docx_table.c) ---- */
 
 typedef struct merge_span {
     const kiln_merge *merge;
     size_t lead_col;          /* the first shown column: where the cell goes */
     size_t shown;             /* shown columns; 0 = nothing shown */
-    size_t measure_col;       /* the one column the range shows in, SIZE_MAX when several */
+    size_t measure_col;       /* the one column the range shows in, KILN_MERGE_NONE when several */
     double x, w;
     int32_t fill;             /* the top-left's fill, for the rows below it */
     kiln_border border;
 } merge_span;
 
-typedef struct merge_walk {
-    merge_span *spans;        /* by first row */
-    size_t count;
-    size_t next;
-    merge_span **active;
-    size_t active_count;
-    merge_span **cover;       /* per worksheet column: the span covering it */
-    size_t cover_cols;
-} merge_walk;
+/* The sheet's merges: the walk, and each range's layout at its index in
+ * the walk (spans[k] lays out walk.merges[k]). Zeroed: no merges. */
+typedef struct table_merges {
+    kiln_merge_walk walk;
+    merge_span *spans;
+} table_merges;
 
 typedef struct table_layout {
     pdf_ctx *ctx;
@@ -171,7 +169,7 @@ typedef struct table_layout {
     double left, width;
     double need_total;
     int32_t head_fill, head_color, band_fill;
-    merge_walk walk;
+    table_merges merges;
     int simple_grid;          /* no merges: vertical lines once per page */
     /* pagination */
     table_row head;           /* laid out once, drawn on every page */
@@ -301,130 +299,40 @@ static int32_t band_of(int32_t fill)
 
 /* ------------------------------------------------------------------ merges */
 
-static int span_order(const void *a, const void *b)
+static kiln_status merges_init(table_layout *lay, const kiln_sheet *sheet)
 {
-    const kiln_range *x = &((const merge_span *)a)->merge->range;
-    const kiln_range *y = &((const merge_span *)b)->merge->range;
-    if (x->first_row != y->first_row)
-        return x->first_row < y->first_row ? -1 : 1;
-    if (x->first_col != y->first_col)
-        return x->first_col < y->first_col ? -1 : 1;
-    return 0;
-}
-
-/* The column a range shows in when it shows in one only, else SIZE_MAX. */
-static size_t single_column(const kiln_table_data *d, const kiln_range *r)
-{
-    size_t found = SIZE_MAX;
-    for (size_t col = r->first_col; col <= r->last_col; col++) {
-        if (d->column_count && col >= d->column_count)
-            break;
-        if (col < d->column_count && d->columns[col].width == 0)
-            continue;
-        if (found != SIZE_MAX)
-            return SIZE_MAX;
-        found = col;
-    }
-    return found;
-}
-
-static kiln_status merge_walk_init(table_layout *lay, const kiln_sheet *sheet)
-{
-    merge_walk *walk = &lay->walk;
-    memset(walk, 0, sizeof *walk);
+    table_merges *merges = &lay->merges;
+    memset(merges, 0, sizeof *merges);
     if (!sheet || sheet->merge_count == 0)
         return KILN_E_OK;
-    size_t n = sheet->merge_count, cols = 0;
-    for (size_t i = 0; i < n; i++) {
-        size_t last = (size_t)sheet->merges[i].range.last_col + 1;
-        if (last > cols)
-            cols = last;
-    }
-    walk->spans = kiln_arena_calloc(lay->keep, n, sizeof *walk->spans);
-    walk->active = kiln_arena_calloc(lay->keep, n, sizeof *walk->active);
-    walk->cover = kiln_arena_calloc(lay->keep, cols, sizeof *walk->cover);
-    if (!walk->spans || !walk->active || !walk->cover)
+    size_t n = sheet->merge_count;
+    kiln_status st = kiln_merge_walk_init(&merges->walk, sheet->merges, n, lay->keep);
+    if (st == KILN_E_OK)
+        merges->spans = kiln_arena_calloc(lay->keep, n, sizeof *merges->spans);
+    if (!merges->spans)
         return nomem(lay);
-    for (size_t i = 0; i < n; i++) {
-        walk->spans[i].merge = &sheet->merges[i];
-        walk->spans[i].measure_col = single_column(lay->d, &sheet->merges[i].range);
-        walk->spans[i].fill = KILN_COLOR_NONE;
+    for (size_t k = 0; k < n; k++) {
+        merge_span *span = &merges->spans[k];
+        span->merge = merges->walk.merges[k];
+        span->measure_col = kiln_merge_single_column(lay->d, &span->merge->range);
+        span->fill = KILN_COLOR_NONE;
     }
-    qsort(walk->spans, n, sizeof *walk->spans, span_order);
-    walk->count = n;
-    walk->cover_cols = cols;
     return KILN_E_OK;
 }
 
-static void merge_walk_rewind(merge_walk *walk)
+/* The range covering column `col` in the walk's current row, or NULL. */
+static merge_span *merge_at(const table_merges *merges, size_t col)
 {
-    if (walk->cover)
-        memset(walk->cover, 0, walk->cover_cols * sizeof *walk->cover);
-    walk->next = 0;
-    walk->active_count = 0;
-}
-
-static void cover_range(merge_walk *walk, merge_span *span, merge_span *with)
-{
-    const kiln_range *r = &span->merge->range;
-    for (size_t col = r->first_col; col <= r->last_col; col++)
-        if (with || walk->cover[col] == span) /* overlapping ranges: the first wins */
-            walk->cover[col] = with;
-}
-
-/* Move to worksheet row `row` (every row, in order, from 0). */
-static void merge_walk_row(merge_walk *walk, uint32_t row)
-{
-    if (walk->count == 0)
-        return;
-    size_t kept = 0;
-    for (size_t i = 0; i < walk->active_count; i++) {
-        merge_span *span = walk->active[i];
-        if (span->merge->range.last_row < row)
-            cover_range(walk, span, NULL);
-        else
-            walk->active[kept++] = span;
-    }
-    while (walk->next < walk->count && walk->spans[walk->next].merge->range.first_row <= row) {
-        merge_span *span = &walk->spans[walk->next++];
-        if (span->merge->range.last_row < row)
-            continue;
-        cover_range(walk, span, span);
-        walk->active[kept++] = span;
-    }
-    walk->active_count = kept;
-}
-
-static merge_span *merge_at(const merge_walk *walk, size_t col)
-{
-    return col < walk->cover_cols ? walk->cover[col] : NULL;
-}
-
-static int merge_is_single(const kiln_merge *m)
-{
-    return m->range.first_row == m->range.last_row && m->range.first_col == m->range.last_col;
-}
-
-/* What a merged range shows (docx_table.c's rule, the .xlsx writer's
- * result): the merge's own value in the merge's format; else the top-left
- * cell's own value and style when it has either; else the merge's blank. */
-static const kiln_cell *merge_shown(const kiln_merge *m, const kiln_cell *own, int *merge_look)
-{
-    if (m->value.kind != KILN_CELL_BLANK || !own ||
-        (own->kind == KILN_CELL_BLANK && !own->style)) {
-        *merge_look = 1;
-        return &m->value;
-    }
-    *merge_look = 0;
-    return own;
+    size_t k = kiln_merge_walk_at(&merges->walk, col);
+    return k == KILN_MERGE_NONE ? NULL : &merges->spans[k];
 }
 
 /* Where every span goes, now that the columns are placed. */
-static void merge_walk_place(table_layout *lay)
+static void merges_place(table_layout *lay)
 {
-    merge_walk *walk = &lay->walk;
-    for (size_t i = 0; i < walk->count; i++) {
-        merge_span *span = &walk->spans[i];
+    table_merges *merges = &lay->merges;
+    for (size_t i = 0; i < merges->walk.count; i++) {
+        merge_span *span = &merges->spans[i];
         const kiln_range *r = &span->merge->range;
         span->lead_col = SIZE_MAX;
         span->shown = 0;
@@ -499,16 +407,16 @@ static kiln_status measure_cell(table_layout *lay, table_col *into, const kiln_c
 static kiln_status measure_merges(table_layout *lay, uint32_t row, const kiln_cell *cells,
                                   size_t count, int header)
 {
-    merge_walk *walk = &lay->walk;
-    for (size_t k = 0; k < walk->active_count; k++) {
-        merge_span *span = walk->active[k];
+    table_merges *merges = &lay->merges;
+    for (size_t k = 0; k < merges->walk.active_count; k++) {
+        merge_span *span = &merges->spans[merges->walk.active[k]];
         const kiln_range *r = &span->merge->range;
-        if (r->first_row != row || span->measure_col == SIZE_MAX ||
+        if (r->first_row != row || span->measure_col == KILN_MERGE_NONE ||
             span->measure_col >= lay->ncols)
             continue;
         int merge_look;
         const kiln_cell *own = r->first_col < count ? &cells[r->first_col] : NULL;
-        const kiln_cell *shown = merge_shown(span->merge, own, &merge_look);
+        const kiln_cell *shown = kiln_merge_shown(span->merge, own, &merge_look);
         const kiln_column *col = merge_look || header ? NULL : column_at(lay->d, r->first_col);
         kiln_status st = measure_cell(lay, &lay->cols[span->measure_col], shown, col, header);
         if (st != KILN_E_OK)
@@ -546,12 +454,12 @@ static kiln_status measure(table_layout *lay, const kiln_cell *hdr)
     if (st != KILN_E_OK)
         return st;
 
-    merge_walk *walk = &lay->walk;
+    table_merges *merges = &lay->merges;
     uint32_t row = 0; /* the worksheet row */
     if (hdr) {
-        merge_walk_row(walk, row);
+        kiln_merge_walk_row(&merges->walk, row);
         for (size_t i = 0; i < d->column_count && st == KILN_E_OK; i++)
-            if (!merge_at(walk, i))
+            if (!merge_at(merges, i))
                 st = measure_cell(lay, &lay->cols[i], &hdr[i], NULL, 1);
         if (st == KILN_E_OK)
             st = measure_merges(lay, row, hdr, d->column_count, 1);
@@ -580,9 +488,9 @@ static kiln_status measure(table_layout *lay, const kiln_cell *hdr)
                 break;
             continue;
         }
-        merge_walk_row(walk, row);
+        kiln_merge_walk_row(&merges->walk, row);
         for (size_t i = 0; i < count && st == KILN_E_OK; i++)
-            if (!merge_at(walk, i))
+            if (!merge_at(merges, i))
                 st = measure_cell(lay, &lay->cols[i], &cells[i], column_at(d, i), 0);
         if (st == KILN_E_OK)
             st = measure_merges(lay, row, cells, count, 0);
@@ -908,16 +816,16 @@ static void row_measure(table_row *row)
 static kiln_status build_row(table_layout *lay, table_row *row, uint32_t wsrow, int header,
                              const kiln_cell *cells, size_t count)
 {
-    merge_walk *walk = &lay->walk;
+    table_merges *merges = &lay->merges;
     kiln_status st = KILN_E_OK;
     row->count = 0;
     row->split = 0;
-    merge_walk_row(walk, wsrow);
+    kiln_merge_walk_row(&merges->walk, wsrow);
     for (size_t i = 0; i < lay->ncols && st == KILN_E_OK; i++) {
         table_col *c = &lay->cols[i];
         if (c->hidden)
             continue;
-        merge_span *span = merge_at(walk, i);
+        merge_span *span = merge_at(merges, i);
         if (span) {
             if (span->shown == 0 || i != span->lead_col)
                 continue;
@@ -933,8 +841,8 @@ static kiln_status build_row(table_layout *lay, table_row *row, uint32_t wsrow, 
             }
             int merge_look;
             const kiln_cell *own = r->first_col < count ? &cells[r->first_col] : NULL;
-            const kiln_cell *shown = merge_shown(span->merge, own, &merge_look);
-            merge_look = merge_look && !merge_is_single(span->merge);
+            const kiln_cell *shown = kiln_merge_shown(span->merge, own, &merge_look);
+            merge_look = merge_look && !kiln_merge_is_single(span->merge);
             const kiln_column *col = merge_look || header ? NULL : column_at(lay->d, i);
             st = layout_cell(lay, tc, shown, col, header, merge_look, c->align);
             /* The rows below show the range's background, band included,
@@ -1284,10 +1192,10 @@ kiln_status pdf_table_layout(pdf_ctx *ctx, const kiln_table_data *data, const ki
     memset(&row, 0, sizeof row);
     pdf_para cap_para;
     memset(&cap_para, 0, sizeof cap_para);
-    kiln_status st = merge_walk_init(&lay, sheet);
+    kiln_status st = merges_init(&lay, sheet);
     if (st != KILN_E_OK)
         goto cleanup_scratch;
-    lay.simple_grid = lay.walk.count == 0;
+    lay.simple_grid = lay.merges.walk.count == 0;
     const kiln_cell *hdr = NULL;
     if (data->header && data->column_count && !(hdr = header_cells(&lay))) {
         st = nomem(&lay);
@@ -1331,8 +1239,8 @@ kiln_status pdf_table_layout(pdf_ctx *ctx, const kiln_table_data *data, const ki
     }
     fit_widths(&lay, avail);
     shrink_to_fit(&lay, avail);
-    merge_walk_place(&lay);
-    merge_walk_rewind(&lay.walk);
+    merges_place(&lay);
+    kiln_merge_walk_rewind(&lay.merges.walk);
 
     uint32_t wsrow = 0;
     if (hdr) {
@@ -1385,11 +1293,11 @@ kiln_status pdf_table_layout(pdf_ctx *ctx, const kiln_table_data *data, const ki
     if (!more && !lay.has_head) {
         /* Columns but neither a header row nor data: one row of empty
          * cells, without the sheet's merges (docx_table.c does the same). */
-        merge_walk none = lay.walk;
-        memset(&lay.walk, 0, sizeof lay.walk);
+        table_merges none = lay.merges;
+        memset(&lay.merges, 0, sizeof lay.merges);
         row.fill = KILN_COLOR_NONE;
         st = build_row(&lay, &row, 0, 0, NULL, 0);
-        lay.walk = none;
+        lay.merges = none;
         if (st == KILN_E_OK)
             st = place_row(&lay, &row);
         if (st != KILN_E_OK)

@@ -419,10 +419,10 @@ static void test_palette(void **state)
     assert_int_equal(slice_color(&ch, 39), 0xC00000);
 
     /* lumMod/lumOff: identity, black and white ends, grey stays grey */
-    assert_int_equal(lum_mod_off(0x4472C4, 1, 0), 0x4472C4);
-    assert_int_equal(lum_mod_off(0x4472C4, 0, 0), 0x000000);
-    assert_int_equal(lum_mod_off(0x4472C4, 0, 1), 0xFFFFFF);
-    assert_int_equal(lum_mod_off(0x808080, 0.5, 0), 0x404040);
+    assert_int_equal(kiln_color_lum(0x4472C4, 1, 0), 0x4472C4);
+    assert_int_equal(kiln_color_lum(0x4472C4, 0, 0), 0x000000);
+    assert_int_equal(kiln_color_lum(0x4472C4, 0, 1), 0xFFFFFF);
+    assert_int_equal(kiln_color_lum(0x808080, 0.5, 0), 0x404040);
 }
 
 /* ---- category labels ---- */
