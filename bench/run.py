@@ -212,6 +212,28 @@ def measure(cmd):
     return wall, ru.ru_utime + ru.ru_stime, ru.ru_maxrss, p.returncode, " | ".join(tail)
 
 
+def best_of(label, cmd, path, repeat):
+    """Run cmd repeat times (its output file removed before each run): the fastest
+    run's wall and CPU time, the largest peak RSS, and the output's size; or an error."""
+    print("bench: %s ..." % label, flush=True)
+    best = None
+    for _ in range(repeat):
+        if os.path.exists(path):
+            os.unlink(path)
+        wall, cpu, rss, rc, tail = measure(cmd)
+        if rc != 0:
+            return {"label": label, "error": "exit %d: %s" % (rc, tail)}
+        if best is None or wall < best["wall"]:
+            best = {"label": label, "wall": wall, "cpu": cpu, "rss": rss}
+        best["rss"] = max(best["rss"], rss)
+    if not os.path.exists(path):
+        best["error"] = "no output file"
+    else:
+        best["size"] = os.path.getsize(path)
+        best["path"] = path
+    return best
+
+
 def sheet_rows(path):
     """Number of <row> elements in the first worksheet (streamed, not parsed)."""
     with zipfile.ZipFile(path) as z:
@@ -231,19 +253,9 @@ def sheet_rows(path):
 
 
 def run_tool(label, cmd, out_path, repeat, expect_rows):
-    best = None
-    for _ in range(repeat):
-        if os.path.exists(out_path):
-            os.unlink(out_path)
-        wall, cpu, rss, rc, tail = measure(cmd)
-        if rc != 0:
-            return {"label": label, "error": "exit %d: %s" % (rc, tail)}
-        if best is None or wall < best["wall"]:
-            best = {"label": label, "wall": wall, "cpu": cpu}
-        best["rss"] = max(best.get("rss", 0), rss)
-    if not os.path.exists(out_path):
-        return {"label": label, "error": "no output file"}
-    best["size"] = os.path.getsize(out_path)
+    best = best_of(label, cmd, out_path, repeat)
+    if "error" in best:
+        return best
     try:
         best["rows"] = sheet_rows(out_path)
     except (zipfile.BadZipFile, StopIteration, OSError) as e:
@@ -295,7 +307,6 @@ def run_xlsx(args):
         if cmd[0] == kiln and not os.access(kiln, os.X_OK):
             results.append({"label": label, "error": "no kiln binary at %s" % kiln})
             continue
-        print("bench: %s ..." % label, flush=True)
         # +1: the header row
         results.append(run_tool(label, cmd, path, repeat, nrows + 1))
 
@@ -448,25 +459,7 @@ def run_docx(args):
             results.append({"label": label, "error": "bench/node_modules/docx is missing: "
                                                      "npm ci --prefix bench"})
             continue
-        print("bench: %s ..." % label, flush=True)
-        best = None
-        for _ in range(args.repeat):
-            if os.path.exists(path):
-                os.unlink(path)
-            wall, cpu, rss, rc, tail = measure(cmd)
-            if rc != 0:
-                best = {"label": label, "error": "exit %d: %s" % (rc, tail)}
-                break
-            if best is None or wall < best["wall"]:
-                best = {"label": label, "wall": wall, "cpu": cpu, "rss": rss}
-            best["rss"] = max(best["rss"], rss)
-        if "error" not in best:
-            if not os.path.exists(path):
-                best["error"] = "no output file"
-            else:
-                best["size"] = os.path.getsize(path)
-                best["path"] = path
-        results.append(best)
+        results.append(best_of(label, cmd, path, args.repeat))
 
     kiln_r = results[0] if "wall" in results[0] else None
     print()
@@ -704,25 +697,7 @@ def run_pdf(args):
         if cmd[0] == kiln and not os.access(kiln, os.X_OK):
             results.append({"label": label, "error": "no kiln binary at %s" % kiln})
             continue
-        print("bench: %s ..." % label, flush=True)
-        best = None
-        for _ in range(args.repeat):
-            if os.path.exists(path):
-                os.unlink(path)
-            wall, cpu, rss, rc, tail = measure(cmd)
-            if rc != 0:
-                best = {"label": label, "error": "exit %d: %s" % (rc, tail)}
-                break
-            if best is None or wall < best["wall"]:
-                best = {"label": label, "wall": wall, "cpu": cpu, "rss": rss}
-            best["rss"] = max(best["rss"], rss)
-        if "error" not in best:
-            if not os.path.exists(path):
-                best["error"] = "no output file"
-            else:
-                best["size"] = os.path.getsize(path)
-                best["path"] = path
-        results.append(best)
+        results.append(best_of(label, cmd, path, args.repeat))
 
     want = pdf_expected(spec)
     for r in results:
