@@ -75,8 +75,10 @@
 
 /* Rows measured for the column widths (see the comment at the top). */
 #define MEASURE_ROWS 2000u
-/* the smallest a number is set to keep it on one line (below, it wraps) */
-#define MIN_NUMBER_SIZE 4.0
+/* The smallest a number is set to keep it on one line. A number split over
+ * lines reads as two values, which is worse than small type (a reader can
+ * zoom), so the floor is only there to keep degenerate widths finite. */
+#define MIN_NUMBER_SIZE 1.0
 /* Cell padding: left/right (narrowed when the columns do not fit), top/bottom. */
 #define PAD_X 4.0
 #define PAD_X_NARROW 2.0

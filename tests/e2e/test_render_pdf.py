@@ -1472,3 +1472,384 @@ def test_success_replaces_an_existing_file(tmp_path, kiln_bin):
     sp = write_spec(tmp_path, {"blocks": [{"type": "paragraph", "text": "new"}]})
     render_ok(sp, out)
     assert out.read_bytes().startswith(b"%PDF-")
+
+
+# =========================================================================== review fixes
+#
+# Focused checks of the PDF writer's pagination and furniture (docs/spec.md, "How the PDF
+# writer lays things out"). Each builds the situation it needs from measurements of a
+# first render (how many lines a page holds, where a paragraph breaks), never from
+# figures written into the test, and each can fail.
+
+REVIEW_PAGE = {"size": "A5", "page_numbers": False}
+REVIEW_CREATED = "2026-01-01T00:00:00Z"
+
+
+def review_render(directory, spec, name):
+    """Render spec (a dict) to directory/name.pdf; the PDF's path."""
+    spec = dict(spec)
+    spec.setdefault("metadata", {"title": name, "created": REVIEW_CREATED})
+    sp = write_spec(directory, spec, name + ".json")
+    return render_ok(sp, Path(directory) / (name + ".pdf"))
+
+
+def word_lines(words, tol=2.0):
+    """The words of one page grouped into lines, top to bottom, each left to right:
+    [[(x0, y0, x1, y1, text)]]."""
+    lines = []
+    for w in sorted(words, key=lambda w: (w[1], w[0])):
+        if lines and abs(lines[-1][0][1] - w[1]) <= tol:
+            lines[-1].append(w)
+        else:
+            lines.append([w])
+    return [sorted(ln, key=lambda w: w[0]) for ln in lines]
+
+
+def line_text(line):
+    return " ".join(w[4] for w in line)
+
+
+def numbered_words(prefix, n):
+    return ["%s%04d" % (prefix, i) for i in range(n)]
+
+
+@pytest.fixture(scope="module")
+def review_lines(tmp_path_factory, kiln_bin):
+    """One long paragraph of distinct words on A5 pages without furniture, read back:
+    (lines per page (page 1 is full), the paragraph's lines as lists of words). Breaking is
+    greedy, so a paragraph made of lines i..j of it breaks exactly there."""
+    d = tmp_path_factory.mktemp("review_lines")
+    words = numbered_words("w", 700)
+    pdf = review_render(d, {"page": REVIEW_PAGE, "blocks": [{"type": "paragraph", "text": " ".join(words)}]},
+                        "calibrate")
+    pages = pdf_words(pdf)
+    assert len(pages) >= 2, "test bug: the calibration paragraph fits on one page"
+    lines = [[w[4] for w in ln] for _w, _h, ws in pages for ln in word_lines(ws)]
+    assert [w for ln in lines for w in ln] == words, "test bug: the calibration paragraph does not read back in order"
+    return len(word_lines(pages[0][2])), lines
+
+
+def para_of(lines, first, count):
+    return {"type": "paragraph", "text": " ".join(w for ln in lines[first:first + count] for w in ln)}
+
+
+def para_lines_per_page(pdf, words):
+    """How many lines of the paragraph made of `words` each page shows: [count]."""
+    wanted = set(words)
+    return [sum(1 for ln in word_lines(ws) if any(w[4] in wanted for w in ln)) for _w, _h, ws in pdf_words(pdf)]
+
+
+def test_review_widow_one_line_over_a_page(tmp_path, review_lines):
+    """A paragraph one line longer than a page holds: the next page gets at least two of
+    its lines (widow control moves one more line over), the first keeps at least two."""
+    per_page, lines = review_lines
+    block = para_of(lines, 0, per_page + 1)
+    pdf = review_render(tmp_path, {"page": REVIEW_PAGE, "blocks": [block]}, "widow")
+    counts = para_lines_per_page(pdf, block["text"].split())
+    assert sum(counts) == per_page + 1, \
+        "test bug: a paragraph of %d lines set in %s lines" % (per_page + 1, counts)
+    assert len(counts) == 2, "a %d-line paragraph (a page holds %d) took %d pages: %s" % (
+        per_page + 1, per_page, len(counts), counts)
+    assert counts[1] >= 2, ("widow: a paragraph one line longer than the page (%d lines, %d a page) "
+                            "leaves %d line(s) alone at the top of page 2 (lines per page %s)"
+                            % (per_page + 1, per_page, counts[1], counts))
+    assert counts[0] >= 2, "orphan: page 1 keeps %d line(s) of the paragraph: %s" % (counts[0], counts)
+
+
+def test_review_orphan_three_line_paragraph_moves_whole(tmp_path, review_lines):
+    """Filler paragraphs of m lines, then a 3-line paragraph: for every m where a probe
+    shows that exactly two lines still fit on page 1, the 3-line paragraph goes whole to
+    page 2; for every m, no page ends with its first line alone or starts with its last
+    line alone."""
+    per_page, lines = review_lines
+    found, errs = [], []
+    for m in range(max(1, per_page - 7), per_page):
+        filler = para_of(lines, 0, m)
+        probe = para_of(lines, m, 10)
+        pdf = review_render(tmp_path, {"page": REVIEW_PAGE, "blocks": [filler, probe]}, "probe%d" % m)
+        fit = para_lines_per_page(pdf, probe["text"].split())[0]
+        target = para_of(lines, m, 3)
+        pdf = review_render(tmp_path, {"page": REVIEW_PAGE, "blocks": [filler, target]}, "three%d" % m)
+        pages = pdf_words(pdf)
+        t_words = target["text"].split()
+        first_line, last_line = lines[m], lines[m + 2]
+        counts = para_lines_per_page(pdf, t_words)
+        if sum(counts) != 3:
+            pytest.fail("test bug: the 3-line paragraph after %d filler lines set in %s lines" % (m, counts))
+        for n, (_w, _h, ws) in enumerate(pages, 1):
+            pl = [[w[4] for w in ln] for ln in word_lines(ws)]
+            if pl and pl[-1] == first_line and counts[n - 1] == 1:
+                errs.append("filler %d lines (%d probe lines fit): page %d ends with only the first line of "
+                            "the 3-line paragraph (lines per page %s)" % (m, fit, n, counts))
+            if pl and pl[0] == last_line and counts[n - 1] == 1:
+                errs.append("filler %d lines (%d probe lines fit): page %d starts with only the last line of "
+                            "the 3-line paragraph (lines per page %s)" % (m, fit, n, counts))
+        if fit == 2:
+            found.append(m)
+            if max(counts) != 3:
+                errs.append("filler %d lines, two lines fit below: the 3-line paragraph is split %s "
+                            "instead of moving whole to the next page" % (m, counts))
+    assert found, "test bug: no filler amount in %d..%d leaves room for exactly two lines" % (
+        max(1, per_page - 7), per_page - 1)
+    assert not errs, "\n".join(errs)
+
+
+def image_file_png(path, w, h):
+    Path(path).write_bytes(png_bytes(w=w, h=h, color=(40, 90, 160)))
+
+
+@pytest.mark.parametrize("what", ["image", "chart"])
+def test_review_heading_keeps_with_figure(tmp_path, kiln_bin, review_lines, what):
+    """A heading followed by a figure that does not fit on the rest of the page goes to the
+    next page with it, for every amount of filler before it (stepping over the page)."""
+    per_page, lines = review_lines
+    image_file_png(tmp_path / "tall.png", 300, 360)       # 225 x 270 pt at 96 dpi
+    heading = "Kept heading"
+    chart_title = "Kept chart title"
+    if what == "image":
+        fig = {"type": "image", "image": {"path": "tall.png"}, "caption": "A tall picture"}
+    else:
+        fig = {"type": "chart", "kind": "column", "title": chart_title, "height": 360,
+               "categories": ["a", "b"], "series": [{"name": "s", "values": [1, 2]}]}
+    errs, moved = [], 0
+    for m in range(1, per_page, 2):
+        blocks = [para_of(lines, 0, m), {"type": "heading", "level": 2, "text": heading}, fig]
+        pdf = review_render(tmp_path, {"page": REVIEW_PAGE, "blocks": blocks}, "%s%d" % (what, m))
+        texts = pdf_page_texts(pdf)
+        h_pages = [n for n, t in enumerate(texts, 1) if heading in t]
+        if what == "image":
+            f_pages = sorted({i["page"] for i in pdf_images(pdf) if i["type"] == "image"})
+        else:
+            f_pages = [n for n, t in enumerate(texts, 1) if chart_title in t]
+        if len(h_pages) != 1 or len(f_pages) != 1:
+            errs.append("filler %d lines: heading on pages %s, %s on pages %s" % (m, h_pages, what, f_pages))
+            continue
+        if f_pages[0] > 1:
+            moved += 1
+        if h_pages != f_pages:
+            errs.append("filler %d lines: the heading %r is on page %d, stranded from its %s on page %d"
+                        % (m, heading, h_pages[0], what, f_pages[0]))
+    assert moved, "test bug: the %s never had to move to the next page" % what
+    assert not errs, "\n".join(errs)
+
+
+def test_review_figure_captions_not_numbered_twice(tmp_path, kiln_bin):
+    """A caption that already reads "Figure N: ..." is printed as given (image and chart);
+    a plain one gets "Figure N: " with its number in the document's figure sequence."""
+    image_file_png(tmp_path / "pic.png", 60, 40)
+    spec = {"blocks": [
+        {"type": "image", "image": {"path": "pic.png"}, "caption": "Figure 7: Something"},
+        {"type": "chart", "kind": "bar", "title": "Caption chart", "categories": ["a", "b"],
+         "series": [{"name": "s", "values": [1, 2]}], "caption": "Figure 12: Revenue by region"},
+        {"type": "image", "image": {"path": "pic.png"}, "caption": "Plain caption words"},
+    ]}
+    pdf = review_render(tmp_path, spec, "captions")
+    text = re.sub(r"\s+", " ", " ".join(pdf_page_texts(pdf, layout=False)))
+    errs = []
+    for own in ("Figure 7: Something", "Figure 12: Revenue by region"):
+        if own not in text:
+            errs.append("caption %r not printed as given" % own)
+        doubled = re.search(r"Figure \d+: " + re.escape(own), text)
+        if doubled:
+            errs.append("caption %r numbered twice: %r" % (own, doubled.group(0)))
+    if "Figure 3: Plain caption words" not in text:
+        m = re.search(r"\S*\s*\S*\s*Plain caption words", text)
+        errs.append("the plain caption (third figure) should read 'Figure 3: Plain caption words'; got %r"
+                    % (m.group(0) if m else None))
+    assert not errs, "\n".join(errs) + "\n--- text:\n" + text
+
+
+@pytest.mark.parametrize("font_size", [11, 24])
+def test_review_list_markers_with_large_start(tmp_path, kiln_bin, font_size):
+    """An ordered list starting at 99998: every marker lies right of the left margin and
+    left of its item's text."""
+    items = ["first item text", "second item text", "third item text"]
+    spec = {"theme": {"font_size": font_size},
+            "blocks": [{"type": "list", "ordered": True, "start": 99998, "items": items}]}
+    pdf = review_render(tmp_path, spec, "list")
+    _w, _h, ws = pdf_words(pdf)[0]
+    lines = word_lines(ws)
+    errs = []
+    for k, item in enumerate(items):
+        marker = "%d." % (99998 + k)
+        first = item.split()[0]
+        ln = [line for line in lines if any(w[4] == first for w in line)]
+        if len(ln) != 1:
+            errs.append("item %r: %d lines hold %r" % (item, len(ln), first))
+            continue
+        ln = ln[0]
+        mk = [w for w in ln if w[4] == marker]
+        if not mk:
+            errs.append("item %r: no marker word %r on its line (%r)" % (item, marker, line_text(ln)))
+            continue
+        mk, tx = mk[0], [w for w in ln if w[4] == first][0]
+        if mk[0] < DEFAULT_MARGIN - 0.5:
+            errs.append("marker %r starts at x=%.2f, left of the margin (%.0f)" % (marker, mk[0], DEFAULT_MARGIN))
+        if mk[2] > tx[0] + 0.1:
+            errs.append("marker %r (x %.2f..%.2f) runs into its text %r (starting at x=%.2f)"
+                        % (marker, mk[0], mk[2], first, tx[0]))
+    assert not errs, "\n".join(errs)
+
+
+def boxes_overlap(a, b, tol=0.25):
+    return a[0] < b[2] - tol and b[0] < a[2] - tol and a[1] < b[3] - tol and b[1] < a[3] - tol
+
+
+def test_review_furniture_with_zero_margins(tmp_path, kiln_bin):
+    """Page margins 0 on all four sides with a header: the header and "Page N of M" stay
+    on the paper and overlap no word of the body, on every page."""
+    header = "Zero margin header"
+    spec = {"page": {"size": "A5", "margins": {"top": 0, "bottom": 0, "left": 0, "right": 0},
+                     "header": header},
+            "blocks": [{"type": "heading", "level": 1, "text": "Body heading"},
+                       {"type": "paragraph", "text": " ".join(numbered_words("z", 900))}]}
+    pdf = review_render(tmp_path, spec, "zero")
+    pages = pdf_words(pdf)
+    total = len(pages)
+    assert total >= 2, "test bug: expected at least two pages"
+    errs = []
+    for n, (w, h, ws) in enumerate(pages, 1):
+        lines = word_lines(ws)
+        hdr = [ln for ln in lines if line_text(ln) == header]
+        ftr = [ln for ln in lines if line_text(ln) == "Page %d of %d" % (n, total)]
+        if len(hdr) != 1 or len(ftr) != 1:
+            errs.append("page %d: header lines %d, footer lines %d (lines: %s)"
+                        % (n, len(hdr), len(ftr), [line_text(ln) for ln in lines[:2] + lines[-2:]]))
+            continue
+        furniture = hdr[0] + ftr[0]
+        body = [x for x in ws if x not in furniture]
+        for f in furniture:
+            if not (-0.01 <= f[0] and f[2] <= w + 0.01 and -0.01 <= f[1] and f[3] <= h + 0.01):
+                errs.append("page %d: %r at (%.2f, %.2f, %.2f, %.2f) is off the %.0f x %.0f page"
+                            % (n, f[4], f[0], f[1], f[2], f[3], w, h))
+            for b in body:
+                if boxes_overlap(f, b):
+                    errs.append("page %d: %r (%.2f, %.2f, %.2f, %.2f) overlaps the body word %r (%.2f, %.2f, %.2f, %.2f)"
+                                % ((n, f[4]) + tuple(f[:4]) + (b[4],) + tuple(b[:4])))
+    assert not errs, "\n".join(errs[:30])
+
+
+def test_review_quote_bar_on_every_page(tmp_path, kiln_bin, review_lines):
+    """A quote that runs from page 1 onto page 2 has its accent-coloured bar beside its
+    text on both pages (found in a 50 dpi rendering of each page)."""
+    from PIL import Image
+    per_page, lines = review_lines
+    quote_words = numbered_words("q", 160)
+    spec = {"page": REVIEW_PAGE, "theme": {"accent_colors": ["#FF00FF"]},
+            "blocks": [para_of(lines, 0, per_page // 2),
+                       {"type": "quote", "text": " ".join(quote_words)}]}
+    pdf = review_render(tmp_path, spec, "quote")
+    pages = pdf_words(pdf)
+    qset = set(quote_words)
+    on = [[w for w in ws if w[4] in qset] for _w, _h, ws in pages]
+    assert len(pages) >= 2 and on[0] and on[1], \
+        "test bug: the quote does not run over pages 1 and 2 (%s quote words a page)" % [len(q) for q in on]
+    tool = shutil.which("pdftoppm")
+    if not tool:
+        pytest.fail("pdftoppm is not installed: apt-get install poppler-utils")
+    proc = subprocess.run([tool, "-r", "50", "-f", "1", "-l", "2", "-png", str(pdf), str(tmp_path / "pg")],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.returncode == 0, proc.stderr.decode("utf-8", "replace")
+    pngs = sorted(tmp_path.glob("pg-*.png"))
+    assert len(pngs) == 2, pngs
+    errs = []
+    for n, (png, qw) in enumerate(zip(pngs, on), 1):
+        img = Image.open(png).convert("RGB")
+        scale = img.width / pages[n - 1][0]
+        x_from = int((DEFAULT_MARGIN - 3) * scale)
+        x_to = int(min(w[0] for w in qw) * scale)           # left of the quote's text
+        y_from = int(min(w[1] for w in qw) * scale)
+        y_to = int(max(w[3] for w in qw) * scale)
+        px = img.load()
+        rows_with_bar = 0
+        for y in range(y_from, y_to + 1):
+            if any(px[x, y][0] > 170 and px[x, y][1] < 110 and px[x, y][2] > 170 for x in range(x_from, x_to)):
+                rows_with_bar += 1
+        span = y_to - y_from + 1
+        if rows_with_bar < span * 0.8:
+            errs.append("page %d: the accent bar shows beside only %d of the %d pixel rows of the quote's text "
+                        "(x %d..%d px at 50 dpi)" % (n, rows_with_bar, span, x_from, x_to))
+    assert not errs, "\n".join(errs)
+
+
+def test_review_image_used_twice_stored_once(tmp_path, kiln_bin):
+    """The same file named by two image blocks (a PNG and a JPEG) is one image object each."""
+    image_file_png(tmp_path / "pic.png", 80, 50)
+    shutil.copy(SAMPLES / "images" / "regional_trend.jpg", tmp_path / "photo.jpg")
+    spec = {"blocks": [{"type": "image", "image": {"path": "pic.png"}},
+                       {"type": "paragraph", "text": "between"},
+                       {"type": "image", "image": {"path": "pic.png"}, "width": 40},
+                       {"type": "image", "image": {"path": "photo.jpg"}, "width": 100},
+                       {"type": "image", "image": {"path": "photo.jpg"}, "width": 60}]}
+    pdf = review_render(tmp_path, spec, "twice")
+    rows = [r for r in pdf_images(pdf) if r["type"] == "image"]
+    assert len(rows) == 4, "expected 4 image placements, pdfimages lists:\n%s" % "\n".join(
+        " ".join(r["fields"]) for r in rows)
+    keys = rows[0]["keys"]
+    assert "object" in keys, "pdfimages -list has no object column: %s" % keys
+    k = keys.index("object")
+    objs = [r["fields"][k] for r in rows]
+    by_size = {}
+    for r, o in zip(rows, objs):
+        by_size.setdefault((r["width"], r["height"]), set()).add(o)
+    assert len(set(objs)) == 2 and all(len(v) == 1 for v in by_size.values()), \
+        "each file used twice should be stored once (2 objects); pdfimages -list:\n%s" % "\n".join(
+            " ".join(r["fields"]) for r in rows)
+
+
+def test_review_emoji_in_info_and_outline(tmp_path, kiln_bin):
+    """Characters beyond the BMP (U+1F389) survive in the document information and the
+    outline, which are text strings, not glyphs."""
+    party = "\U0001F389"
+    title, author, heading = "Launch %s party" % party, "Ana %s Lee" % party, "Celebrate %s now" % party
+    spec = {"metadata": {"title": title, "author": author, "created": REVIEW_CREATED},
+            "blocks": [{"type": "heading", "level": 1, "text": heading},
+                       {"type": "paragraph", "text": "Body."}]}
+    pdf = review_render(tmp_path, spec, "emoji")
+    info = pdf_info(pdf)
+    errs = []
+    if info.get("Title") != title:
+        errs.append("pdfinfo Title: expected %r, got %r" % (title, info.get("Title")))
+    if info.get("Author") != author:
+        errs.append("pdfinfo Author: expected %r, got %r" % (author, info.get("Author")))
+    got = [t for _d, t, _p in outline_flat(pypdf.PdfReader(str(pdf)))]
+    if got != [heading]:
+        errs.append("outline: expected [%r], got %r" % (heading, got))
+    assert not errs, "\n".join(errs)
+
+
+def test_review_margins_leaving_no_text_width(tmp_path, kiln_bin):
+    """Left and right margins that together take the whole A5 width: exit 3 naming
+    /page/margins, nothing written."""
+    spec = {"page": {"size": "A5", "margins": {"left": 288, "right": 288}},
+            "blocks": [{"type": "paragraph", "text": "x"}]}
+    expect_pdf_failure(tmp_path, spec, 3, r"/page/margins(/\w+)?")
+
+
+@pytest.mark.parametrize("case", ["width4", "past_measured_rows"])
+def test_review_numbers_never_split(tmp_path, kiln_bin, case):
+    """Numbers wider than their column (a given narrow width, or values that grow past the
+    rows the widths were measured on) are each one word, never broken over lines."""
+    if case == "width4":
+        col = {"header": "n", "type": "integer", "width": 4}
+        values = [1, 22, 333, 4444, 55555, 123456, 1234567, 12345678, 123456789]
+    else:
+        col = {"header": "n", "type": "integer"}
+        values = [i % 10 for i in range(2100)] + [123456789, 987654321, 1234567890123]
+    spec = {"blocks": [{"type": "table",
+                        "columns": [{"header": "label"}, col],
+                        "rows": [["r%d" % i, v] for i, v in enumerate(values)]}]}
+    pdf = review_render(tmp_path, spec, "nums")
+    words = [w[4] for _w, _h, ws in pdf_words(pdf) for w in ws]
+    present = set(words)
+    errs = []
+    for v in sorted(set(values)):
+        shown = shown_cell(v, col).text
+        if shown not in present:
+            bits = [w for w in words if w and w in shown and len(w) < len(shown) and any(c.isdigit() for c in w)]
+            errs.append("%r (shown %r) is not one word; pieces found: %s" % (v, shown, sorted(set(bits))[:8]))
+    assert not errs, ("numbers split over lines (%s: a column %s; the writer sets a number too wide for its "
+                      "column smaller, but only down to a floor, then wraps it):\n" % (
+                          case, "of explicit width 4" if case == "width4" else
+                          "measured on the first rows (single digits), larger values after them")
+                      + "\n".join(errs))
