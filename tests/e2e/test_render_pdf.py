@@ -1046,11 +1046,11 @@ def incomplete_composites(data):
         g = glyf[name]
         if not g.isComposite():
             continue
-        todo = [c.glyphName for c in g.components]
-        while todo:
-            c = glyf[todo.pop()]
+        pending = [c.glyphName for c in g.components]
+        while pending:
+            c = glyf[pending.pop()]
             if c.isComposite():
-                todo += [x.glyphName for x in c.components]
+                pending += [x.glyphName for x in c.components]
             elif c.numberOfContours == 0:
                 bad.append(name)
                 break
