@@ -16,7 +16,7 @@ static const kiln_writer writers[KILN_FORMAT__COUNT] = {
      "application/vnd.openxmlformats-officedocument.wordprocessingml.document", kiln_docx_write},
     {KILN_FORMAT_PDF, "pdf", ".pdf", "application/pdf", kiln_pdf_write},
     {KILN_FORMAT_PPTX, "pptx", ".pptx",
-     "application/vnd.openxmlformats-officedocument.presentationml.presentation", NULL},
+     "application/vnd.openxmlformats-officedocument.presentationml.presentation", kiln_pptx_write},
 };
 
 const kiln_writer *kiln_writer_for(kiln_format format)

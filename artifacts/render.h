@@ -31,6 +31,9 @@ typedef struct kiln_render_result {
     uint64_t bytes;           /* size of the committed file */
     uint64_t missing_glyphs;  /* PDF: characters no embedded font could draw, shown as '?' */
     uint32_t missing_first;   /* ... the first of them (a code point) */
+    uint32_t overflow_slides; /* PPTX: slides with text that does not fit its placeholder
+                                 even at the smallest font scale (docs/spec.md) */
+    uint32_t overflow_first;  /* ... the first of them (a 1-based slide number) */
 } kiln_render_result;
 
 /* A writer fills out; result (zeroed, never NULL) takes what the caller
@@ -64,6 +67,9 @@ kiln_status kiln_xlsx_write(const kiln_doc *doc, kiln_output *out,
                             const kiln_render_options *opt, kiln_render_result *result,
                             kiln_error *err);
 kiln_status kiln_docx_write(const kiln_doc *doc, kiln_output *out,
+                            const kiln_render_options *opt, kiln_render_result *result,
+                            kiln_error *err);
+kiln_status kiln_pptx_write(const kiln_doc *doc, kiln_output *out,
                             const kiln_render_options *opt, kiln_render_result *result,
                             kiln_error *err);
 kiln_status kiln_pdf_write(const kiln_doc *doc, kiln_output *out,

@@ -269,6 +269,12 @@ static int cmd_render(int argc, char **argv)
                 "shown as '?'\n",
                 (unsigned long long)result.missing_glyphs,
                 result.missing_glyphs == 1 ? " has" : "s have", (unsigned)result.missing_first);
+    if (result.overflow_slides > 0 && !as_json)
+        fprintf(stderr,
+                "kiln: warning: %u slide%s text that does not fit its placeholder or table "
+                "even when shrunk (the first is slide %u)\n",
+                (unsigned)result.overflow_slides, result.overflow_slides == 1 ? " has" : "s have",
+                (unsigned)result.overflow_first);
     if (as_json) {
         json_t *root = json_pack("{s:b, s:s, s:s, s:I}", "ok", 1, "path", output, "format",
                                  kiln_writer_for(format)->name, "bytes",
@@ -278,6 +284,12 @@ static int cmd_render(int argc, char **argv)
                                 json_integer((json_int_t)result.missing_glyphs));
             json_object_set_new(root, "missing_first",
                                 json_integer((json_int_t)result.missing_first));
+        }
+        if (root && result.overflow_slides > 0) {
+            json_object_set_new(root, "overflow_slides",
+                                json_integer((json_int_t)result.overflow_slides));
+            json_object_set_new(root, "overflow_first",
+                                json_integer((json_int_t)result.overflow_first));
         }
         json_dumpf(root, strcmp(output, "-") == 0 ? stderr : stdout, JSON_COMPACT);
         fputc('\n', strcmp(output, "-") == 0 ? stderr : stdout);

@@ -22,6 +22,18 @@ KILN_EMBED(kiln_tpl_docx_styles, "templates/docx/styles.xml")
 KILN_EMBED(kiln_tpl_docx_settings, "templates/docx/settings.xml")
 KILN_EMBED(kiln_tpl_docx_theme, "templates/docx/theme1.xml")
 KILN_EMBED(kiln_tpl_docx_fonts, "templates/docx/fontTable.xml")
+KILN_EMBED(kiln_tpl_pptx_slide_master, "templates/pptx/slideMaster1.xml")
+KILN_EMBED(kiln_tpl_pptx_layout1, "templates/pptx/slideLayout1.xml")
+KILN_EMBED(kiln_tpl_pptx_layout2, "templates/pptx/slideLayout2.xml")
+KILN_EMBED(kiln_tpl_pptx_layout3, "templates/pptx/slideLayout3.xml")
+KILN_EMBED(kiln_tpl_pptx_layout4, "templates/pptx/slideLayout4.xml")
+KILN_EMBED(kiln_tpl_pptx_layout5, "templates/pptx/slideLayout5.xml")
+KILN_EMBED(kiln_tpl_pptx_layout6, "templates/pptx/slideLayout6.xml")
+KILN_EMBED(kiln_tpl_pptx_theme, "templates/pptx/theme1.xml")
+KILN_EMBED(kiln_tpl_pptx_notes_master, "templates/pptx/notesMaster1.xml")
+KILN_EMBED(kiln_tpl_pptx_pres_props, "templates/pptx/presProps.xml")
+KILN_EMBED(kiln_tpl_pptx_view_props, "templates/pptx/viewProps.xml")
+KILN_EMBED(kiln_tpl_pptx_table_styles, "templates/pptx/tableStyles.xml")
 
 static const struct {
     const char *name;
@@ -33,6 +45,18 @@ static const struct {
     {"docx/settings.xml", kiln_tpl_docx_settings_start, kiln_tpl_docx_settings_end},
     {"docx/theme1.xml", kiln_tpl_docx_theme_start, kiln_tpl_docx_theme_end},
     {"docx/fontTable.xml", kiln_tpl_docx_fonts_start, kiln_tpl_docx_fonts_end},
+    {"pptx/slideMaster1.xml", kiln_tpl_pptx_slide_master_start, kiln_tpl_pptx_slide_master_end},
+    {"pptx/slideLayout1.xml", kiln_tpl_pptx_layout1_start, kiln_tpl_pptx_layout1_end},
+    {"pptx/slideLayout2.xml", kiln_tpl_pptx_layout2_start, kiln_tpl_pptx_layout2_end},
+    {"pptx/slideLayout3.xml", kiln_tpl_pptx_layout3_start, kiln_tpl_pptx_layout3_end},
+    {"pptx/slideLayout4.xml", kiln_tpl_pptx_layout4_start, kiln_tpl_pptx_layout4_end},
+    {"pptx/slideLayout5.xml", kiln_tpl_pptx_layout5_start, kiln_tpl_pptx_layout5_end},
+    {"pptx/slideLayout6.xml", kiln_tpl_pptx_layout6_start, kiln_tpl_pptx_layout6_end},
+    {"pptx/theme1.xml", kiln_tpl_pptx_theme_start, kiln_tpl_pptx_theme_end},
+    {"pptx/notesMaster1.xml", kiln_tpl_pptx_notes_master_start, kiln_tpl_pptx_notes_master_end},
+    {"pptx/presProps.xml", kiln_tpl_pptx_pres_props_start, kiln_tpl_pptx_pres_props_end},
+    {"pptx/viewProps.xml", kiln_tpl_pptx_view_props_start, kiln_tpl_pptx_view_props_end},
+    {"pptx/tableStyles.xml", kiln_tpl_pptx_table_styles_start, kiln_tpl_pptx_table_styles_end},
 };
 
 const char *kiln_template(const char *name, size_t *len)

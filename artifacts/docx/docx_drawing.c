@@ -258,7 +258,7 @@ kiln_status docx_write_chart(docx_ctx *c, const kiln_chart *chart, const kiln_sh
     if (st != KILN_E_OK)
         return st;
     unsigned n = ++c->chart_count;
-    if ((st = opc_chart_add(c->pkg, "word", n, &data, &c->doc->theme, c->tmp_dir, c->err)) !=
+    if ((st = opc_chart_add(c->pkg, "word", n, &data, &c->doc->theme, 0, c->tmp_dir, c->err)) !=
         KILN_E_OK)
         return st;
     char target[48];

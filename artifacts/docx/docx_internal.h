@@ -22,8 +22,6 @@
  *   docx_fonts.c      word/fontTable.xml (entries from templates/docx/fontTable.xml)
  *   docx_theme.c      word/theme/theme1.xml (templates/docx/theme1.xml)
  *   docx_header_footer.c  word/header1.xml, word/footer1.xml
- *   docx_metrics.c    Calibri's advance widths, for column widths and the TOC's
- *                     page estimate
  *   docx_footnotes.c  word/footnotes.xml and word/endnotes.xml (the separators
  *                     Word expects when settings name them)
  *
@@ -41,6 +39,7 @@
 #include "../opc/opc.h"
 #include "../render.h"
 #include "../spec.h"
+#include "../text_metrics.h"
 
 #define DOCX_DOCUMENT_PART "word/document.xml"
 /* English Metric Units: what DrawingML measures in. */
@@ -154,15 +153,6 @@ kiln_status docx_write_chart(docx_ctx *c, const kiln_chart *chart, const kiln_sh
 /* ---- table of contents (docx_toc.c) ---- */
 kiln_status docx_write_toc(docx_ctx *c, const kiln_block *toc);
 
-/* ---- font metrics (docx_metrics.c) ---- */
-#define DOCX_UNITS_PER_EM 2048.0
-#define DOCX_OTHER_UNITS 1050 /* letters of other alphabets: about an average letter */
-#define DOCX_WIDE_UNITS 2048  /* CJK, Hangul, full-width forms, emoji: one em */
-/* Advance widths of ' ' .. '~' in 1/2048 em. */
-extern const unsigned short docx_calibri_regular[95];
-extern const unsigned short docx_calibri_bold[95];
-/* 1 for a code point set one em wide (CJK, Hangul, full-width forms, emoji). */
-int docx_is_wide(uint32_t cp);
 
 /* ---- the other parts ---- */
 kiln_status docx_styles_add(docx_ctx *c);

@@ -222,9 +222,9 @@ static void text_units(const char *s, size_t len, uint32_t *line_max, uint32_t *
             if (ch == '\n' || ch == '\r')
                 line_end = 1;
             else if (ch == ' ' || ch == '\t')
-                px = ch == ' ' ? docx_calibri_regular[0] : 4 * docx_calibri_regular[0], word_end = 1;
+                px = ch == ' ' ? kiln_calibri_regular[0] : 4 * kiln_calibri_regular[0], word_end = 1;
             else if (ch >= 32 && ch < 127)
-                px = docx_calibri_regular[ch - 32];
+                px = kiln_calibri_regular[ch - 32];
         } else {
             size_t n = ch >= 0xF0 ? 4 : ch >= 0xE0 ? 3 : ch >= 0xC0 ? 2 : 1;
             uint32_t cp = n == 4 ? ch & 0x07u : n == 3 ? ch & 0x0Fu : ch & 0x1Fu;
@@ -233,16 +233,16 @@ static void text_units(const char *s, size_t len, uint32_t *line_max, uint32_t *
             for (size_t i = 1; i < n; i++)
                 cp = (cp << 6) | (p[i] & 0x3Fu);
             p += n;
-            if (docx_is_wide(cp)) {
+            if (kiln_char_is_wide(cp)) {
                 if (word > wmax)
                     wmax = word;
                 word = 0;
-                if (DOCX_WIDE_UNITS > wmax)
-                    wmax = DOCX_WIDE_UNITS;
-                line += DOCX_WIDE_UNITS;
+                if (KILN_METRIC_WIDE_UNITS > wmax)
+                    wmax = KILN_METRIC_WIDE_UNITS;
+                line += KILN_METRIC_WIDE_UNITS;
                 continue;
             }
-            px = cp >= 0x300 && cp < 0x370 ? 0 : DOCX_OTHER_UNITS; /* combining marks: none */
+            px = cp >= 0x300 && cp < 0x370 ? 0 : KILN_METRIC_OTHER_UNITS; /* combining marks: none */
         }
         if (line_end || word_end) {
             if (word > wmax)
@@ -272,7 +272,7 @@ static void measure_text(column_layout *col, const char *s, size_t len, double f
 {
     uint32_t line, word;
     text_units(s, len, &line, &word);
-    double to_pt = factor * scale * BASE_SIZE_PT / DOCX_UNITS_PER_EM;
+    double to_pt = factor * scale * BASE_SIZE_PT / KILN_METRIC_UNITS_PER_EM;
     double want = line * to_pt, need = word * to_pt;
     if (want > col->text_want_pt)
         col->text_want_pt = want;

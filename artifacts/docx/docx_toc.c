@@ -129,13 +129,13 @@ static const double heading_pt[7] = {0, 16, 13, 12, 11, 11, 11};
 static double char_em(uint32_t cp, int bold, int mono)
 {
     if (mono)
-        return docx_is_wide(cp) ? DOCX_WIDE_UNITS / DOCX_UNITS_PER_EM : MONO_CHAR_EM;
+        return kiln_char_is_wide(cp) ? KILN_METRIC_WIDE_UNITS / KILN_METRIC_UNITS_PER_EM : MONO_CHAR_EM;
     if (cp >= 32 && cp < 127)
-        return (bold ? docx_calibri_bold : docx_calibri_regular)[cp - 32] / DOCX_UNITS_PER_EM;
+        return (bold ? kiln_calibri_bold : kiln_calibri_regular)[cp - 32] / KILN_METRIC_UNITS_PER_EM;
     double units;
     switch (cp) {
     case 0xA0: /* no-break space */
-        units = docx_calibri_regular[0];
+        units = kiln_calibri_regular[0];
         break;
     case 0xB7: /* middle dot */
         units = 517;
@@ -162,12 +162,12 @@ static double char_em(uint32_t cp, int bold, int mono)
     default:
         if (cp >= 0x300 && cp < 0x370) /* combining marks */
             return 0;
-        if (docx_is_wide(cp))
-            return DOCX_WIDE_UNITS / DOCX_UNITS_PER_EM;
-        units = DOCX_OTHER_UNITS;
+        if (kiln_char_is_wide(cp))
+            return KILN_METRIC_WIDE_UNITS / KILN_METRIC_UNITS_PER_EM;
+        units = KILN_METRIC_OTHER_UNITS;
         break;
     }
-    return units / DOCX_UNITS_PER_EM * (bold ? BOLD_OTHER : 1.0);
+    return units / KILN_METRIC_UNITS_PER_EM * (bold ? BOLD_OTHER : 1.0);
 }
 
 /* The next code point of s[*i..len) (a bad byte counts as one character). */
@@ -288,7 +288,7 @@ static void add_char(line_breaker *b, uint32_t cp, const text_font *f)
         b->x = stop;
         b->space = 0;
         b->line_h = fmax(b->line_h, h);
-    } else if (docx_is_wide(cp)) {
+    } else if (kiln_char_is_wide(cp)) {
         /* A line may break before and after any wide character. */
         end_word(b);
         b->word = char_width(cp, f);
@@ -632,7 +632,7 @@ static void measure_line(const char *s, size_t len, double size, double factor, 
         }
         double em = cp == '\t' ? 4 * char_em(' ', 0, 0) : char_em(cp, 0, 0);
         cur += em * size * factor;
-        if (cp == ' ' || cp == '\t' || docx_is_wide(cp)) {
+        if (cp == ' ' || cp == '\t' || kiln_char_is_wide(cp)) {
             wmax = fmax(wmax, cp == ' ' || cp == '\t' ? w : em * size * factor);
             w = 0;
         } else {

@@ -254,13 +254,14 @@ kiln_status opc_template_write(opc_xml *x, const char *template_name, const opc_
  * "ppt/charts/chartN.xml" under "ppt") with cached values from data, and its
  * embedded workbook ("<part_dir>/embeddings/Microsoft_Excel_Worksheet<n>.xlsx")
  * linked from the chart's own .rels, so the chart draws without Excel and
- * "Edit Data" opens the numbers. tmp_dir is where libxlsxwriter may write its
- * scratch files. The caller then relates its own part to the chart part with
+ * "Edit Data" opens the numbers. text_size is the chart's text size in 1/100
+ * pt (axis labels, legend, axis titles; the title is 1.4 times it), 0 =
+ * Office's 10 pt. tmp_dir is where libxlsxwriter may write its scratch files. The caller then relates its own part to the chart part with
  * opc_rel_add(..., OPC_REL_CHART, "charts/chartN.xml", 0).
  */
 kiln_status opc_chart_add(opc_package *pkg, const char *part_dir, unsigned n,
                           const kiln_chart_data *data, const kiln_theme *theme,
-                          const char *tmp_dir, kiln_error *err);
+                          unsigned text_size, const char *tmp_dir, kiln_error *err);
 
 /* The embedded workbook alone: an .xlsx in memory (malloc'd, caller frees)
  * with categories in column A and one column per series, names in row 1. */

@@ -25,6 +25,8 @@
 
 /* Any positive numbers unique within the chart do: the schema types axis
  * ids as unsigned (Word's own negative ids are out of the schema). */
+/* Office's size for a chart's text, 1/100 pt. */
+#define DEFAULT_TEXT_SIZE 1000u
 #define AXIS_ID_CATEGORY 50010001u
 #define AXIS_ID_VALUE 50010002u
 
@@ -77,6 +79,7 @@ typedef struct chart_writer {
     const kiln_chart_data *data;
     const kiln_chart *chart;
     const kiln_theme *theme;
+    unsigned text_size;   /* 1/100 pt: labels, legend and axis titles; the title 1.4x */
 } chart_writer;
 
 static int is_pie(const kiln_chart *c)
@@ -443,7 +446,7 @@ static void write_axis_start(chart_writer *w, const char *element, unsigned id,
     if (gridlines)
         opc_xml_empty(x, "c:majorGridlines");
     if (has_title(title))
-        write_title(w, title, 1000, position[0] == 'l');
+        write_title(w, title, (int)w->text_size, position[0] == 'l');
     if (format) {
         opc_xml_start(x, "c:numFmt");
         opc_xml_attr(x, "formatCode", format);
@@ -520,7 +523,7 @@ static void write_chart_space(chart_writer *w, unsigned workbook_rid)
 
     opc_xml_start(x, "c:chart");
     if (has_title(c->title))
-        write_title(w, c->title, 1400, 0);
+        write_title(w, c->title, (int)(w->text_size * 7 / 5), 0);
     /* Without it Office titles a one-series chart with the series' name. */
     opc_xml_val(x, "c:autoTitleDeleted", "val", has_title(c->title) ? "0" : "1");
     opc_xml_start(x, "c:plotArea");
@@ -533,6 +536,26 @@ static void write_chart_space(chart_writer *w, unsigned workbook_rid)
     opc_xml_val(x, "c:dispBlanksAs", "val", "gap");
     opc_xml_end(x); /* c:chart */
 
+    /* The size every other text of the chart takes (tick labels, legend,
+     * data labels): Office's 10 pt suits a chart in a page of text, not one
+     * filling a slide. */
+    if (w->text_size != DEFAULT_TEXT_SIZE) {
+        opc_xml_start(x, "c:txPr");
+        opc_xml_empty(x, "a:bodyPr");
+        opc_xml_empty(x, "a:lstStyle");
+        opc_xml_start(x, "a:p");
+        opc_xml_start(x, "a:pPr");
+        opc_xml_start(x, "a:defRPr");
+        opc_xml_attr_uint(x, "sz", w->text_size);
+        opc_xml_end(x);
+        opc_xml_end(x); /* a:pPr */
+        opc_xml_start(x, "a:endParaRPr");
+        opc_xml_attr(x, "lang", "en-US");
+        opc_xml_end(x);
+        opc_xml_end(x); /* a:p */
+        opc_xml_end(x); /* c:txPr */
+    }
+
     opc_xml_start(x, "c:externalData");
     char rid[24];
     snprintf(rid, sizeof rid, "rId%u", workbook_rid);
@@ -544,7 +567,7 @@ static void write_chart_space(chart_writer *w, unsigned workbook_rid)
 
 kiln_status opc_chart_add(opc_package *pkg, const char *part_dir, unsigned n,
                           const kiln_chart_data *data, const kiln_theme *theme,
-                          const char *tmp_dir, kiln_error *err)
+                          unsigned text_size, const char *tmp_dir, kiln_error *err)
 {
     const kiln_chart *c = data->chart;
     const char *pointer = c && c->pointer ? c->pointer : "";
@@ -586,7 +609,8 @@ kiln_status opc_chart_add(opc_package *pkg, const char *part_dir, unsigned n,
     if (!rid)
         return err && err->code != KILN_E_OK ? err->code : KILN_E_NOMEM;
 
-    chart_writer w = {.data = data, .chart = c, .theme = theme};
+    chart_writer w = {.data = data, .chart = c, .theme = theme,
+                      .text_size = text_size ? text_size : DEFAULT_TEXT_SIZE};
     if (!(w.x = opc_xml_new()))
         return kiln_error_set(err, KILN_E_NOMEM, pointer, "out of memory writing a chart");
     write_chart_space(&w, rid);

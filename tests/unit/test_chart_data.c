@@ -474,7 +474,7 @@ static char *chart_part(fixture *f, opc_package *pkg, const char *dir, unsigned 
     char scratch[300];
     snprintf(scratch, sizeof scratch, "%s/scratch", tmpdir);
     mkdir(scratch, 0700);
-    kiln_status st = opc_chart_add(pkg, dir, n, &f->data, &f->doc->theme, scratch, &f->err);
+    kiln_status st = opc_chart_add(pkg, dir, n, &f->data, &f->doc->theme, 0, scratch, &f->err);
     if (st != KILN_E_OK)
         fprintf(stderr, "%s: %s\n", f->err.pointer, f->err.message);
     assert_int_equal(st, KILN_E_OK);

@@ -1190,7 +1190,7 @@ static char *chart_xml(const char *title, const char *x_title, const char *y_tit
     kiln_error err;
     opc_package *pkg = opc_package_new();
     assert_non_null(pkg);
-    kiln_status st = opc_chart_add(pkg, "word", 1, &data, &theme, dir, &err);
+    kiln_status st = opc_chart_add(pkg, "word", 1, &data, &theme, 0, dir, &err);
     if (st != KILN_E_OK)
         fprintf(stderr, "opc_chart_add: %s\n", err.message);
     assert_int_equal(st, KILN_E_OK);

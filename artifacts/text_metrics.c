@@ -1,15 +1,16 @@
 /*
- * docx_metrics.c - the font metrics the docx writer measures text with: the
- * table writer to size columns (docx_table.c), the TOC's page estimate to
- * break lines (docx_toc.c). No font file is read at render time; Calibri is
+ * text_metrics.c - the font metrics the Office writers measure text with:
+ * the docx table writer to size columns (docx_table.c), the TOC's page
+ * estimate to break lines (docx_toc.c), the pptx writer to fit text into
+ * placeholders and tables (pptx_text.c, pptx_table.c). No font file is read at render time; Calibri is
  * the default theme font, and Carlito, which LibreOffice uses in its place,
  * has the same advance widths (these numbers were read from Carlito).
  */
-#include "docx_internal.h"
+#include "text_metrics.h"
 
 /* Calibri's advance widths in 1/2048 em for ' ' .. '~' (Carlito's, which
  * are the same). */
-const unsigned short docx_calibri_regular[95] = {
+const unsigned short kiln_calibri_regular[95] = {
     463,  667,  821,  1020, 1038, 1464, 1397, 452,  621,  621,  1020, 1020, 511,  627,  517,
     791,  1038, 1038, 1038, 1038, 1038, 1038, 1038, 1038, 1038, 1038, 548,  548,  1020, 1020,
     1020, 949,  1831, 1185, 1114, 1092, 1260, 1000, 941,  1292, 1276, 516,  653,  1064, 861,
@@ -18,7 +19,7 @@ const unsigned short docx_calibri_regular[95] = {
     931,  470,  1636, 1076, 1080, 1076, 1076, 714,  801,  686,  1076, 925,  1464, 887,  927,
     809,  644,  943,  644,  1020,
 };
-const unsigned short docx_calibri_bold[95] = {
+const unsigned short kiln_calibri_bold[95] = {
     463,  667,  898,  1020, 1038, 1493, 1443, 478,  638,  638,  1020, 1020, 528,  627,  547,
     880,  1038, 1038, 1038, 1038, 1038, 1038, 1038, 1038, 1038, 1038, 565,  565,  1020, 1020,
     1020, 949,  1840, 1241, 1148, 1084, 1291, 999,  940,  1305, 1292, 546,  678,  1120, 866,
@@ -28,7 +29,7 @@ const unsigned short docx_calibri_bold[95] = {
     814,  704,  973,  704,  1020,
 };
 
-int docx_is_wide(uint32_t cp)
+int kiln_char_is_wide(uint32_t cp)
 {
     return (cp >= 0x1100 && cp <= 0x115F) || (cp >= 0x2E80 && cp <= 0xA4CF) ||
            (cp >= 0xAC00 && cp <= 0xD7A3) || (cp >= 0xF900 && cp <= 0xFAFF) ||
