@@ -70,7 +70,6 @@ deps:
 
 samples:
 	$(PYTHON) samples/make_data.py
-	$(PYTHON) samples/make_deck.py
 
 # The main job for now: render every sample into out/ in every format, and
 # list what it made. A file in DEMO_REFUSED is one Kiln refuses by design, and

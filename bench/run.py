@@ -1,11 +1,11 @@
 #!/usr/bin/python3
 """Kiln's benchmarks (`make bench`; see bench/README.md).
 
-    /usr/bin/python3 bench/run.py [xlsx|docx|pdf|all] [--rows N] [--small-rows N]
-                                  [--sections N] [--repeat N] [--kiln PATH]
+    /usr/bin/python3 bench/run.py [xlsx|docx|pdf|pptx|all] [--rows N] [--small-rows N]
+                                  [--sections N] [--slides N] [--repeat N] [--kiln PATH]
                                   [--no-python] [--no-node]
 
-The workload is xlsx, docx, pdf or all (the default); each is described below.
+The workload is xlsx, docx, pdf, pptx or all (the default); each is described below.
 
 xlsx:
 1. Generates a deterministic ROWS x 10 mixed-type dataset into bench/out/
@@ -42,6 +42,17 @@ pdf:
    output with qpdf --check, pdffonts (every font embedded), pdfimages and
    pdftotext (every heading and word of the spec), and breaks each file's size
    down by content (images, fonts, page content, ...) with pypdf.
+
+pptx:
+1. Generates the deck of bench/pptx_workload.py (120 slides: a title and 5 bullets each,
+   a 12 x 5 table instead on every 10th, an image instead on every 15th that is not a
+   10th) as a Kiln spec and, with the same text, as the deck bench/npm_pptx.js draws,
+   both in bench/out/.
+2. Renders it with `kiln render` and draws the same deck with the npm pptxgenjs package
+   (bench/npm_pptx.js, from bench/node_modules: `npm ci --prefix bench`).
+3. Prints wall time, peak RSS and output size, how many times faster Kiln is (target:
+   5x), and reads every output back with lxml to show they hold the same slides,
+   titles, bullets, table cells and images.
 
 It reports; it never fails on a timing. It exits non-zero only when a tool
 fails to run or writes the wrong content (wrong row count in a workbook, a
@@ -417,9 +428,11 @@ def docx_expected(spec_path):
     return c
 
 
-def npm_docx_label():
+def npm_label(package):
+    """"npm PACKAGE VERSION, Node VERSION", from bench/node_modules and node itself."""
     try:
-        with open(os.path.join(HERE, "node_modules", "docx", "package.json"), encoding="utf-8") as f:
+        with open(os.path.join(HERE, "node_modules", package, "package.json"),
+                  encoding="utf-8") as f:
             version = json.load(f)["version"]
     except (OSError, ValueError, KeyError):
         version = "(not installed)"
@@ -427,7 +440,11 @@ def npm_docx_label():
         node = subprocess.run(["node", "--version"], capture_output=True, text=True).stdout.strip()
     except OSError:
         node = "(no node)"
-    return "npm docx %s, Node %s" % (version, node)
+    return "npm %s %s, Node %s" % (package, version, node)
+
+
+def npm_docx_label():
+    return npm_label("docx")
 
 
 SHORT = {"kiln": "kiln", "python-docx": "python-docx", "npm": "npm docx"}
@@ -797,26 +814,171 @@ def run_pdf(args):
               % (kiln_r["wall"] / raw_r["wall"], kiln_r["cpu"] / raw_r["cpu"]))
     return 1 if failed else 0
 
+
+# --------------------------------------------------------------------------- pptx
+
+PML = "{http://schemas.openxmlformats.org/presentationml/2006/main}"
+DML = "{http://schemas.openxmlformats.org/drawingml/2006/main}"
+REL = "{http://schemas.openxmlformats.org/officeDocument/2006/relationships}"
+PKG_REL = "{http://schemas.openxmlformats.org/package/2006/relationships}"
+
+
+def pptx_slides(path):
+    """What each slide of a .pptx holds, in presentation order (sldIdLst), read with lxml:
+    its paragraphs' texts (text boxes and placeholders alike), its table cells' texts and
+    its pictures."""
+    from lxml import etree  # Debian python3-lxml; imported here so the other workloads do not need it
+    with zipfile.ZipFile(path) as z:
+        pres = etree.fromstring(z.read("ppt/presentation.xml"))
+        rels = etree.fromstring(z.read("ppt/_rels/presentation.xml.rels"))
+        target = {r.get("Id"): r.get("Target") for r in rels.iter(PKG_REL + "Relationship")}
+        slides = []
+        for sld in pres.iter(PML + "sldId"):
+            name = target[sld.get(REL + "id")].lstrip("/")
+            name = name if name.startswith("ppt/") else "ppt/" + name
+            root = etree.fromstring(z.read(name))
+            paras = []
+            for sp in root.iter(PML + "sp"):
+                for p in sp.iter(DML + "p"):
+                    text = "".join(t.text or "" for t in p.iter(DML + "t"))
+                    if text:
+                        paras.append(text)
+            cells = ["".join(t.text or "" for t in tc.iter(DML + "t"))
+                     for tc in root.iter(DML + "tc")]
+            tables = sum(1 for _ in root.iter(DML + "tbl"))
+            pics = sum(1 for _ in root.iter(PML + "pic"))
+            slides.append({"paras": paras, "cells": cells, "tables": tables, "pics": pics})
+        return slides
+
+
+def pptx_counts(path, want):
+    """The figures every tool must agree on, read back from the deck against the workload's
+    slides (each title and bullet found on its own slide, each table's cells in order)."""
+    got = pptx_slides(path)
+    c = {"slides": len(got), "titles": 0, "bullets": 0, "tables": 0, "table cells": 0,
+         "images": 0}
+    for g, w in zip(got, want):
+        c["titles"] += w["title"] in g["paras"]
+        c["bullets"] += sum(1 for b in w["bullets"] if b in g["paras"])
+        c["tables"] += g["tables"]
+        c["table cells"] += len(g["cells"]) if g["cells"] == w["cells"] else 0
+        c["images"] += g["pics"]
+    for g in got[len(want):]:
+        c["tables"] += g["tables"]
+        c["images"] += g["pics"]
+    return c
+
+
+def pptx_expected(want):
+    return {"slides": len(want), "titles": len(want),
+            "bullets": sum(len(w["bullets"]) for w in want),
+            "tables": sum(1 for w in want if w["cells"]),
+            "table cells": sum(len(w["cells"]) for w in want),
+            "images": sum(1 for w in want if w["image"])}
+
+
+def run_pptx(args):
+    """The pptx workload; returns the exit status."""
+    import pptx_workload
+    spec, deck = pptx_workload.generate(OUT, args.slides, REPO)
+    print("bench: pptx workload: %d slides in %s (pptxgenjs: %s)"
+          % (args.slides, os.path.relpath(spec, REPO), os.path.relpath(deck, REPO)))
+    kiln = os.path.abspath(args.kiln)
+    out = lambda name: os.path.join(OUT, name)  # noqa: E731
+    tools = [("kiln render", [kiln, "render", spec, "-o", out("kiln.pptx"), "--max-bytes",
+                              str(1 << 30)], out("kiln.pptx"))]
+    if not args.no_node:
+        tools.append((npm_label("pptxgenjs"), ["node", os.path.join(HERE, "npm_pptx.js"), deck,
+                                               out("pptxgenjs.pptx")], out("pptxgenjs.pptx")))
+
+    results = []
+    for label, cmd, path in tools:
+        if cmd[0] == kiln and not os.access(kiln, os.X_OK):
+            results.append({"label": label, "error": "no kiln binary at %s" % kiln})
+            continue
+        if cmd[0] == "node" and not os.path.isdir(os.path.join(HERE, "node_modules", "pptxgenjs")):
+            results.append({"label": label, "error": "bench/node_modules/pptxgenjs is missing: "
+                                                     "npm ci --prefix bench"})
+            continue
+        results.append(best_of(label, cmd, path, args.repeat))
+
+    kiln_r = results[0] if "wall" in results[0] else None
+    print()
+    print("%-44s %8s %7s %9s %10s %13s" % ("tool (pptx, %d slides)" % args.slides, "wall s",
+                                           "cpu s", "peak MiB", "output MiB", "kiln faster"))
+    print("-" * 96)
+    failed = False
+    for r in results:
+        if "wall" not in r:
+            print("%-44s  FAILED: %s" % (r["label"], r["error"]))
+            failed = True
+            continue
+        ratio = "%.1fx" % (r["wall"] / kiln_r["wall"]) if kiln_r and r is not kiln_r else "-"
+        print("%-44s %8.2f %7.2f %9.1f %10.2f %13s" % (r["label"], r["wall"], r["cpu"],
+                                                       r["rss"] / 1024, r["size"] / (1 << 20), ratio))
+    print()
+    print("Best of %d runs each; cpu s is user + system time, peak MiB the child's ru_maxrss. "
+          "kiln faster: the tool's wall time / Kiln's. Load average now: %.2f"
+          % (args.repeat, os.getloadavg()[0]))
+
+    # The same content: every output read back with lxml, slide by slide.
+    slides = pptx_workload.expected(spec)
+    want = pptx_expected(slides)
+    done = [r for r in results if "path" in r]
+    counts = {}
+    for r in done:
+        try:
+            counts[r["label"]] = pptx_counts(r["path"], slides)
+        except Exception as e:  # noqa: BLE001 - an unreadable output is the finding
+            counts[r["label"]] = None
+            print("%s: cannot read %s: %s" % (r["label"], r["path"], e))
+            failed = True
+    print()
+    short = ["kiln" if r["label"].startswith("kiln") else "pptxgenjs" for r in done]
+    print("%-22s %10s" % ("read back (lxml)", "workload") + "".join(" %14s" % s for s in short))
+    for key in want:
+        row = "%-22s %10d" % (key, want[key])
+        for r in done:
+            got = counts[r["label"]]
+            v = got[key] if got else None
+            if v != want[key]:
+                failed = True
+            row += " %14s" % ("%s%s" % (v, "" if v == want[key] else " !"))
+        print(row)
+    print("(titles and bullets: those found as a paragraph of their own slide; table cells: "
+          "those of tables whose cells read, in order, as Kiln shows them)")
+    others = [r for r in results[1:] if "wall" in r]
+    if kiln_r and others:
+        print()
+        print("target: kiln >= 5x faster than pptxgenjs -> " + ", ".join(
+            "%.1fx wall (%.1fx cpu)" % (r["wall"] / kiln_r["wall"], r["cpu"] / kiln_r["cpu"])
+            for r in others))
+    return 1 if failed else 0
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("workload", nargs="?", choices=("xlsx", "docx", "pdf", "all"), default="all",
+    ap.add_argument("workload", nargs="?", choices=("xlsx", "docx", "pdf", "pptx", "all"),
+                    default="all",
                     help="which benchmark to run (default: all)")
     ap.add_argument("--rows", type=int, default=200_000, help="xlsx: rows of the big dataset")
     ap.add_argument("--small-rows", type=int, default=50_000, help="xlsx: rows of the small one")
     ap.add_argument("--sections", type=int, default=60,
                     help="docx and pdf: sections of the report")
+    ap.add_argument("--slides", type=int, default=120, help="pptx: slides of the deck")
     ap.add_argument("--repeat", type=int, default=3,
                     help="runs of each tool; the fastest counts (xlsx: the Python tools run once)")
     ap.add_argument("--kiln", default=os.environ.get("KILN_BIN", os.path.join(REPO, "bin/kiln")))
     ap.add_argument("--no-python", action="store_true",
                     help="skip XlsxWriter and openpyxl (xlsx), python-docx (docx) and "
                          "ReportLab (pdf)")
-    ap.add_argument("--no-node", action="store_true", help="docx: skip the npm docx package")
+    ap.add_argument("--no-node", action="store_true",
+                    help="skip the npm packages: docx (docx) and pptxgenjs (pptx)")
     args = ap.parse_args()
     if args.workload in ("xlsx", "all") and not 0 < args.small_rows < args.rows:
         ap.error("need 0 < --small-rows < --rows")
-    if args.sections < 1 or args.repeat < 1:
-        ap.error("need --sections >= 1 and --repeat >= 1")
+    if args.sections < 1 or args.repeat < 1 or args.slides < 1:
+        ap.error("need --sections >= 1, --slides >= 1 and --repeat >= 1")
     status = 0
     if args.workload in ("xlsx", "all"):
         status |= run_xlsx(args)
@@ -828,6 +990,10 @@ def main():
         if args.workload == "all":
             print()
         status |= run_pdf(args)
+    if args.workload in ("pptx", "all"):
+        if args.workload == "all":
+            print()
+        status |= run_pptx(args)
     return status
 
 

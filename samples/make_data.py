@@ -7,8 +7,8 @@ Writes samples/data/export_200k.csv (200,000 orders, 10 columns, for
 samples/export_200k.json) when it is missing or stale: older than this script
 or not holding the expected number of lines; and samples/data/long_report.json,
 the long report, and its PDF edition samples/data/long_report_pdf.json
-(samples/make_long_report.py), when they are missing or older than their
-generator. The content is deterministic: the same bytes on every machine and
+(samples/make_long_report.py), and the 150-slide deck samples/data/deck_150.json
+(samples/make_deck.py), when they are missing or older than their generator. The content is deterministic: the same bytes on every machine and
 every run (a fixed xorshift generator, no `random`, no clock). Standard library
 only; takes about a second.
 """
@@ -120,8 +120,9 @@ def main(argv):
     else:
         print("make_data: %s is up to date" % os.path.relpath(EXPORT))
     sys.path.insert(0, HERE)
+    import make_deck
     import make_long_report
-    return make_long_report.main(argv)
+    return make_long_report.main(argv) or make_deck.main(argv)
 
 
 if __name__ == "__main__":

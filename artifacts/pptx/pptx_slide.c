@@ -32,9 +32,18 @@
 
 /* An image part already in the package. */
 typedef struct pptx_media {
-    const unsigned char *data; /* the image's bytes: the same image met again is the same part */
+    const kiln_image *image;   /* the first image stored as this part */
     char part[40];             /* "ppt/media/image3.png" */
 } pptx_media;
+
+/* The same picture, whichever block or slide it came from: the parser loads
+ * an image once per use, so a logo on every slide is as many copies of the
+ * same bytes. */
+static int same_image(const kiln_image *a, const kiln_image *b)
+{
+    return a == b || (a->format == b->format && a->size == b->size &&
+                      (a->data == b->data || memcmp(a->data, b->data, a->size) == 0));
+}
 
 static kiln_status fail_status(pptx_ctx *c, kiln_status st, const char *pointer)
 {
@@ -281,7 +290,7 @@ static kiln_status media_part(pptx_ctx *c, const kiln_image *img, const char **p
                               const char *pointer)
 {
     for (size_t i = 0; i < c->media_count; i++) {
-        if (c->media[i].data == img->data) {
+        if (same_image(c->media[i].image, img)) {
             *part = c->media[i].part;
             return KILN_E_OK;
         }
@@ -308,7 +317,7 @@ static kiln_status media_part(pptx_ctx *c, const kiln_image *img, const char **p
     st = opc_part_add_copy(c->pkg, m->part, NULL, img->data, img->size, 0, c->err);
     if (st != KILN_E_OK)
         return st;
-    m->data = img->data;
+    m->image = img;
     c->media_count++;
     *part = m->part;
     return KILN_E_OK;

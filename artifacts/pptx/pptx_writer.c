@@ -19,6 +19,7 @@
  * Every failure returns through the cleanup labels below, which free the
  * package and the render's arena; kiln_render aborts the output.
  */
+#include <string.h>
 #include <unistd.h>
 
 #include "../../common/output.h"
@@ -41,8 +42,11 @@ static uint64_t deck_image_bytes(const pptx_deck *deck, int *has_chart)
         if (!img)
             continue;
         int seen = 0;
-        for (size_t j = 0; j < i && !seen; j++)
-            seen = deck->items[j].image && deck->items[j].image->data == img->data;
+        for (size_t j = 0; j < i && !seen; j++) {
+            const kiln_image *other = deck->items[j].image;
+            seen = other && other->format == img->format && other->size == img->size &&
+                   memcmp(other->data, img->data, img->size) == 0;
+        }
         if (!seen)
             total += img->size;
     }

@@ -1039,8 +1039,8 @@ def test_full_disk_leaves_nothing_and_fails(tmp_path, small_disk, memory_mode):
 
 def test_cli_edge_cases(tmp_path):
     """Usage errors come as JSON when --json was asked for; an option given twice is a
-    usage error; a format this build cannot write is a usage error (2) before the spec
-    is read, whatever it holds; output that cannot reach stdout is a write failure."""
+    usage error; an invalid spec is refused (3) for a deck as for any format, leaving
+    no file; output that cannot reach stdout is a write failure."""
     proc = run_kiln("render", "x.json", "-o", str(tmp_path / "a.xlsx"), "-o", str(tmp_path / "b.xlsx"),
                     "--json")
     assert proc.returncode == 2, describe(proc)
@@ -1051,8 +1051,8 @@ def test_cli_edge_cases(tmp_path):
 
     bad = write_spec(tmp_path, {"sheets": [{"name": "[bad"}]})
     proc = run_kiln("render", bad, "-o", tmp_path / "r.pptx")
-    assert proc.returncode == 2, describe(proc)
-    assert "cannot write pptx" in err_text(proc)
+    assert proc.returncode == 3, describe(proc)
+    assert "/sheets/0/name" in err_text(proc), describe(proc)
     assert not (tmp_path / "r.pptx").exists()
 
     good = SAMPLES / "sales_workbook.json"
