@@ -923,7 +923,26 @@ static void parse_slide(kiln_pctx *c, const json_t *s, kiln_slide *sl)
             continue;
         size_t saved = kiln_ptr_push(&c->ptr, lists[i].name);
         lists[i].target->start = 1;
-        kiln_parse_list_items(c, items, lists[i].target, 1);
+        if (json_is_object(items)) {
+            /* {"ordered": true, "start": N, "items": [...]}: a numbered list, as
+             * a list block without "type". */
+            static const char *const slide_list_m[] = {"ordered", "start", "items", NULL};
+            kiln_check_members(c, items, slide_list_m);
+            kiln_get_bool(c, items, "ordered", &lists[i].target->ordered);
+            int64_t start = 1;
+            kiln_get_int(c, items, "start", 0, 2147483647, &start);
+            lists[i].target->start = (int)start;
+            const json_t *inner = json_object_get(items, "items");
+            if (!inner) {
+                kiln_perr(c, NULL, "missing \"items\"");
+            } else {
+                size_t s2 = kiln_ptr_push(&c->ptr, "items");
+                kiln_parse_list_items(c, inner, lists[i].target, 1);
+                kiln_ptr_pop(&c->ptr, s2);
+            }
+        } else {
+            kiln_parse_list_items(c, items, lists[i].target, 1);
+        }
         kiln_ptr_pop(&c->ptr, saved);
     }
     const json_t *t = json_object_get(s, "table");

@@ -226,7 +226,10 @@ def text_of(obj):
 
 
 def flat_items(items, depth=0):
-    """A list's items depth first: [(depth, text, runs or None)]."""
+    """A list's items depth first: [(depth, text, runs or None)]. A slide's list may be
+    the object form {"ordered": ..., "start": ..., "items": [...]}."""
+    if isinstance(items, dict):
+        items = items.get("items")
     out = []
     for it in items or []:
         out.append((depth, text_of(it), None if isinstance(it, str) else it.get("runs")))
@@ -840,6 +843,34 @@ def test_gigantic_bullet_shrinks_to_the_floor_and_warns(tmp_path, kiln_bin):
     assert proc.returncode == 0, describe(proc)
     doc = json.loads(out_text(proc))
     assert doc["ok"] is True and doc["overflow_slides"] == 1 and doc["overflow_first"] == 1, doc
+
+
+def test_numbered_slide_list_counts_on_across_continuations(tmp_path, kiln_bin):
+    """A slide's {"ordered": true, "start": 3} list is auto-numbered from 3, and when it
+    continues on more slides each slide's first item carries its own number."""
+    items = ["Step %d: %s" % (i, "a step that takes a whole line to say what it is") for i in range(3, 43)]
+    spec = write_spec(tmp_path, {"slides": [
+        {"title": "Steps", "bullets": {"ordered": True, "start": 3, "items": items}}]})
+    out = tmp_path / "n.pptx"
+    proc = run_kiln("render", spec, "-o", out)
+    assert proc.returncode == 0, describe(proc)
+    deck = Deck(out)
+    slides = deck.slides()
+    assert len(slides) > 1, "40 long numbered items fit on one slide"
+    number = 3
+    seen = []
+    for n in range(1, len(slides) + 1):
+        paras = by_ph(slide_root(deck, n))[(None, 1)].findall("p:txBody/a:p", NS)
+        first = paras[0].find("a:pPr/a:buAutoNum", NS)
+        assert first is not None and first.get("type") == "arabicPeriod"
+        assert int(first.get("startAt", "1")) == number, (n, first.get("startAt"), number)
+        for p in paras:
+            auto = p.find("a:pPr/a:buAutoNum", NS)
+            assert auto is not None and int(auto.get("startAt", "1")) == number, \
+                "the items of one slide share their run's startAt"
+            seen.append((n, para_text(p)))
+        number += len(paras)
+    assert [t for _, t in seen] == items
 
 
 # =========================================================================== tables
