@@ -14,7 +14,8 @@
  * names the category axis and y_title the value axis whatever the
  * orientation; series colors are the spec's or the theme's accents in turn;
  * pie and doughnut slices take the accents in turn unless the series has a
- * color of its own; line and scatter series are 2.25 pt lines with markers.
+ * color of its own; line series are 2.25 pt lines with markers, scatter
+ * series markers only.
  */
 #include <math.h>
 #include <stdio.h>
@@ -347,7 +348,15 @@ static void write_series(chart_writer *w, size_t i)
         write_values(w, "c:val", i);
         break;
     case KILN_CHART_SCATTER:
-        write_line_sppr(x, s->color);
+        /* Markers only, as Excel's own scatter chart and Kiln's .xlsx and
+         * PDF draw it: joining the points in data order draws a zigzag
+         * whenever the x values are not sorted. */
+        opc_xml_start(x, "c:spPr");
+        opc_xml_start(x, "a:ln");
+        opc_xml_attr_int(x, "w", LINE_WIDTH_EMU);
+        opc_xml_empty(x, "a:noFill");
+        opc_xml_end(x);
+        opc_xml_end(x);
         write_marker(x, s->color);
         write_categories(w, "c:xVal");
         write_values(w, "c:yVal", i);

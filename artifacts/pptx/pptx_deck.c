@@ -5,15 +5,18 @@
  * A spec with slides is a deck already: each slide keeps its layout, and
  * its lists become paragraphs with their nesting levels. A spec without
  * slides but with blocks is split at level-1 headings: the first opens the
- * deck as a title slide, each later one a section header; the paragraphs and
- * lists under a heading become the bullets of a content slide titled by the
- * nearest heading (a level-2 or deeper heading starts a new one); each
+ * deck as a title slide (whatever comes before it follows it), each later
+ * one a section header; the paragraphs and lists under a heading become the
+ * bullets of a content slide titled by the nearest heading (a level-2 or
+ * deeper heading starts a new one, and one with nothing under it is a Title
+ * Only slide of its own, so no heading the agenda lists is lost); each
  * table, image and chart gets a slide of its own, titled by its caption or
  * else the nearest heading; a table of contents becomes an agenda slide
- * listing the level-1 headings. A spec with only sheets gives each sheet a
+ * listing the level-1 and level-2 headings (fewer when its levels say so). A spec with only sheets gives each sheet a
  * slide with its table (continued over more slides when long), then one
  * slide per chart of the sheet.
  */
+#include <stdint.h>
 #include <string.h>
 
 #include "pptx_internal.h"
@@ -28,6 +31,8 @@ typedef struct deck_builder {
     pptx_para *paras;
     size_t para_count, para_cap;
     const char *heading;         /* the nearest heading's text */
+    const char *heading_pointer; /* ... and its block */
+    int heading_unshown;         /* a level-2+ heading no slide carries yet */
     const char *pending_pointer; /* where the collected bullets started */
     int failed;
 } deck_builder;
@@ -189,6 +194,37 @@ static void flush_bullets(deck_builder *b)
         return;
     it->title = b->heading;
     it->body = take_paras(b);
+    b->heading_unshown = 0;
+}
+
+/* A heading that met the next heading (or the end) with nothing under it
+ * gets a slide of its own, its title alone. */
+static void flush_heading(deck_builder *b)
+{
+    if (!b->heading_unshown || b->failed)
+        return;
+    pptx_item *it = new_item(b, PPTX_LAYOUT_TITLE_ONLY, b->heading_pointer);
+    if (it)
+        it->title = b->heading;
+    b->heading_unshown = 0;
+}
+
+/* A slide of its own (table, image, chart) titled by its caption, else by
+ * the nearest heading, which it then shows. */
+static pptx_item *object_item(deck_builder *b, const kiln_block *bl, const char *caption)
+{
+    flush_bullets(b);
+    /* A captioned object does not show the heading: the heading's own
+     * slide comes first, in the order of the blocks. */
+    if (caption)
+        flush_heading(b);
+    pptx_item *it = new_item(b, PPTX_LAYOUT_CONTENT, bl->pointer);
+    if (!it)
+        return NULL;
+    it->title = caption ? caption : b->heading;
+    if (!caption)
+        b->heading_unshown = 0;
+    return it;
 }
 
 static void collect_para(deck_builder *b, const kiln_block *bl, const kiln_text *text,
@@ -236,26 +272,43 @@ static void add_agenda(deck_builder *b, const kiln_block *toc)
 
 static void map_blocks(deck_builder *b)
 {
-    int seen_title = 0;
-    b->heading = b->doc->metadata.title;
+    const kiln_metadata *md = &b->doc->metadata;
+    /* The deck opens with its title slide: the first level-1 heading, even
+     * when something comes before it in the blocks, else the metadata title. */
+    size_t first_h1 = SIZE_MAX;
+    for (size_t i = 0; i < b->doc->block_count && first_h1 == SIZE_MAX; i++)
+        if (b->doc->blocks[i].kind == KILN_BLOCK_HEADING && b->doc->blocks[i].level == 1)
+            first_h1 = i;
+    const char *deck_title = md->title;
+    const char *title_pointer = "/metadata/title";
+    if (first_h1 != SIZE_MAX) {
+        deck_title = plain_text(b, &b->doc->blocks[first_h1].text);
+        title_pointer = b->doc->blocks[first_h1].pointer;
+    }
+    if (deck_title && !b->failed) {
+        pptx_item *it = new_item(b, PPTX_LAYOUT_TITLE, title_pointer);
+        if (!it)
+            return;
+        it->title = deck_title;
+        it->subtitle = md->subject ? md->subject : md->author;
+    }
+    b->heading = md->title ? md->title : deck_title;
     for (size_t i = 0; i < b->doc->block_count && !b->failed; i++) {
         const kiln_block *bl = &b->doc->blocks[i];
         pptx_item *it;
         switch (bl->kind) {
         case KILN_BLOCK_HEADING:
             flush_bullets(b);
+            flush_heading(b);
             b->heading = plain_text(b, &bl->text);
-            if (bl->level == 1) {
-                it = new_item(b, seen_title ? PPTX_LAYOUT_SECTION : PPTX_LAYOUT_TITLE,
-                              bl->pointer);
+            b->heading_pointer = bl->pointer;
+            if (bl->level == 1 && i != first_h1) {
+                it = new_item(b, PPTX_LAYOUT_SECTION, bl->pointer);
                 if (!it)
                     return;
                 it->title = b->heading;
-                if (!seen_title)
-                    it->subtitle = b->doc->metadata.subject ? b->doc->metadata.subject
-                                                            : b->doc->metadata.author;
-                seen_title = 1;
             }
+            b->heading_unshown = bl->level > 1;
             break;
         case KILN_BLOCK_PARAGRAPH:
             collect_para(b, bl, &bl->text, NULL, 0);
@@ -286,28 +339,19 @@ static void map_blocks(deck_builder *b)
             add_agenda(b, bl);
             break;
         case KILN_BLOCK_TABLE:
-            flush_bullets(b);
-            it = new_item(b, PPTX_LAYOUT_CONTENT, bl->pointer);
-            if (!it)
+            if (!(it = object_item(b, bl, bl->table->caption)))
                 return;
-            it->title = bl->table->caption ? bl->table->caption : b->heading;
             it->table = &bl->table->data;
             break;
         case KILN_BLOCK_IMAGE:
-            flush_bullets(b);
-            it = new_item(b, PPTX_LAYOUT_CONTENT, bl->pointer);
-            if (!it)
+            if (!(it = object_item(b, bl, bl->caption)))
                 return;
-            it->title = bl->caption ? bl->caption : b->heading;
             it->image = bl->image;
             it->image_alt = bl->image->alt && *bl->image->alt ? bl->image->alt : bl->caption;
             break;
         case KILN_BLOCK_CHART:
-            flush_bullets(b);
-            it = new_item(b, PPTX_LAYOUT_CONTENT, bl->pointer);
-            if (!it)
+            if (!(it = object_item(b, bl, bl->chart->caption)))
                 return;
-            it->title = bl->chart->caption ? bl->chart->caption : b->heading;
             it->chart = bl->chart;
             break;
         case KILN_BLOCK_RULE:
@@ -315,6 +359,7 @@ static void map_blocks(deck_builder *b)
         }
     }
     flush_bullets(b);
+    flush_heading(b);
 }
 
 /* ---- sheets ---- */

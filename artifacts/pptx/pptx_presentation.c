@@ -30,7 +30,7 @@ static void write_default_text_style(opc_xml *x)
     opc_xml_end(x);
     opc_xml_end(x);
     for (int level = 1; level <= 9; level++) {
-        char name[16];
+        char name[24]; /* "a:lvl9pPr"; room to spare for the format checker */
         snprintf(name, sizeof name, "a:lvl%dpPr", level);
         opc_xml_start(x, name);
         opc_xml_attr_int(x, "marL", (int64_t)(level - 1) * 457200);

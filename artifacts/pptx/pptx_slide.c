@@ -199,7 +199,7 @@ static void write_title(pptx_slide *s, const pptx_layout_info *L, const char *ti
     if (!L->title_type || !title)
         return;
     const char *text = title;
-    if (continued) {
+    if (continued && *title) {
         size_t len = strlen(title);
         char *t = kiln_arena_alloc(s->c->arena, len + sizeof CONTINUED);
         if (!t) {
@@ -471,7 +471,7 @@ static kiln_status write_title_item(pptx_ctx *c, const pptx_item *it)
     pptx_slide s;
     kiln_status st = slide_begin(c, &s, it->layout, it->pointer);
     if (st != KILN_E_OK)
-        goto fail_slide;
+        goto abort_slide;
     write_title(&s, L, it->title, 0);
     if (it->subtitle && L->body_count > 0) {
         pptx_fit fit = pptx_text_fit_plain(it->subtitle, strlen(it->subtitle), L->body_size[0],
@@ -487,7 +487,7 @@ static kiln_status write_title_item(pptx_ctx *c, const pptx_item *it)
     }
     return slide_finish(&s, it->layout, it->notes, it->pointer);
 
-fail_slide:
+abort_slide:
     slide_abort(&s);
     return st;
 }
@@ -523,7 +523,7 @@ static kiln_status write_text_item(pptx_ctx *c, const pptx_item *it)
         if (fit[0].count < cols[0]->count - next[0])
             min_scale = 100000;
         if ((st = slide_begin(c, &s, it->layout, it->pointer)) != KILN_E_OK)
-            goto fail_slide;
+            goto abort_slide;
         if (overflow)
             note_overflow(&s);
         write_title(&s, L, it->title, !first);
@@ -541,7 +541,7 @@ static kiln_status write_text_item(pptx_ctx *c, const pptx_item *it)
         if (!more)
             return KILN_E_OK;
         continue;
-fail_slide:
+abort_slide:
         slide_abort(&s);
         return st;
     }
@@ -558,16 +558,16 @@ static kiln_status write_table_item(pptx_ctx *c, const pptx_item *it)
     while (more) {
         pptx_slide s;
         if ((st = slide_begin(c, &s, it->layout, it->pointer)) != KILN_E_OK)
-            goto fail_slide;
+            goto abort_slide;
         write_title(&s, L, it->title, !first);
         if ((st = pptx_table_write(&s, t, &more)) != KILN_E_OK)
-            goto fail_slide;
+            goto abort_slide;
         if ((st = slide_finish(&s, it->layout, first ? it->notes : NULL, it->pointer)) !=
             KILN_E_OK)
             goto close_table;
         first = 0;
         continue;
-fail_slide:
+abort_slide:
         slide_abort(&s);
         goto close_table;
     }
@@ -583,15 +583,15 @@ static kiln_status write_object_item(pptx_ctx *c, const pptx_item *it)
     pptx_slide s;
     kiln_status st = slide_begin(c, &s, it->layout, it->pointer);
     if (st != KILN_E_OK)
-        goto fail_slide;
+        goto abort_slide;
     write_title(&s, L, it->title, 0);
     st = it->image ? write_picture(&s, it->image, it->image_alt, L->body[0], it->pointer)
                    : write_chart(&s, it->chart, it->sheet, L->body[0], it->pointer);
     if (st != KILN_E_OK)
-        goto fail_slide;
+        goto abort_slide;
     return slide_finish(&s, it->layout, it->notes, it->pointer);
 
-fail_slide:
+abort_slide:
     slide_abort(&s);
     return st;
 }

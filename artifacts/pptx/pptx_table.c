@@ -48,6 +48,15 @@
  * row, and when that row alone is taller than the area it overflows the
  * slide (counted in the render result's overflow_slides).
  *
+ * Wide tables: when the columns' needs do not fit the slide's width even at
+ * 10 pt, the columns are split into groups that do, each shown over as
+ * many slides as the rows need (all the rows of the first group, then all
+ * the rows of the next, ...), with the first column repeated at the left of
+ * every group as the rows' key, as a printed spreadsheet repeats its
+ * titles. So no column is squeezed narrower than its longest word or
+ * number, and a 40-column table reads as five slide-wide tables instead of
+ * one of unreadable slivers. Each group is fitted on its own.
+ *
  * Merges (a sheet's "merges") follow the docx writer: rows are numbered as
  * in the worksheet (row 0 is the header row when the table has one); a
  * range is one cell spanning its shown columns (gridSpan, hMerge on the
@@ -75,6 +84,12 @@
 #define FONT_MIN 1000u
 #define FONT_WRAP 1200u /* below this only for words that do not fit */
 #define FONT_STEP 100u
+/* The fewest rows a table's last slide takes when the slide before can
+ * spare them (no single orphaned row). */
+#define ORPHAN_ROWS 3u
+/* A column of a wide table split into groups gets up to this much room for
+ * its text (1.25 in) before the next group starts. */
+#define GROUP_COL_EMU (1.25 * PPTX_EMU_PER_INCH)
 /* Line height as a multiple of the font size. */
 #define LINE_FACTOR 1.2
 /* PowerPoint's default cell margins (a:tcPr marL/marR and marT/marB). */
@@ -102,6 +117,7 @@ typedef struct table_col {
     int hidden;              /* width 0: hidden in Excel, left out here */
     double want, need;       /* EMU at the trial font (fit_widths) */
     int64_t width;           /* EMU, as written */
+    int user_hidden;         /* width 0 in the spec: never shown */
     const char *algn;        /* l, ctr, r, just: the column's alignment */
     int auto_align;          /* untyped and mixed: number cells go right */
 } table_col;
@@ -153,11 +169,21 @@ struct pptx_table {
     int reader_done;
     uint32_t next_ws_row;    /* worksheet row of the next data row read */
     kiln_arena scratch[2];   /* this slide's rows; the previous slide's (the kept row) */
-    int cur;                 /* scratch[cur] holds the kept row */
-    table_row kept;          /* the row that did not fit the previous slide */
-    int has_kept;
+    int cur;                 /* scratch[cur] holds the kept rows */
+    table_row kept[ORPHAN_ROWS + 1]; /* the rows the previous slide left for this one: the
+                                        one that did not fit, after any moved with it */
+    size_t kept_count;
+    size_t rows_done;        /* data rows on the group's slides so far */
     table_row *rows;         /* this slide's rows (malloc'd, reused) */
     size_t row_cap;
+    /* Column groups of a table too wide for a slide (see "Wide tables"):
+     * group g shows columns group_first[g]..group_last[g], after key_col
+     * when key_repeat[g]. One group (everything) for most tables. */
+    size_t *group_first, *group_last;
+    unsigned char *key_repeat;
+    size_t group_count, group;
+    size_t key_col;
+    const kiln_cell *hdr;    /* the header row's cells, NULL = no header row */
 };
 
 static const kiln_column *column_at(const kiln_table_data *d, size_t i)
@@ -597,6 +623,67 @@ static void fit_widths(pptx_table *t)
         last->width += t->area.cx - total;
 }
 
+/* Split the shown columns into groups whose needs at FONT_MIN fit the
+ * area's width (see "Wide tables" at the top); one group when they all fit.
+ * The cols' hidden flags are the spec's (user_hidden) on entry. */
+static kiln_status plan_groups(pptx_table *t)
+{
+    double avail = (double)t->area.cx;
+    double need_total = 0;
+    trial_widths(t, FONT_MIN, &need_total);
+    size_t cap = t->ncols ? t->ncols : 1;
+    t->group_first = kiln_arena_calloc(t->c->arena, cap, sizeof *t->group_first);
+    t->group_last = kiln_arena_calloc(t->c->arena, cap, sizeof *t->group_last);
+    t->key_repeat = kiln_arena_calloc(t->c->arena, cap, 1);
+    if (!t->group_first || !t->group_last || !t->key_repeat)
+        return pptx_nomem(t->c, t->pointer);
+    t->key_col = 0;
+    while (t->key_col < t->ncols && t->cols[t->key_col].user_hidden)
+        t->key_col++;
+    if (need_total <= avail || t->key_col >= t->ncols) {
+        t->group_first[0] = 0;
+        t->group_last[0] = t->ncols ? t->ncols - 1 : 0;
+        t->group_count = 1;
+        return KILN_E_OK;
+    }
+    /* Too wide, then: the groups are made so that their columns get room to
+     * read at FONT_WRAP, each its longest word and up to GROUP_COL_EMU of
+     * its text on a line, rather than packed as tight as 10 pt allows. */
+    trial_widths(t, FONT_WRAP, &need_total);
+    for (size_t i = 0; i < t->ncols; i++) {
+        table_col *c = &t->cols[i];
+        double roomy = c->want < GROUP_COL_EMU ? c->want : GROUP_COL_EMU;
+        c->need = c->need > roomy ? c->need : roomy;
+    }
+    double key_need = t->cols[t->key_col].need;
+    size_t g = 0, col = t->key_col;
+    for (;;) {
+        while (col < t->ncols && t->cols[col].user_hidden)
+            col++;
+        if (col >= t->ncols)
+            break;
+        /* The key column leads every group after the first, when it leaves
+         * room for at least the next column beside it. */
+        int repeat = g > 0 && key_need + t->cols[col].need <= avail;
+        double used = repeat ? key_need : 0;
+        size_t first = col, last = col;
+        for (; col < t->ncols; col++) {
+            if (t->cols[col].user_hidden)
+                continue;
+            if (col > first && used + t->cols[col].need > avail)
+                break;
+            used += t->cols[col].need;
+            last = col;
+        }
+        t->group_first[g] = first;
+        t->group_last[g] = last;
+        t->key_repeat[g] = (unsigned char)repeat;
+        g++;
+    }
+    t->group_count = g;
+    return KILN_E_OK;
+}
+
 /* Each range's lead column and width, now that the widths are known. */
 static void merges_clip(pptx_table *t)
 {
@@ -678,6 +765,10 @@ static int64_t row_height(const pptx_table *t, const table_row *row)
         unsigned sz = cell_sz(t, cell);
         double emu_per_unit = sz / 100.0 * PPTX_EMU_PER_PT / KILN_METRIC_UNITS_PER_EM;
         double avail = (double)(width - 2 * CELL_MAR_X) / emu_per_unit;
+        /* A column squeezed to its margins still sets a character a line,
+         * not a line a pixel. */
+        if (avail < KILN_METRIC_UNITS_PER_EM)
+            avail = KILN_METRIC_UNITS_PER_EM;
         int bold = row->header || (cell->has_style && cell->style.bold);
         double h = wrap_lines(cell->text, cell->len, bold, avail) * line_emu(sz);
         if (h > tallest)
@@ -743,6 +834,40 @@ static kiln_status row_prepare(pptx_table *t, kiln_arena *arena, uint32_t ws_row
 
 /* ------------------------------------------------------------------ open / close */
 
+/* Show column group g: its columns fitted to the area, the header row laid
+ * out for them (once for all the group's slides, from the render's arena)
+ * and the rows read again from the first. */
+static kiln_status start_group(pptx_table *t, size_t g)
+{
+    pptx_ctx *c = t->c;
+    t->group = g;
+    for (size_t i = 0; i < t->ncols; i++) {
+        int in_group = i >= t->group_first[g] && i <= t->group_last[g];
+        int key = i == t->key_col && t->key_repeat[g];
+        t->cols[i].hidden = t->cols[i].user_hidden || !(in_group || key);
+    }
+    fit_widths(t);
+    merges_clip(t);
+    kiln_merge_walk_rewind(&t->walk);
+
+    uint32_t ws_row = 0;
+    t->has_head = 0;
+    if (t->hdr) {
+        kiln_status st = row_prepare(t, c->arena, ws_row++, 1, t->hdr, t->d->column_count,
+                                     &t->head);
+        if (st != KILN_E_OK)
+            return st;
+        t->has_head = 1;
+    }
+    t->next_ws_row = ws_row;
+    t->reader_done = 0;
+    t->kept_count = 0;
+    t->rows_done = 0;
+    kiln_rows_close(t->reader);
+    t->reader = NULL;
+    return kiln_rows_open(c->doc, t->d, &t->reader, c->err);
+}
+
 kiln_status pptx_table_open(pptx_ctx *c, const kiln_table_data *data, const kiln_sheet *sheet,
                             pptx_rect area, const char *pointer, pptx_table **out)
 {
@@ -767,7 +892,7 @@ kiln_status pptx_table_open(pptx_ctx *c, const kiln_table_data *data, const kiln
             st = KILN_E_NOMEM;
         if (st != KILN_E_OK) {
             st = pptx_nomem(c, t->pointer);
-            goto fail;
+            goto close_table;
         }
         for (size_t k = 0; k < n; k++) {
             t->spans[k].merge = t->walk.merges[k];
@@ -782,15 +907,15 @@ kiln_status pptx_table_open(pptx_ctx *c, const kiln_table_data *data, const kiln
             any_header = 1;
     if (data->header && any_header && !(hdr = header_cells(t))) {
         st = pptx_nomem(c, t->pointer);
-        goto fail;
+        goto close_table;
     }
     if ((st = measure(t, hdr)) != KILN_E_OK)
-        goto fail;
+        goto close_table;
     if (t->ncols == 0) {
         /* No columns at all: one empty column, as a:tbl needs a grid. */
         size_t cap = 0;
         if ((st = cols_grow(t, 1, &cap)) != KILN_E_OK)
-            goto fail;
+            goto close_table;
     }
     size_t shown = 0;
     for (size_t i = 0; i < t->ncols; i++) {
@@ -802,25 +927,15 @@ kiln_status pptx_table_open(pptx_ctx *c, const kiln_table_data *data, const kiln
     }
     if (shown == 0)
         t->cols[0].hidden = 0; /* every column hidden: still a grid of one */
-    fit_widths(t);
-    merges_clip(t);
-    kiln_merge_walk_rewind(&t->walk);
-
-    /* The header row, laid out once for every slide, from the render's arena. */
-    uint32_t ws_row = 0;
-    if (hdr) {
-        if ((st = row_prepare(t, c->arena, ws_row++, 1, hdr, data->column_count, &t->head)) !=
-            KILN_E_OK)
-            goto fail;
-        t->has_head = 1;
-    }
-    t->next_ws_row = ws_row;
-    if ((st = kiln_rows_open(c->doc, data, &t->reader, c->err)) != KILN_E_OK)
-        goto fail;
+    for (size_t i = 0; i < t->ncols; i++)
+        t->cols[i].user_hidden = t->cols[i].hidden;
+    t->hdr = hdr;
+    if ((st = plan_groups(t)) != KILN_E_OK || (st = start_group(t, 0)) != KILN_E_OK)
+        goto close_table;
     *out = t;
     return KILN_E_OK;
 
-fail:
+close_table:
     pptx_table_close(t);
     return st;
 }
@@ -1070,18 +1185,23 @@ kiln_status pptx_table_write(pptx_slide *s, pptx_table *t, int *more)
      * kept row, in the other, stays valid until the slide after this one. */
     kiln_arena *arena = &t->scratch[t->cur ^ 1];
     kiln_arena_release(arena);
+    kiln_status st = KILN_E_OK;
+    if (!t->kept_count && t->reader_done && t->group + 1 < t->group_count &&
+        (st = start_group(t, t->group + 1)) != KILN_E_OK)
+        return st;
 
     int64_t avail = t->area.cy - (t->has_head ? t->head.height : 0);
     int64_t used = 0;
     size_t n = 0;
-    kiln_status st = KILN_E_OK;
-    if (t->has_kept) {
-        if (rows_reserve(t, 1) != 0)
-            return pptx_nomem(c, t->pointer);
-        t->rows[n++] = t->kept;
-        used += t->kept.height;
-        t->has_kept = 0;
+    /* The kept rows were on one slide together, or one alone: they fit. */
+    size_t carried = t->kept_count;
+    if (rows_reserve(t, carried + 1) != 0)
+        return pptx_nomem(c, t->pointer);
+    for (size_t k = 0; k < carried; k++) {
+        t->rows[n++] = t->kept[k];
+        used += t->kept[k].height;
     }
+    t->kept_count = 0;
     while (!t->reader_done) {
         const kiln_cell *cells;
         size_t count;
@@ -1099,8 +1219,8 @@ kiln_status pptx_table_write(pptx_slide *s, pptx_table *t, int *more)
         if (t->next_ws_row < UINT32_MAX)
             t->next_ws_row++;
         if (n > 0 && used + row.height > avail) {
-            t->kept = row;
-            t->has_kept = 1;
+            t->kept[0] = row;
+            t->kept_count = 1;
             break;
         }
         if (rows_reserve(t, n + 1) != 0)
@@ -1108,6 +1228,30 @@ kiln_status pptx_table_write(pptx_slide *s, pptx_table *t, int *more)
         t->rows[n++] = row;
         used += row.height;
     }
+    /* No orphans: when the rows are in the spec (so their number is known)
+     * and fewer than ORPHAN_ROWS would be left for the last slide, this one
+     * gives it some of its own. Only rows read for this slide move, since
+     * the carried ones live in the scratch the next slide releases. */
+    if (t->kept_count && t->d->source == KILN_ROWS_INLINE &&
+        t->d->inline_row_count > t->rows_done + n) {
+        size_t left = t->d->inline_row_count - (t->rows_done + n);
+        size_t move = left < ORPHAN_ROWS ? ORPHAN_ROWS - left : 0;
+        if (move && n >= carried + move && n - move >= ORPHAN_ROWS) {
+            int64_t h = t->kept[0].height;
+            for (size_t k = n - move; k < n; k++)
+                h += t->rows[k].height;
+            if (h <= avail) {
+                t->kept[move] = t->kept[0];
+                for (size_t k = 0; k < move; k++) {
+                    t->kept[k] = t->rows[n - move + k];
+                    used -= t->kept[k].height;
+                }
+                t->kept_count = move + 1;
+                n -= move;
+            }
+        }
+    }
+    t->rows_done += n;
     t->cur ^= 1;
 
     /* The slide's rows in order, the header first. */
@@ -1210,6 +1354,6 @@ kiln_status pptx_table_write(pptx_slide *s, pptx_table *t, int *more)
     opc_xml_end(x); /* p:graphicFrame */
     if (opc_xml_failed(x))
         return opc_xml_error(x, t->pointer, c->err);
-    *more = t->has_kept;
+    *more = t->kept_count > 0 || t->group + 1 < t->group_count;
     return KILN_E_OK;
 }

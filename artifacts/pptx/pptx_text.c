@@ -22,6 +22,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <fribidi.h>
+
 #include "pptx_internal.h"
 
 #include "../../common/utf8.h"
@@ -404,14 +406,50 @@ static unsigned link_rid(pptx_slide *s, const char *url)
     return rid;
 }
 
+/* 1 when the text's first strong character is right-to-left (Hebrew,
+ * Arabic, ...): the paragraph's direction, as the Unicode bidi algorithm
+ * takes it (rule P2). */
+static int text_is_rtl(const char *s, size_t len, int *decided)
+{
+    const unsigned char *p = (const unsigned char *)s, *end = p + len;
+    while (p < end) {
+        FriBidiCharType type = fribidi_get_bidi_type(next_cp(&p, end));
+        if (FRIBIDI_IS_STRONG(type) && FRIBIDI_IS_LETTER(type)) {
+            *decided = 1;
+            return FRIBIDI_IS_RTL(type) ? 1 : 0;
+        }
+    }
+    return 0;
+}
+
+static int para_is_rtl(const pptx_para *p)
+{
+    int decided = 0, rtl = 0;
+    if (p->text)
+        for (size_t i = 0; i < p->text->run_count && !decided; i++)
+            rtl = text_is_rtl(p->text->runs[i].text, p->text->runs[i].len, &decided);
+    else if (p->plain)
+        rtl = text_is_rtl(p->plain, p->plain_len, &decided);
+    return rtl;
+}
+
+/* A right-to-left paragraph reads from the right: PowerPoint lays it out
+ * right to left and aligned right only when told (rtl, algn). */
+static void write_rtl(opc_xml *x)
+{
+    opc_xml_attr(x, "algn", "r");
+    opc_xml_attr(x, "rtl", "1");
+}
+
 static const char *const autonum_types[3] = {"arabicPeriod", "alphaLcPeriod", "romanLcPeriod"};
 
 static void write_para(pptx_slide *s, const pptx_para *p, int start_at)
 {
     opc_xml *x = s->x;
     int level = p->level < 0 ? 0 : p->level > 8 ? 8 : p->level;
+    int rtl = para_is_rtl(p);
     opc_xml_start(x, "a:p");
-    if (level > 0 || p->bullet != PPTX_BULLET_CHAR) {
+    if (level > 0 || p->bullet != PPTX_BULLET_CHAR || rtl) {
         opc_xml_start(x, "a:pPr");
         if (p->bullet == PPTX_BULLET_NONE) {
             opc_xml_attr(x, "marL", "0");
@@ -419,6 +457,8 @@ static void write_para(pptx_slide *s, const pptx_para *p, int start_at)
         }
         if (level > 0)
             opc_xml_attr_int(x, "lvl", level);
+        if (rtl)
+            write_rtl(x);
         if (p->bullet == PPTX_BULLET_NONE) {
             opc_xml_empty(x, "a:buNone");
         } else if (p->bullet == PPTX_BULLET_NUMBER) {
@@ -496,6 +536,12 @@ void pptx_text_body_plain(pptx_slide *s, const char *text, const pptx_fit *fit)
         if (len > 0 && p[len - 1] == '\r')
             len--;
         opc_xml_start(x, "a:p");
+        int decided = 0;
+        if (text_is_rtl(p, len, &decided)) {
+            opc_xml_start(x, "a:pPr");
+            write_rtl(x);
+            opc_xml_end(x);
+        }
         write_runs_text(s, p, len, &rp);
         opc_xml_end(x);
         if (!nl)

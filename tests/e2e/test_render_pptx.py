@@ -19,6 +19,7 @@ in one call (deck_pdfs).
 import io
 import json
 import re
+import shutil
 import zipfile
 from pathlib import Path, PurePosixPath
 
@@ -262,21 +263,34 @@ def expected_deck(spec):
     if spec.get("blocks"):
         flow = expected_flow(spec)
         out, paras = [], []
-        heading, seen_title = md.get("title"), False
+        # The deck opens with the first level-1 heading (wherever it is), else the
+        # metadata title; later level-1 headings are section headers.
+        first_h1 = next((i for i, f in enumerate(flow) if f["kind"] == "heading" and f["level"] == 1), None)
+        deck_title = flow[first_h1]["text"] if first_h1 is not None else md.get("title")
+        if deck_title is not None:
+            out.append(item("Title Slide", deck_title, md.get("subject") or md.get("author")))
+        heading = md.get("title") if md.get("title") is not None else deck_title
+        unshown = [False]  # a level-2+ heading no slide carries yet
 
         def flush():
             if paras:
                 out.append(item("Title and Content", heading, body=paras[:]))
                 paras.clear()
-        for f in flow:
+                unshown[0] = False
+
+        def flush_heading():
+            if unshown[0]:
+                out.append(item("Title Only", heading))
+                unshown[0] = False
+        for i, f in enumerate(flow):
             k = f["kind"]
             if k == "heading":
                 flush()
+                flush_heading()
                 heading = f["text"]
-                if f["level"] == 1:
-                    out.append(item("Section Header" if seen_title else "Title Slide", heading,
-                                    None if seen_title else (md.get("subject") or md.get("author"))))
-                    seen_title = True
+                if f["level"] == 1 and i != first_h1:
+                    out.append(item("Section Header", heading))
+                unshown[0] = f["level"] > 1
             elif k in ("paragraph", "code"):
                 paras.append((0, f["text"], f.get("runs") or f.get("md_runs")))
             elif k == "quote":
@@ -295,9 +309,14 @@ def expected_deck(spec):
                 out.append(item("Title and Content" if heads else "Title Only", f["title"] or "Contents", body=heads))
             elif k in ("table", "image", "chart"):
                 flush()
+                if f.get("caption"):
+                    flush_heading()
+                else:
+                    unshown[0] = False
                 src = f.get("t") if k == "table" else f.get(k)
                 out.append(item("Title and Content", f.get("caption") or heading, obj=k, src=src))
         flush()
+        flush_heading()
         return out
     out = []
     for i, s in enumerate(spec.get("sheets") or []):
@@ -1059,6 +1078,128 @@ def test_theme_font_and_accents(decks):
 
 
 # =========================================================================== mapping
+
+def test_wide_table_splits_into_column_groups(tmp_path, kiln_bin):
+    """A table whose columns cannot all sit on a slide even at 10 pt is shown in column
+    groups, each over as many slides as its rows need, the first column repeated as the
+    rows' key: every cell appears once (the key once per group), no column is squeezed
+    below its longest word, and nothing is reported as overflowing."""
+    ncols, nrows = 40, 6
+    cols = [{"header": "Column header %d" % i} for i in range(ncols)]
+    rows = [["r%d" % r] + ["value %d.%d" % (r, i) for i in range(1, ncols)] for r in range(nrows)]
+    spec = write_spec(tmp_path, {"slides": [{"layout": "table", "title": "Wide", "table": {
+        "columns": cols, "rows": rows}}]})
+    out = tmp_path / "w.pptx"
+    proc = run_kiln("render", spec, "-o", out, "--json")
+    assert proc.returncode == 0, describe(proc)
+    assert "overflow_slides" not in json.loads(out_text(proc))
+    assert_ooxml_ok(out)
+    deck = Deck(out)
+    seen = {}  # header -> column values in row order
+    groups = 0
+    for slide in deck.slides():
+        frame = frame_of(deck.xml(slide))
+        tbl = frame.find("a:graphic/a:graphicData/a:tbl", NS)
+        widths = [int(g.get("w")) for g in tbl.findall("a:tblGrid/a:gridCol", NS)]
+        assert sum(widths) == int(frame.find("p:xfrm/a:ext", NS).get("cx"))
+        assert min(widths) >= 0.6 * 914400, widths  # room for "Column" and "header" at >= 10 pt
+        sizes = {int(r.get("sz")) for r in tbl.iter("{%s}rPr" % NS["a"])}
+        assert min(sizes) >= 1000, sizes
+        body = table_rows(frame)
+        header, data = body[0], body[1:]
+        assert header[0] == "Column header 0", header
+        if not seen or header[1] not in seen:
+            groups += 1
+        for j, h in enumerate(header):
+            seen.setdefault(h, [])
+            if h != "Column header 0" or len(seen[h]) < nrows:
+                seen[h] += [r[j] for r in data]
+    assert groups >= 3, groups
+    assert sorted(seen, key=lambda h: int(h.split()[-1])) == [c["header"] for c in cols]
+    for i in range(ncols):
+        want = [rows[r][i] for r in range(nrows)]
+        got = seen["Column header %d" % i]
+        assert got[:nrows] == want, (i, got)
+        if i:
+            assert got == want, (i, got)
+
+
+def test_last_table_slide_is_not_an_orphan(decks):
+    """sales_workbook's 40 rows: the last of the sheet's table slides takes at least three
+    rows, given up by the slide before, rather than a single orphaned row."""
+    deck = need(decks, "sales_workbook").deck()
+    counts = []
+    for slide in deck.slides():
+        title = title_of(deck, slide)
+        if title in ("Sales", "Sales" + CONTINUED) and deck.xml(slide).find(
+                "p:cSld/p:spTree/p:graphicFrame/a:graphic/a:graphicData/a:tbl", NS) is not None:
+            counts.append(len(table_rows(frame_of(deck.xml(slide)))) - 1)
+    assert sum(counts) == 40 and len(counts) >= 2, counts
+    assert counts[-1] >= 3, counts
+
+
+def test_blocks_headings_are_never_lost_and_the_title_opens(tmp_path, kiln_bin):
+    """A picture before the first level-1 heading follows the title slide; a heading
+    with nothing under it (the agenda lists it) is a Title Only slide of its own; a
+    captioned table under a heading comes after the heading's slide."""
+    shutil.copy(SAMPLES / "images" / "kiln_logo.png", tmp_path / "logo.png")
+    spec = write_spec(tmp_path, {"metadata": {"title": "Meta", "author": "Ann"}, "blocks": [
+        {"type": "image", "image": {"path": "logo.png", "alt": "logo"}},
+        {"type": "toc", "levels": 2},
+        {"type": "heading", "level": 1, "text": "A"},
+        {"type": "heading", "level": 2, "text": "A.1"},
+        {"type": "heading", "level": 3, "text": "A.1.1"},
+        {"type": "paragraph", "text": "p"},
+        {"type": "heading", "level": 2, "text": "A.2"},
+        {"type": "table", "caption": "T", "columns": [{"header": "x"}], "rows": [[1]]},
+        {"type": "heading", "level": 1, "text": "B"},
+        {"type": "heading", "level": 2, "text": "B.1"}]})
+    out = tmp_path / "h.pptx"
+    proc = run_kiln("render", spec, "-o", out)
+    assert proc.returncode == 0, describe(proc)
+    deck = Deck(out)
+    assert layouts_and_titles(deck) == [
+        ("Title Slide", "A"), ("Title and Content", "Meta"), ("Title and Content", "Contents"),
+        ("Title Only", "A.1"), ("Title and Content", "A.1.1"), ("Title Only", "A.2"),
+        ("Title and Content", "T"), ("Section Header", "B"), ("Title Only", "B.1")]
+    agenda = [text for _, text in body_paras(by_ph(slide_root(deck, 3))[(None, 1)])]
+    assert agenda == ["A", "A.1", "A.2", "B", "B.1"]
+
+
+def test_right_to_left_paragraphs_are_marked(tmp_path, kiln_bin):
+    """Hebrew and Arabic paragraphs (first strong character right-to-left) are written
+    as PowerPoint stores them, rtl="1" and aligned right; English ones are not."""
+    spec = write_spec(tmp_path, {"slides": [{"title": "שלום עולם", "bullets": [
+        "זהו פריט ראשון", "مرحبا بالعالم", "123 English after digits", "(42) שורה עם מספר"]}]})
+    out = tmp_path / "r.pptx"
+    proc = run_kiln("render", spec, "-o", out)
+    assert proc.returncode == 0, describe(proc)
+    root = slide_root(Deck(out), 1)
+    phs = by_ph(root)
+    marks = [(p.find("a:pPr", NS) is not None and p.find("a:pPr", NS).get("rtl") == "1",
+              p.find("a:pPr", NS) is not None and p.find("a:pPr", NS).get("algn") == "r")
+             for p in phs[(None, 1)].findall("p:txBody/a:p", NS)]
+    assert marks == [(True, True), (True, True), (False, False), (True, True)], marks
+    title_p = phs[("title", 0)].find("p:txBody/a:p", NS)
+    assert title_p.find("a:pPr", NS).get("rtl") == "1"
+
+
+def test_scatter_series_are_markers_only(decks):
+    """A scatter chart's series draw markers without a line joining them (as Excel's own
+    scatter chart and Kiln's xlsx and PDF do), so unsorted x values make no zigzag."""
+    deck = need(decks, "slides_all").deck()
+    found = 0
+    for name in deck.parts:
+        if name.startswith("ppt/charts/chart") and name.endswith(".xml"):
+            root = deck.xml(name)
+            for ser in root.iter("{%s}ser" % NS["c"]):
+                if ser.getparent().tag.endswith("scatterChart"):
+                    found += 1
+                    ln = ser.find("c:spPr/a:ln", NS)
+                    assert ln is not None and ln.find("a:noFill", NS) is not None
+                    assert ser.find("c:marker/c:symbol", NS).get("val") != "none"
+    assert found, "no scatter series in the deck"
+
 
 def layouts_and_titles(deck):
     return [(deck.layout_name(deck.layout_of(s)), title_of(deck, s)) for s in deck.slides()]
