@@ -2013,7 +2013,9 @@ def check_charts(d, spec, flow, base_dir, theme, errs):
             want_color = hexcolor(color) or (accents[k % len(accents)]
                                              if accents and kind not in ("pie", "doughnut") else None)
             if want_color:
-                got_color = ser.find("c:spPr//a:srgbClr", NS)
+                # a scatter series is markers only: its color is the markers'
+                got_color = ser.find("c:marker/c:spPr//a:srgbClr" if kind == "scatter"
+                                     else "c:spPr//a:srgbClr", NS)
                 if got_color is None or got_color.get("val").upper() != want_color:
                     errs.append("%s: color expected %s, got %r"
                                 % (sw, want_color, None if got_color is None else got_color.get("val")))
