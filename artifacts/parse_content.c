@@ -592,6 +592,14 @@ void kiln_parse_chart(kiln_pctx *c, const json_t *obj, kiln_chart *ch, kiln_char
     if ((ch->kind == KILN_CHART_PIE || ch->kind == KILN_CHART_DOUGHNUT) && ns != 1) {
         kiln_perr(c, NULL, "a %s chart takes exactly one series, not %zu", kinds[ch->kind], ns);
     }
+    if (ns > KILN_LIMIT_CHART_SERIES) {
+        /* Excel and PowerPoint draw at most 255 series in a chart and repair a
+         * file that has more. */
+        kiln_perr_limit(c, NULL, KILN_LIMIT_CHART_SERIES, ns,
+                        "a chart of %zu series, more than the %u Excel and PowerPoint allow",
+                        ns, (unsigned)KILN_LIMIT_CHART_SERIES);
+        goto pop;
+    }
     ch->series = kiln_arena_calloc(c->arena, ns, sizeof *ch->series);
     if (!ch->series) {
         kiln_pnomem(c);

@@ -52,6 +52,8 @@ typedef struct kiln_limits {
 #define KILN_LIMIT_LIST_DEPTH 9
 /* Characters of a formula (Excel's limit; fixed, not in kiln_limits). */
 #define KILN_LIMIT_FORMULA_CHARS 8192u
+/* Series of a chart (Excel's and PowerPoint's limit; fixed). */
+#define KILN_LIMIT_CHART_SERIES 255u
 
 /* The documented defaults above. */
 kiln_limits kiln_limits_default(void);
