@@ -26,7 +26,7 @@ from pathlib import Path, PurePosixPath
 import pytest
 
 from conftest import (SAMPLES, assert_ooxml_ok, describe, err_text, listing, load_json, out_text,
-                      pdf_page_texts, pdf_pages, render_ok, run_kiln, sample_specs, soffice_convert,
+                      pdf_page_texts, pdf_pages, pdf_words, render_ok, run_kiln, sample_specs, soffice_convert,
                       write_spec)
 from test_render_docx import expected_flow, image_geometry, png_bytes, sheet_name
 
@@ -750,6 +750,36 @@ def test_libreoffice_shows_every_slide_in_order(decks, deck_pdfs, name):
     assert pdf_pages(pdf) == len(deck.slides()), "PDF pages != slides"
     errs = check_pdf(pages, deck, r.spec)
     assert not errs, "%s.pdf (LibreOffice):\n%s" % (name, "\n".join(errs[:40]))
+
+
+# Where text may be drawn on a 16:9 slide, in PDF points (1/72 in; 12700 EMU): above the
+# bottom of the lowest body placeholder (Title and Content: 1825625 + 4351338 EMU), and
+# below it only in the footer's slide-number box (x from 8610600 EMU).
+BODY_BOTTOM_PT = (1825625 + 4351338) / 12700
+SLIDE_NUMBER_X_PT = 8610600 / 12700
+FIT_TOLERANCE_PT = 4
+
+
+@pytest.mark.parametrize("name", DECK_NAMES + list(FEATURES))
+def test_text_stays_inside_its_placeholders(decks, deck_pdfs, name):
+    """What LibreOffice draws of each deck stays on the slide, and nothing but the slide
+    number goes below the content area: the computed font scales, continuations, table
+    row heights and column groups really make the text fit, as drawn (no deck here has
+    text that Kiln reports as overflowing)."""
+    r = need(decks, name)
+    deck = r.deck()
+    proc, pdfs = deck_pdfs
+    pdf = pdfs.get(deck.path)
+    assert pdf is not None, "LibreOffice made no PDF of %s:\n%s" % (deck.path, proc.stdout[-3000:])
+    errs = []
+    for n, (width, height, words) in enumerate(pdf_words(pdf), 1):
+        for x0, y0, x1, y1, w in words:
+            if x0 < -1 or y0 < -1 or x1 > width + 1 or y1 > height + 1:
+                errs.append("slide %d: %r off the slide at (%.0f, %.0f)" % (n, w, x0, y0))
+            elif y1 > BODY_BOTTOM_PT + FIT_TOLERANCE_PT and not (x0 >= SLIDE_NUMBER_X_PT and w == str(n)):
+                errs.append("slide %d: %r below the content area (bottom %.0f pt > %.0f)"
+                            % (n, w, y1, BODY_BOTTOM_PT))
+    assert not errs, "%s.pptx:\n%s" % (name, "\n".join(errs[:40]))
 
 
 def test_notes_master_once_and_listed(decks):
