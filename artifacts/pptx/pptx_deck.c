@@ -12,9 +12,11 @@
  * Only slide of its own, so no heading the agenda lists is lost); each
  * table, image and chart gets a slide of its own, titled by its caption or
  * else the nearest heading; a table of contents becomes an agenda slide
- * listing the level-1 and level-2 headings (fewer when its levels say so). A spec with only sheets gives each sheet a
- * slide with its table (continued over more slides when long), then one
- * slide per chart of the sheet.
+ * listing the level-1 and level-2 headings (fewer when its levels say so).
+ * A spec with only sheets gives each sheet a slide with its table and its
+ * first chart side by side when the table fits half a slide; a longer
+ * table takes whole slides (continued as it needs) and the chart a slide
+ * after it; the sheet's other charts follow, a slide each.
  */
 #include <stdint.h>
 #include <string.h>
@@ -379,8 +381,12 @@ static void map_sheets(deck_builder *b)
             it->sheet = sh;
             if (has_table)
                 it->table = &sh->data;
+            /* The first chart goes beside the table when the table fits half
+             * the slide (pptx_slide.c), else on a slide after it. */
+            if (has_table && sh->chart_count)
+                it->chart = &sh->charts[0];
         }
-        for (size_t j = 0; j < sh->chart_count && !b->failed; j++) {
+        for (size_t j = has_table ? 1 : 0; j < sh->chart_count && !b->failed; j++) {
             pptx_item *it = new_item(b, PPTX_LAYOUT_CONTENT, sh->charts[j].pointer);
             if (!it)
                 return;

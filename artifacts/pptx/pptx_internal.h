@@ -167,7 +167,8 @@ typedef struct pptx_item {
     const kiln_sheet *sheet;       /* the sheet a table or chart belongs to, else NULL */
     const kiln_image *image;
     const char *image_alt;         /* alternative text (the image's, else the caption) */
-    const kiln_chart *chart;
+    const kiln_chart *chart;       /* with a table: the chart to set beside it when the
+                                      table fits half a slide (a sheet's first chart) */
     const char *notes;             /* speaker notes; NULL = none */
     const char *pointer;           /* JSON Pointer of what the slide came from */
 } pptx_item;
@@ -278,6 +279,11 @@ kiln_status pptx_table_open(pptx_ctx *c, const kiln_table_data *data, const kiln
  * slide. */
 kiln_status pptx_table_write(pptx_slide *s, pptx_table *t, int *more);
 void pptx_table_close(pptx_table *t);
+/* Whether the whole table (header and every row) fits on one slide in the
+ * area it was opened with, in one column group: reads the rows, so a table
+ * probed is closed afterwards, never written. Stops reading at the first row
+ * that does not fit. */
+kiln_status pptx_table_fits_one_slide(pptx_table *t, int *fits);
 
 /* ---- notes (pptx_notes.c) ---- */
 /* notesSlideN.xml for slide s (text = the speaker notes), related both ways

@@ -402,7 +402,7 @@ static kiln_status write_picture(pptx_slide *s, const kiln_image *img, const cha
 }
 
 static kiln_status write_chart(pptx_slide *s, const kiln_chart *chart, const kiln_sheet *sheet,
-                               pptx_rect area, const char *pointer)
+                               int idx, pptx_rect area, const char *pointer)
 {
     pptx_ctx *c = s->c;
     kiln_chart_data data;
@@ -443,7 +443,7 @@ static kiln_status write_chart(pptx_slide *s, const kiln_chart *chart, const kil
     opc_xml_end(x);
     opc_xml_start(x, "p:nvPr");
     opc_xml_start(x, "p:ph");
-    opc_xml_attr(x, "idx", "1");
+    opc_xml_attr_int(x, "idx", idx);
     opc_xml_end(x);
     opc_xml_end(x);
     opc_xml_end(x); /* p:nvGraphicFramePr */
@@ -547,23 +547,52 @@ abort_slide:
     }
 }
 
+static kiln_status write_object_item(pptx_ctx *c, const pptx_item *it);
+
+/* Whether the item's whole table fits the left half of a Two Content slide
+ * (a trial layout of its rows, nothing written). */
+static kiln_status table_fits_half(pptx_ctx *c, const pptx_item *it, int *fits)
+{
+    pptx_table *probe = NULL;
+    kiln_status st = pptx_table_open(c, it->table, it->sheet,
+                                     pptx_layouts[PPTX_LAYOUT_TWO_CONTENT].body[0], it->pointer,
+                                     &probe);
+    if (st == KILN_E_OK)
+        st = pptx_table_fits_one_slide(probe, fits);
+    pptx_table_close(probe);
+    return st;
+}
+
+/* A table over as many slides as its rows need. With a chart (a sheet's
+ * first), the two side by side on one Two Content slide when the whole
+ * table fits the left half; else the chart follows the table's slides on a
+ * slide of its own. */
 static kiln_status write_table_item(pptx_ctx *c, const pptx_item *it)
 {
-    const pptx_layout_info *L = &pptx_layouts[it->layout];
+    pptx_layout layout = it->layout;
+    int beside = 0;
+    kiln_status st;
+    if (it->chart && (st = table_fits_half(c, it, &beside)) != KILN_E_OK)
+        return st;
+    if (beside)
+        layout = PPTX_LAYOUT_TWO_CONTENT;
+    const pptx_layout_info *L = &pptx_layouts[layout];
     pptx_table *t = NULL;
-    kiln_status st = pptx_table_open(c, it->table, it->sheet, L->body[0], it->pointer, &t);
-    if (st != KILN_E_OK)
+    if ((st = pptx_table_open(c, it->table, it->sheet, L->body[0], it->pointer, &t)) !=
+        KILN_E_OK)
         return st;
     int more = 1, first = 1;
     while (more) {
         pptx_slide s;
-        if ((st = slide_begin(c, &s, it->layout, it->pointer)) != KILN_E_OK)
+        if ((st = slide_begin(c, &s, layout, it->pointer)) != KILN_E_OK)
             goto abort_slide;
         write_title(&s, L, it->title, !first);
         if ((st = pptx_table_write(&s, t, &more)) != KILN_E_OK)
             goto abort_slide;
-        if ((st = slide_finish(&s, it->layout, first ? it->notes : NULL, it->pointer)) !=
-            KILN_E_OK)
+        if (beside && (st = write_chart(&s, it->chart, it->sheet, 2, L->body[1],
+                                        it->chart->pointer)) != KILN_E_OK)
+            goto abort_slide;
+        if ((st = slide_finish(&s, layout, first ? it->notes : NULL, it->pointer)) != KILN_E_OK)
             goto close_table;
         first = 0;
         continue;
@@ -573,6 +602,14 @@ abort_slide:
     }
 close_table:
     pptx_table_close(t);
+    if (st == KILN_E_OK && it->chart && !beside) {
+        pptx_item chart_slide = *it;
+        chart_slide.table = NULL;
+        chart_slide.notes = NULL;
+        chart_slide.layout = PPTX_LAYOUT_CONTENT;
+        chart_slide.pointer = it->chart->pointer;
+        return write_object_item(c, &chart_slide);
+    }
     return st;
 }
 
@@ -586,7 +623,7 @@ static kiln_status write_object_item(pptx_ctx *c, const pptx_item *it)
         goto abort_slide;
     write_title(&s, L, it->title, 0);
     st = it->image ? write_picture(&s, it->image, it->image_alt, L->body[0], it->pointer)
-                   : write_chart(&s, it->chart, it->sheet, L->body[0], it->pointer);
+                   : write_chart(&s, it->chart, it->sheet, 1, L->body[0], it->pointer);
     if (st != KILN_E_OK)
         goto abort_slide;
     return slide_finish(&s, it->layout, it->notes, it->pointer);

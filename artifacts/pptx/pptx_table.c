@@ -1161,6 +1161,37 @@ static kiln_status write_row(pptx_slide *s, pptx_table *t, table_row *const *row
     return KILN_E_OK;
 }
 
+kiln_status pptx_table_fits_one_slide(pptx_table *t, int *fits)
+{
+    pptx_ctx *c = t->c;
+    *fits = 0;
+    if (t->group_count != 1)
+        return KILN_E_OK;
+    int64_t avail = t->area.cy - (t->has_head ? t->head.height : 0);
+    int64_t used = 0;
+    kiln_arena *arena = &t->scratch[0];
+    for (;;) {
+        const kiln_cell *cells;
+        size_t count;
+        int got = kiln_rows_next(t->reader, &cells, &count, c->err);
+        if (got < 0)
+            return c->err->code != KILN_E_OK ? c->err->code : KILN_E_INPUT;
+        if (got == 0)
+            break;
+        table_row row;
+        kiln_status st = row_prepare(t, arena, t->next_ws_row, 0, cells, count, &row);
+        if (st != KILN_E_OK)
+            return st;
+        if (t->next_ws_row < UINT32_MAX)
+            t->next_ws_row++;
+        used += row.height;
+        if (used > avail)
+            return KILN_E_OK;
+    }
+    *fits = 1;
+    return KILN_E_OK;
+}
+
 /* Room for n rows in t->rows. */
 static int rows_reserve(pptx_table *t, size_t n)
 {

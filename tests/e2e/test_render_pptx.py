@@ -325,9 +325,15 @@ def expected_deck(spec):
         if has_table or not s.get("charts"):
             out.append(item("Title and Content" if has_table else "Title Only", name,
                             obj="table" if has_table else None, src=s, pointer="/sheets/%d" % i))
+            if has_table and s.get("charts"):
+                # the first chart sits beside a table that fits half a slide (Two
+                # Content), else on a slide after the table's: slide_walk decides
+                out[-1]["beside"] = s["charts"][0]
         for j, ch in enumerate(s.get("charts") or []):
             out.append(item("Title and Content", name, obj="chart", src=ch,
                             pointer="/sheets/%d/charts/%d" % (i, j)))
+            if j == 0 and has_table:
+                out[-1]["optional"] = True
     return out
 
 
@@ -377,11 +383,18 @@ def slide_walk(deck, items):
     next slide and every following one titled '<title> (continued)'."""
     slides = deck.slides()
     pairs, k = [], 0
+    beside_used = False
     for it in items:
+        if it.get("optional") and beside_used:
+            beside_used = False
+            continue  # the chart went beside its sheet's table
         if k >= len(slides):
             pairs.append((it, []))
             continue
         group = [slides[k]]
+        if it.get("beside") and deck.layout_name(deck.layout_of(slides[k])) == "Two Content":
+            it = dict(it, layout="Two Content", beside_used=True)
+            beside_used = True
         k += 1
         if it["title"]:
             while k < len(slides) and title_of(deck, slides[k]) == norm(it["title"] + CONTINUED):
@@ -457,7 +470,16 @@ def check_slides(deck, spec):
                 if sp is not None and etree.QName(sp).localname == "sp":
                     bodies[idx] += body_paras(sp)
             objects = [sp for sp in shapes(root) if etree.QName(sp).localname in ("pic", "graphicFrame")]
-            if it["obj"] and j == 0 or it["obj"] == "table":
+            if it.get("beside_used"):
+                # one slide: the whole table in idx 1, the sheet's first chart in idx 2
+                if len(group) != 1:
+                    errs.append("%s: a table beside its chart continued over %d slides" % (here, len(group)))
+                kinds = sorted((ph_key(o), {URI_TABLE: "table", URI_CHART: "chart"}.get(
+                    o.find("a:graphic/a:graphicData", NS).get("uri"), "?")) for o in objects
+                    if etree.QName(o).localname == "graphicFrame")
+                if kinds != [((None, 1), "table"), ((None, 2), "chart")] or len(objects) != 2:
+                    errs.append("%s: want a table in idx 1 and a chart in idx 2, got %s" % (here, kinds))
+            elif it["obj"] and j == 0 or it["obj"] == "table":
                 if len(objects) != 1:
                     errs.append("%s: %d pictures/frames, want one %s" % (here, len(objects), it["obj"]))
                 for o in objects:
@@ -1254,14 +1276,15 @@ def test_report_blocks_and_sheets_map(decks):
           if b["type"] == "heading" and b.get("level", 1) == 1]
     assert [t for l, t in lt if l == "Title Slide"] == h1[:1], lt
     assert [t for l, t in lt if l == "Section Header"] == h1[1:], lt
+    # sales_workbook: "Sales" (40 rows) takes whole slides, its two charts a slide each;
+    # "Summary" (4 regions and a total) fits half a slide, its chart beside it
     sw = need(decks, "sales_workbook")
-    deck = sw.deck()
-    want = []
-    for s in sw.spec["sheets"]:
-        want += [s["name"]] * (1 + len(s.get("charts", [])))
-    lt = layouts_and_titles(deck)
-    assert [t.replace(CONTINUED, "") for _l, t in lt if not t.endswith(CONTINUED)] == want, lt
-    assert all(l == "Title and Content" for l, _t in lt)
+    lt = layouts_and_titles(sw.deck())
+    assert [(l, t) for l, t in lt if not t.endswith(CONTINUED)] == [
+        ("Title and Content", "Sales"), ("Title and Content", "Sales"),
+        ("Title and Content", "Sales"), ("Two Content", "Summary")], lt
+    assert [s["name"] for s in sw.spec["sheets"]] == ["Sales", "Summary"]
+    assert [len(s.get("charts", [])) for s in sw.spec["sheets"]] == [2, 1]
 
 
 # =========================================================================== bad input
