@@ -82,6 +82,7 @@ demo: $(BIN) samples
 	@for s in samples/*.json; do n=$$(basename $$s .json); \
 		for f in $(DEMO_FORMATS); do \
 			if echo " $(DEMO_REFUSED) " | grep -q " $$n.$$f "; then \
+				echo "demo: out/$$n.$$f is refused by design (DEMO_REFUSED in the Makefile):"; \
 				$(BIN) render $$s -o out/$$n.$$f; test $$? -eq 3 || exit 1; \
 			else $(BIN) render $$s -o out/$$n.$$f || exit 1; fi; done; done
 	@ls -l out/
