@@ -1509,3 +1509,17 @@ int kiln_column_is_numeric(const kiln_column *col)
                strcmp(col->number_format, "@") != 0;
     }
 }
+
+int kiln_cell_is_numeric(const kiln_cell *cell)
+{
+    switch (cell->kind) {
+    case KILN_CELL_NUMBER:
+    case KILN_CELL_DATE:
+    case KILN_CELL_DATETIME:
+        return 1;
+    case KILN_CELL_FORMULA:
+        return cell->cached_kind == KILN_CELL_NUMBER;
+    default:
+        return 0;
+    }
+}

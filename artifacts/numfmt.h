@@ -46,4 +46,9 @@ const char *kiln_cell_display(const kiln_cell *cell, const kiln_column *col, cha
 /* 1 when a cell of this column is usually right-aligned (numbers, dates). */
 int kiln_column_is_numeric(const kiln_column *col);
 
+/* 1 when the cell shows a number: a number, a date or date-time, or a
+ * formula whose cached value is a number (what a table right-aligns and
+ * never breaks across lines). */
+int kiln_cell_is_numeric(const kiln_cell *cell);
+
 #endif

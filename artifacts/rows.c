@@ -713,3 +713,8 @@ close_reader:
     kiln_rows_close(r);
     return rc < 0 ? -1 : 0;
 }
+
+const kiln_column *kiln_table_column(const kiln_table_data *table, size_t i)
+{
+    return i < table->column_count ? &table->columns[i] : NULL;
+}

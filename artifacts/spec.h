@@ -413,6 +413,10 @@ int kiln_rows_next(kiln_row_reader *reader, const kiln_cell **cells, size_t *cou
 uint64_t kiln_rows_index(const kiln_row_reader *reader);
 void kiln_rows_close(kiln_row_reader *reader);
 
+/* The definition of a table's column i, NULL past the defined columns (rows
+ * may be wider than the columns a table declares). */
+const kiln_column *kiln_table_column(const kiln_table_data *table, size_t i);
+
 /* ---- helpers shared by parser and writers ---- */
 /* "B12" -> row 11, col 1. Returns 0 on success, -1 if not a valid reference. */
 int kiln_cell_ref_parse(const char *ref, uint32_t *row, uint32_t *col);

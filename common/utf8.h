@@ -1,6 +1,7 @@
 /*
- * utf8.h - UTF-8 encoding shared by the parser (markdown entities) and the
- * writers (text reshaped for right-to-left output).
+ * utf8.h - UTF-8 encoding and decoding shared by the parser (markdown
+ * entities) and the writers (text measured, broken into lines, reshaped for
+ * right-to-left output).
  */
 #ifndef KILN_UTF8_H
 #define KILN_UTF8_H
@@ -11,5 +12,10 @@
 /* Write code point cp (at most U+10FFFF) as UTF-8 into out; returns 1-4,
  * the bytes written. */
 size_t kiln_utf8_encode(uint32_t cp, char out[4]);
+
+/* The next code point of s[0..len) at *pos, advancing *pos past it; 0 at
+ * the end. Text from the parser is valid UTF-8, but a cut or malformed
+ * sequence still advances and reads as U+FFFD. */
+uint32_t kiln_utf8_next(const char *s, size_t len, size_t *pos);
 
 #endif

@@ -280,25 +280,6 @@ static void measure_text(column_layout *col, const char *s, size_t len, double f
         col->text_need_pt = need;
 }
 
-static int cell_is_numeric(const kiln_cell *cell)
-{
-    switch (cell->kind) {
-    case KILN_CELL_NUMBER:
-    case KILN_CELL_DATE:
-    case KILN_CELL_DATETIME:
-        return 1;
-    case KILN_CELL_FORMULA:
-        return cell->cached_kind == KILN_CELL_NUMBER;
-    default:
-        return 0;
-    }
-}
-
-static const kiln_column *column_at(const kiln_table_data *d, size_t i)
-{
-    return i < d->column_count ? &d->columns[i] : NULL;
-}
-
 /* A cell's text into the widths of `into` (a column, or a range
  * over several) and the column's alignment counts. A header cell is bold
  * and is not counted. */
@@ -316,7 +297,7 @@ static void measure_cell(column_layout *into, double scale, const kiln_cell *cel
     measure_text(into, text, len, factor, scale);
     if (header)
         return;
-    if (cell_is_numeric(cell))
+    if (kiln_cell_is_numeric(cell))
         into->has_numeric = 1;
     else
         into->has_text = 1;
@@ -338,7 +319,7 @@ static void measure_merges(table_layout *lay, const kiln_table_data *d, table_me
         const kiln_cell *own = r->first_col < count ? &cells[r->first_col] : NULL;
         const kiln_cell *shown = kiln_merge_shown(span->merge, own, &merge_look);
         /* The merge's format has no column number format. */
-        const kiln_column *col = merge_look || header ? NULL : column_at(d, r->first_col);
+        const kiln_column *col = merge_look || header ? NULL : kiln_table_column(d, r->first_col);
         if (span->measure_col != KILN_MERGE_NONE) {
             if (span->measure_col < lay->ncols)
                 measure_cell(&lay->cols[span->measure_col], lay->scale, shown, col, header);
@@ -370,7 +351,7 @@ static void widen_for_merges(table_layout *lay, const kiln_table_data *d,
         size_t shown = 0;
         int fixed = 0;
         for (size_t col = r->first_col; col <= r->last_col && col < lay->ncols; col++) {
-            const kiln_column *kc = column_at(d, col);
+            const kiln_column *kc = kiln_table_column(d, col);
             if (kc && kc->width == 0)
                 continue;
             if (kc && kc->width > 0)
@@ -387,7 +368,7 @@ static void widen_for_merges(table_layout *lay, const kiln_table_data *d,
         double want_more = (span->text_want_pt - want_room) / (double)shown;
         double need_more = (span->text_need_pt - need_room) / (double)shown;
         for (size_t col = r->first_col; col <= r->last_col && col < lay->ncols; col++) {
-            const kiln_column *kc = column_at(d, col);
+            const kiln_column *kc = kiln_table_column(d, col);
             column_layout *cl = &lay->cols[col];
             if (kc && kc->width == 0)
                 continue;
@@ -473,7 +454,7 @@ static kiln_status measure(docx_ctx *c, const kiln_table_data *d, const kiln_cel
         kiln_merge_walk_row(&merges->walk, row);
         for (size_t i = 0; i < count; i++)
             if (!merge_at(merges, i))
-                measure_cell(&lay->cols[i], lay->scale, &cells[i], column_at(d, i), 0);
+                measure_cell(&lay->cols[i], lay->scale, &cells[i], kiln_table_column(d, i), 0);
         measure_merges(lay, d, merges, row, cells, count, 0);
         if (row < UINT32_MAX)
             row++;
@@ -541,7 +522,7 @@ static size_t fit_widths(table_layout *lay, const kiln_table_data *d, double ava
     size_t shown = 0;
     for (size_t i = 0; i < lay->ncols; i++) {
         column_layout *cl = &lay->cols[i];
-        const kiln_column *col = column_at(d, i);
+        const kiln_column *col = kiln_table_column(d, i);
         if (col && col->width == 0) {
             cl->hidden = 1; /* a hidden column in Excel */
             continue;
@@ -832,7 +813,7 @@ static void write_merged_cell(docx_ctx *c, const table_layout *lay, const kiln_t
         span->look = *shown->style;
         span->look.font = NULL; /* the reader's string; an empty cell needs no font */
     }
-    const kiln_column *col = merge_look || header ? NULL : column_at(d, r->first_col);
+    const kiln_column *col = merge_look || header ? NULL : kiln_table_column(d, r->first_col);
     char buf[KILN_NUMFMT_MAX];
     size_t len = 0;
     const char *text = shown->kind == KILN_CELL_BLANK
@@ -876,7 +857,7 @@ static void write_row(docx_ctx *c, const table_layout *lay, const kiln_table_dat
         const char *text =
             cell->kind == KILN_CELL_BLANK
                 ? ""
-                : kiln_cell_display(cell, header ? NULL : column_at(d, i), buf, sizeof buf, &len);
+                : kiln_cell_display(cell, header ? NULL : kiln_table_column(d, i), buf, sizeof buf, &len);
         const char *link = cell->kind == KILN_CELL_URL ? cell->text : NULL;
         write_cell(c, lay, &box, text, len, cell->style, link);
     }
@@ -905,7 +886,7 @@ kiln_status docx_write_table(docx_ctx *c, const kiln_table *table, const kiln_sh
     if (lay.ncols == 0)
         return KILN_E_OK;
     for (size_t i = 0; i < lay.ncols; i++)
-        lay.cols[i].jc = column_jc(column_at(d, i), &lay.cols[i]);
+        lay.cols[i].jc = column_jc(kiln_table_column(d, i), &lay.cols[i]);
     widen_for_merges(&lay, d, &merges);
     double avail = c->text_width_pt > 72 ? c->text_width_pt : 72;
     if (fit_widths(&lay, d, avail) == 0)

@@ -248,6 +248,17 @@ opc_xml *opc_xml_new_bare(void); /* like opc_xml_new, without the declaration */
 kiln_status opc_template_write(opc_xml *x, const char *template_name, const opc_var *vars,
                                size_t var_count, kiln_error *err);
 
+/* The placeholders of a theme template (templates/docx/theme1.xml,
+ * templates/pptx/theme1.xml): major_font (headings), minor_font (body) and
+ * accent1..accent6 from the spec's theme, Office 2013's accents in the slots
+ * its palette does not fill. vars point into accents and the theme. */
+#define OPC_THEME_VAR_COUNT 8
+typedef struct opc_theme_vars {
+    char accents[6][8];
+    opc_var vars[OPC_THEME_VAR_COUNT];
+} opc_theme_vars;
+void opc_theme_vars_init(opc_theme_vars *tv, const kiln_theme *theme);
+
 /* ---- charts (opc_chart.c, opc_chart_workbook.c) ---- */
 /*
  * Write chart part number n ("word/charts/chartN.xml" under part_dir "word",

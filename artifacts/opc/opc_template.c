@@ -15,6 +15,7 @@
 #include "opc.h"
 #include "opc_internal.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "../../common/templates.h"
@@ -80,4 +81,26 @@ kiln_status opc_template_write(opc_xml *x, const char *template_name, const opc_
         return kiln_error_set(err, KILN_E_INTERNAL, NULL, "template %s is not built in",
                               template_name);
     return opc_template_write_bytes(x, template_name, bytes, len, vars, var_count, err);
+}
+
+/* Office 2013's accents, for theme slots the spec's palette does not fill. */
+static const int32_t office_accents[6] = {0x4472C4, 0xED7D31, 0xA5A5A5,
+                                          0xFFC000, 0x5B9BD5, 0x70AD47};
+
+void opc_theme_vars_init(opc_theme_vars *tv, const kiln_theme *theme)
+{
+    static const char *const accent_names[6] = {"accent1", "accent2", "accent3",
+                                                "accent4", "accent5", "accent6"};
+    tv->vars[0].name = "major_font";
+    tv->vars[0].value = theme->heading_font;
+    tv->vars[1].name = "minor_font";
+    tv->vars[1].value = theme->font;
+    for (int i = 0; i < 6; i++) {
+        int32_t rgb = i < theme->accent_count && theme->accent_colors[i] >= 0
+                          ? theme->accent_colors[i]
+                          : office_accents[i];
+        snprintf(tv->accents[i], sizeof tv->accents[i], "%06X", (unsigned)(rgb & 0xFFFFFF));
+        tv->vars[2 + i].name = accent_names[i];
+        tv->vars[2 + i].value = tv->accents[i];
+    }
 }

@@ -60,7 +60,7 @@ kiln_status pdf_bidi_prepare(pdf_ctx *ctx, const kiln_text *in, pdf_bidi_text *o
     for (size_t r = 0; r < in->run_count && !any_rtl; r++) {
         pos = 0;
         while (pos < in->runs[r].len && !any_rtl)
-            any_rtl = is_rtl_char(pdf_utf8_next(in->runs[r].text, in->runs[r].len, &pos));
+            any_rtl = is_rtl_char(kiln_utf8_next(in->runs[r].text, in->runs[r].len, &pos));
     }
     if (!any_rtl)
         return KILN_E_OK;
@@ -84,7 +84,7 @@ kiln_status pdf_bidi_prepare(pdf_ctx *ctx, const kiln_text *in, pdf_bidi_text *o
     for (size_t r = 0; r < in->run_count; r++) {
         pos = 0;
         while (pos < in->runs[r].len)
-            chars[n++] = pdf_utf8_next(in->runs[r].text, in->runs[r].len, &pos);
+            chars[n++] = kiln_utf8_next(in->runs[r].text, in->runs[r].len, &pos);
     }
     fribidi_get_bidi_types(chars, (FriBidiStrIndex)n, types);
     fribidi_get_bracket_types(chars, (FriBidiStrIndex)n, types, brackets);
@@ -106,7 +106,7 @@ kiln_status pdf_bidi_prepare(pdf_ctx *ctx, const kiln_text *in, pdf_bidi_text *o
         uint8_t *lv;
         pos = 0;
         while (pos < in->runs[r].len) {
-            pdf_utf8_next(in->runs[r].text, in->runs[r].len, &pos);
+            kiln_utf8_next(in->runs[r].text, in->runs[r].len, &pos);
             count++;
         }
         text = kiln_arena_alloc(ctx->arena, count * 4 + 1);

@@ -244,7 +244,7 @@ static size_t fit_text(const chart *ch, pdf_face *face, double size, const char 
     size_t pos = 0, keep = 0;
     double w = 0, keep_w = 0;
     while (pos < len) {
-        uint32_t cp = pdf_utf8_next(s, len, &pos);
+        uint32_t cp = kiln_utf8_next(s, len, &pos);
         double cw = pdf_char_width(&ch->ctx->fonts, face, cp, size);
         if (w + cw + ell > max_w)
             break;
@@ -1753,7 +1753,7 @@ static void draw_title(const chart *ch, box *area)
         double acc = 0;
         while (pos < len) {
             size_t at = pos;
-            uint32_t cp = pdf_utf8_next(t, len, &pos);
+            uint32_t cp = kiln_utf8_next(t, len, &pos);
             if (cp == ' ' && at > 0)
                 brk = at;
             acc += pdf_char_width(&ch->ctx->fonts, tf, cp, ts);

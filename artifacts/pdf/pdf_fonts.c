@@ -203,50 +203,6 @@ static pdf_face *fallback_face(pdf_fonts *fonts)
     return fonts->fallback;
 }
 
-uint32_t pdf_utf8_next(const char *str, size_t len, size_t *pos)
-{
-    const unsigned char *s = (const unsigned char *)str;
-    size_t i = *pos;
-    uint32_t cp;
-    int extra;
-
-    if (i >= len)
-        return 0;
-    if (s[i] < 0x80) {
-        *pos = i + 1;
-        return s[i];
-    }
-    if ((s[i] & 0xE0) == 0xC0) {
-        cp = s[i] & 0x1F;
-        extra = 1;
-    } else if ((s[i] & 0xF0) == 0xE0) {
-        cp = s[i] & 0x0F;
-        extra = 2;
-    } else if ((s[i] & 0xF8) == 0xF0) {
-        cp = s[i] & 0x07;
-        extra = 3;
-    } else {
-        *pos = i + 1;
-        return 0xFFFD;
-    }
-    if (i + (size_t)extra >= len) { /* truncated: skip what there is of it */
-        size_t k = i + 1;
-        while (k < len && (s[k] & 0xC0) == 0x80)
-            k++;
-        *pos = k;
-        return 0xFFFD;
-    }
-    for (int k = 1; k <= extra; k++) {
-        if ((s[i + (size_t)k] & 0xC0) != 0x80) {
-            *pos = i + (size_t)k;
-            return 0xFFFD;
-        }
-        cp = (cp << 6) | (s[i + (size_t)k] & 0x3F);
-    }
-    *pos = i + (size_t)extra + 1;
-    return cp;
-}
-
 /* Width of cp in face in 1/1000 em, or PDF_WIDTH_MISSING. */
 static int16_t face_width(pdf_face *face, uint32_t cp)
 {
@@ -321,7 +277,7 @@ double pdf_text_width(pdf_fonts *fonts, pdf_face *face, const char *s, size_t le
     size_t pos = 0;
 
     while (pos < len) {
-        uint32_t cp = pdf_utf8_next(s, len, &pos);
+        uint32_t cp = kiln_utf8_next(s, len, &pos);
         pdf_face *drawn;
         if (is_invisible(cp))
             continue;
@@ -412,7 +368,7 @@ void pdf_draw_text(pdf_ctx *ctx, HPDF_Page page, pdf_face *face, double size, in
     pdf_set_fill(page, color);
     while (pos < len) {
         size_t at = pos;
-        uint32_t cp = pdf_utf8_next(s, len, &pos);
+        uint32_t cp = kiln_utf8_next(s, len, &pos);
         pdf_face *drawn;
 
         if (is_invisible(cp)) {

@@ -42,6 +42,7 @@
 
 #include "../../common/arena.h"
 #include "../../common/error.h"
+#include "../../common/utf8.h"
 #include "../chart_data.h"
 #include "../flow.h"
 #include "../render.h"
@@ -102,9 +103,6 @@ pdf_face *pdf_fonts_face(pdf_fonts *fonts, pdf_family family, unsigned style, ki
  * text is drawn and before saving. */
 kiln_status pdf_fonts_finish(pdf_fonts *fonts, kiln_error *err);
 
-/* Next code point of a UTF-8 string (which the parser already validated).
- * Advances *pos; returns U+FFFD for anything malformed. */
-uint32_t pdf_utf8_next(const char *s, size_t len, size_t *pos);
 
 /* Advance of code point cp in face at size (points), falling back to the
  * fallback face, then to the width of '?' (what pdf_draw_text draws). */

@@ -195,25 +195,6 @@ static kiln_status failed(const pdf_ctx *ctx)
     return ctx->err && ctx->err->code != KILN_E_OK ? ctx->err->code : KILN_E_INTERNAL;
 }
 
-static const kiln_column *column_at(const kiln_table_data *d, size_t i)
-{
-    return i < d->column_count ? &d->columns[i] : NULL;
-}
-
-static int cell_is_numeric(const kiln_cell *cell)
-{
-    switch (cell->kind) {
-    case KILN_CELL_NUMBER:
-    case KILN_CELL_DATE:
-    case KILN_CELL_DATETIME:
-        return 1;
-    case KILN_CELL_FORMULA:
-        return cell->cached_kind == KILN_CELL_NUMBER;
-    default:
-        return 0;
-    }
-}
-
 /* Characters a line may break after (CJK ideographs, kana, Hangul, full-width
  * forms): each is a word of its own when measuring what a column needs. */
 static int is_wide(uint32_t cp)
@@ -230,7 +211,7 @@ static void measure_text(pdf_ctx *ctx, pdf_face *face, double size, const char *
     double line = 0, word = 0, lmax = 0, wmax = 0;
     size_t pos = 0;
     while (pos < len) {
-        uint32_t cp = pdf_utf8_next(s, len, &pos);
+        uint32_t cp = kiln_utf8_next(s, len, &pos);
         if (cp == '\n' || cp == '\r') {
             if (word > wmax)
                 wmax = word;
@@ -389,14 +370,14 @@ static kiln_status measure_cell(table_layout *lay, table_col *into, const kiln_c
     measure_text(ctx, face, cell_size(lay, lay->base, cell->style), text, len, &want, &need);
     if (want > into->text_want)
         into->text_want = want;
-    if (cell_is_numeric(cell)) {
+    if (kiln_cell_is_numeric(cell)) {
         if (want > into->num_need) /* "1,234.50" and "2026-01-05" never break */
             into->num_need = want;
     } else if (need > into->text_need) {
         into->text_need = need;
     }
     if (!header) {
-        if (cell_is_numeric(cell))
+        if (kiln_cell_is_numeric(cell))
             into->has_numeric = 1;
         else
             into->has_text = 1;
@@ -419,7 +400,7 @@ static kiln_status measure_merges(table_layout *lay, uint32_t row, const kiln_ce
         int merge_look;
         const kiln_cell *own = r->first_col < count ? &cells[r->first_col] : NULL;
         const kiln_cell *shown = kiln_merge_shown(span->merge, own, &merge_look);
-        const kiln_column *col = merge_look || header ? NULL : column_at(lay->d, r->first_col);
+        const kiln_column *col = merge_look || header ? NULL : kiln_table_column(lay->d, r->first_col);
         kiln_status st = measure_cell(lay, &lay->cols[span->measure_col], shown, col, header);
         if (st != KILN_E_OK)
             return st;
@@ -493,7 +474,7 @@ static kiln_status measure(table_layout *lay, const kiln_cell *hdr)
         kiln_merge_walk_row(&merges->walk, row);
         for (size_t i = 0; i < count && st == KILN_E_OK; i++)
             if (!merge_at(merges, i))
-                st = measure_cell(lay, &lay->cols[i], &cells[i], column_at(d, i), 0);
+                st = measure_cell(lay, &lay->cols[i], &cells[i], kiln_table_column(d, i), 0);
         if (st == KILN_E_OK)
             st = measure_merges(lay, row, cells, count, 0);
         if (st != KILN_E_OK)
@@ -734,7 +715,7 @@ static kiln_status layout_cell(table_layout *lay, table_cell *tc, const kiln_cel
     else if (col_align != KILN_ALIGN_DEFAULT)
         align = col_align;
     else
-        align = !header && cell && cell_is_numeric(cell) ? KILN_ALIGN_RIGHT : KILN_ALIGN_LEFT;
+        align = !header && cell && kiln_cell_is_numeric(cell) ? KILN_ALIGN_RIGHT : KILN_ALIGN_LEFT;
 
     int is_link = cell && cell->kind == KILN_CELL_URL && cell->text && cell->text_len > 0;
     pdf_para_style ps = {
@@ -756,7 +737,7 @@ static kiln_status layout_cell(table_layout *lay, table_cell *tc, const kiln_cel
     /* A number or a date split over two lines reads as two values: when one
      * is wider than its column (the widths were measured on the first
      * MEASURE_ROWS rows only, or given), it is set smaller instead. */
-    if (!header && cell && cell_is_numeric(cell) && !memchr(text, ' ', len)) {
+    if (!header && cell && kiln_cell_is_numeric(cell) && !memchr(text, ' ', len)) {
         pdf_face *face = pdf_fonts_face(&ctx->fonts, ps.family, ps.style, ctx->err);
         double need;
         if (!face)
@@ -845,7 +826,7 @@ static kiln_status build_row(table_layout *lay, table_row *row, uint32_t wsrow, 
             const kiln_cell *own = r->first_col < count ? &cells[r->first_col] : NULL;
             const kiln_cell *shown = kiln_merge_shown(span->merge, own, &merge_look);
             merge_look = merge_look && !kiln_merge_is_single(span->merge);
-            const kiln_column *col = merge_look || header ? NULL : column_at(lay->d, i);
+            const kiln_column *col = merge_look || header ? NULL : kiln_table_column(lay->d, i);
             st = layout_cell(lay, tc, shown, col, header, merge_look, c->align);
             /* The rows below show the range's background, band included,
              * so that it reads as one cell. */
@@ -859,7 +840,7 @@ static kiln_status build_row(table_layout *lay, table_row *row, uint32_t wsrow, 
         if (!tc)
             return nomem(lay);
         if (i < count)
-            st = layout_cell(lay, tc, &cells[i], header ? NULL : column_at(lay->d, i), header, 0,
+            st = layout_cell(lay, tc, &cells[i], header ? NULL : kiln_table_column(lay->d, i), header, 0,
                              c->align);
         else
             st = layout_cell(lay, tc, NULL, NULL, header, 0, c->align);
@@ -1213,7 +1194,7 @@ kiln_status pdf_table_layout(pdf_ctx *ctx, const kiln_table_data *data, const ki
     size_t shown = 0;
     for (size_t i = 0; i < lay.ncols; i++) {
         table_col *c = &lay.cols[i];
-        c->def = column_at(data, i);
+        c->def = kiln_table_column(data, i);
         c->hidden = c->def && c->def->width == 0;
         c->align = column_align(c->def, c);
         shown += !c->hidden;

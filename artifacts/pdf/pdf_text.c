@@ -167,7 +167,7 @@ static kiln_status cut_run(pdf_ctx *ctx, pdf_para *para, const run_look *look, c
 
     while (pos < len) {
         size_t start = pos;
-        uint32_t cp = pdf_utf8_next(s, len, &pos);
+        uint32_t cp = kiln_utf8_next(s, len, &pos);
 
         if (cp == '\n' || cp == 0x2028) {
             if (!add_frag(ctx, para, look, s + start, 0, 2))
@@ -199,7 +199,7 @@ static kiln_status cut_run(pdf_ctx *ctx, pdf_para *para, const run_look *look, c
             /* closing punctuation after it keeps them together */
             if (pos < len) {
                 size_t peek = pos;
-                uint32_t next = pdf_utf8_next(s, len, &peek);
+                uint32_t next = kiln_utf8_next(s, len, &peek);
                 if (no_break_before(next))
                     f->break_after = 0;
             }
@@ -214,7 +214,7 @@ static kiln_status cut_run(pdf_ctx *ctx, pdf_para *para, const run_look *look, c
                 break; /* "well-known": a line may end after "well-" */
             if (pos >= len)
                 break;
-            next = pdf_utf8_next(s, len, &here);
+            next = kiln_utf8_next(s, len, &here);
             if (next == ' ' || next == '\t' || next == '\r' || next == '\n' || next == 0x2028 ||
                 is_cjk(next))
                 break;
@@ -285,7 +285,7 @@ static kiln_status split_frag(pdf_ctx *ctx, pdf_para *para, size_t fi, double ro
 
     while (pos < f->len) {
         size_t at = pos;
-        uint32_t cp = pdf_utf8_next(f->text, f->len, &pos);
+        uint32_t cp = kiln_utf8_next(f->text, f->len, &pos);
         double cw = pdf_char_width(&ctx->fonts, f->face, cp, f->size);
         if (cut > 0 && w + cw > room) {
             pos = at;

@@ -66,7 +66,7 @@ static HPDF_Binary text_string(HPDF_MMgr mmgr, const char *s)
     buf[0] = 0xFE;
     buf[1] = 0xFF;
     while (pos < len) {
-        uint32_t cp = pdf_utf8_next(s, len, &pos);
+        uint32_t cp = kiln_utf8_next(s, len, &pos);
         if (cp > 0xFFFF) {
             uint32_t v = cp - 0x10000, hi = 0xD800 + (v >> 10), lo = 0xDC00 + (v & 0x3FF);
             buf[at++] = (HPDF_BYTE)(hi >> 8);

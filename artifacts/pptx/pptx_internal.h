@@ -221,6 +221,15 @@ typedef struct pptx_slide {
 
 /* Write every slide of item (continuations included). */
 kiln_status pptx_slide_write_item(pptx_ctx *c, const pptx_item *item);
+/* <p:cSld><p:spTree> with the tree's own group properties: how every slide
+ * and notes slide begins (the caller closes both). */
+void pptx_write_tree_start(opc_xml *x);
+/* A graphic frame (a table or a chart) in placeholder idx of s, named
+ * "<kind> N", at frame, up to <a:graphicData uri=uri> open: the caller
+ * writes the table or chart and closes graphicData, graphic and the frame.
+ * descr (alternative text) NULL = none. */
+void pptx_write_frame_start(pptx_slide *s, const char *kind, int idx, const char *descr,
+                            pptx_rect frame, const char *uri);
 
 /* ---- text bodies (pptx_text.c) ---- */
 /* How a text body is set after fitting. */

@@ -108,10 +108,6 @@ const int64_t pptx_body_mar_l[PPTX_BODY_LEVELS] = {228600,  685800,  1143000,
                                                    1600200, 2057400, 2514600,
                                                    2971800, 3429000, 3886200};
 
-/* Office 2013's accents, for theme slots the spec's palette does not fill
- * (the same as the docx writer's theme). */
-static const int32_t office_accents[6] = {0x4472C4, 0xED7D31, 0xA5A5A5,
-                                          0xFFC000, 0x5B9BD5, 0x70AD47};
 
 /* Write templates/<template_name> as part_name. The caller relates it. */
 static kiln_status template_part(pptx_ctx *c, const char *template_name, const opc_var *vars,
@@ -145,24 +141,9 @@ static kiln_status relate(pptx_ctx *c, const char *source, const char *type, con
 /* The theme template filled in from the spec's theme, as part_name. */
 static kiln_status theme_part(pptx_ctx *c, const char *part_name)
 {
-    const kiln_theme *t = &c->doc->theme;
-    char accents[6][8];
-    for (int i = 0; i < 6; i++) {
-        int32_t rgb = i < t->accent_count && t->accent_colors[i] >= 0 ? t->accent_colors[i]
-                                                                       : office_accents[i];
-        snprintf(accents[i], sizeof accents[i], "%06X", (unsigned)(rgb & 0xFFFFFF));
-    }
-    const opc_var vars[] = {
-        {"major_font", t->heading_font},
-        {"minor_font", t->font},
-        {"accent1", accents[0]},
-        {"accent2", accents[1]},
-        {"accent3", accents[2]},
-        {"accent4", accents[3]},
-        {"accent5", accents[4]},
-        {"accent6", accents[5]},
-    };
-    return template_part(c, "pptx/theme1.xml", vars, sizeof vars / sizeof vars[0], part_name,
+    opc_theme_vars tv;
+    opc_theme_vars_init(&tv, &c->doc->theme);
+    return template_part(c, "pptx/theme1.xml", tv.vars, OPC_THEME_VAR_COUNT, part_name,
                          OPC_CT_THEME);
 }
 

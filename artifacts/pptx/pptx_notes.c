@@ -73,27 +73,7 @@ kiln_status pptx_notes_add(pptx_slide *s, const char *text)
     opc_xml_attr(x, "xmlns:a", PPTX_NS_A);
     opc_xml_attr(x, "xmlns:r", OPC_NS_R);
     opc_xml_attr(x, "xmlns:p", PPTX_NS_P);
-    opc_xml_start(x, "p:cSld");
-    opc_xml_start(x, "p:spTree");
-    opc_xml_start(x, "p:nvGrpSpPr");
-    opc_xml_start(x, "p:cNvPr");
-    opc_xml_attr(x, "id", "1");
-    opc_xml_attr(x, "name", "");
-    opc_xml_end(x);
-    opc_xml_empty(x, "p:cNvGrpSpPr");
-    opc_xml_empty(x, "p:nvPr");
-    opc_xml_end(x);
-    opc_xml_start(x, "p:grpSpPr");
-    opc_xml_start(x, "a:xfrm");
-    static const char *const group_xfrm[4] = {"a:off", "a:ext", "a:chOff", "a:chExt"};
-    for (int i = 0; i < 4; i++) {
-        opc_xml_start(x, group_xfrm[i]);
-        opc_xml_attr(x, i % 2 ? "cx" : "x", "0");
-        opc_xml_attr(x, i % 2 ? "cy" : "y", "0");
-        opc_xml_end(x);
-    }
-    opc_xml_end(x);
-    opc_xml_end(x);
+    pptx_write_tree_start(x);
     notes_placeholder_start(x, 2, "Slide Image Placeholder 1", "sldImg", 0, 1);
     opc_xml_end(x); /* p:sp */
     notes_placeholder_start(x, 3, "Notes Placeholder 2", "body", 1, 0);

@@ -99,6 +99,12 @@ static kiln_status slide_begin(pptx_ctx *c, pptx_slide *s, pptx_layout layout,
     opc_xml_attr(x, "xmlns:a", PPTX_NS_A);
     opc_xml_attr(x, "xmlns:r", OPC_NS_R);
     opc_xml_attr(x, "xmlns:p", PPTX_NS_P);
+    pptx_write_tree_start(x);
+    return KILN_E_OK;
+}
+
+void pptx_write_tree_start(opc_xml *x)
+{
     opc_xml_start(x, "p:cSld");
     opc_xml_start(x, "p:spTree");
     opc_xml_start(x, "p:nvGrpSpPr");
@@ -120,7 +126,6 @@ static kiln_status slide_begin(pptx_ctx *c, pptx_slide *s, pptx_layout layout,
     }
     opc_xml_end(x);
     opc_xml_end(x);
-    return KILN_E_OK;
 }
 
 static kiln_status slide_end(pptx_slide *s, const char *pointer)
@@ -285,6 +290,38 @@ static void write_frame_xfrm(opc_xml *x, const char *element, pptx_rect r)
     opc_xml_end(x);
 }
 
+void pptx_write_frame_start(pptx_slide *s, const char *kind, int idx, const char *descr,
+                            pptx_rect frame, const char *uri)
+{
+    opc_xml *x = s->x;
+    unsigned id = s->next_shape_id++;
+    char name[48];
+    snprintf(name, sizeof name, "%s %u", kind, id - 1);
+    opc_xml_start(x, "p:graphicFrame");
+    opc_xml_start(x, "p:nvGraphicFramePr");
+    opc_xml_start(x, "p:cNvPr");
+    opc_xml_attr_uint(x, "id", id);
+    opc_xml_attr(x, "name", name);
+    if (descr)
+        opc_xml_attr(x, "descr", descr);
+    opc_xml_end(x);
+    opc_xml_start(x, "p:cNvGraphicFramePr");
+    opc_xml_start(x, "a:graphicFrameLocks");
+    opc_xml_attr(x, "noGrp", "1");
+    opc_xml_end(x);
+    opc_xml_end(x);
+    opc_xml_start(x, "p:nvPr");
+    opc_xml_start(x, "p:ph");
+    opc_xml_attr_int(x, "idx", idx);
+    opc_xml_end(x);
+    opc_xml_end(x);
+    opc_xml_end(x); /* p:nvGraphicFramePr */
+    write_frame_xfrm(x, "p:xfrm", frame);
+    opc_xml_start(x, "a:graphic");
+    opc_xml_start(x, "a:graphicData");
+    opc_xml_attr(x, "uri", uri);
+}
+
 /* The image's part, added the first time the image is met. */
 static kiln_status media_part(pptx_ctx *c, const kiln_image *img, const char **part,
                               const char *pointer)
@@ -422,36 +459,12 @@ static kiln_status write_chart(pptx_slide *s, const kiln_chart *chart, const kil
         return fail_status(c, KILN_E_NOMEM, pointer);
 
     opc_xml *x = s->x;
-    unsigned id = s->next_shape_id++;
-    char name[32], rid_text[24];
-    snprintf(name, sizeof name, "Chart %u", id - 1);
+    char rid_text[24];
     snprintf(rid_text, sizeof rid_text, "rId%u", rid);
-    /* Alternative text: what the chart shows, as far as the spec says. */
-    const char *descr = chart->title ? chart->title : chart->caption;
-    opc_xml_start(x, "p:graphicFrame");
-    opc_xml_start(x, "p:nvGraphicFramePr");
-    opc_xml_start(x, "p:cNvPr");
-    opc_xml_attr_uint(x, "id", id);
-    opc_xml_attr(x, "name", name);
-    if (descr)
-        opc_xml_attr(x, "descr", descr);
-    opc_xml_end(x);
-    opc_xml_start(x, "p:cNvGraphicFramePr");
-    opc_xml_start(x, "a:graphicFrameLocks");
-    opc_xml_attr(x, "noGrp", "1");
-    opc_xml_end(x);
-    opc_xml_end(x);
-    opc_xml_start(x, "p:nvPr");
-    opc_xml_start(x, "p:ph");
-    opc_xml_attr_int(x, "idx", idx);
-    opc_xml_end(x);
-    opc_xml_end(x);
-    opc_xml_end(x); /* p:nvGraphicFramePr */
-    /* A chart is drawn to its frame, so it takes the whole content area. */
-    write_frame_xfrm(x, "p:xfrm", area);
-    opc_xml_start(x, "a:graphic");
-    opc_xml_start(x, "a:graphicData");
-    opc_xml_attr(x, "uri", PPTX_NS_C);
+    /* Alternative text: what the chart shows, as far as the spec says. A
+     * chart is drawn to its frame, so it takes the whole content area. */
+    pptx_write_frame_start(s, "Chart", idx, chart->title ? chart->title : chart->caption, area,
+                           PPTX_NS_C);
     opc_xml_start(x, "c:chart");
     opc_xml_attr(x, "xmlns:c", PPTX_NS_C);
     opc_xml_attr(x, "r:id", rid_text);

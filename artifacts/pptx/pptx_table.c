@@ -73,6 +73,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../common/utf8.h"
 #include "../merge_walk.h"
 #include "../numfmt.h"
 #include "pptx_internal.h"
@@ -186,30 +187,7 @@ struct pptx_table {
     const kiln_cell *hdr;    /* the header row's cells, NULL = no header row */
 };
 
-static const kiln_column *column_at(const kiln_table_data *d, size_t i)
-{
-    return i < d->column_count ? &d->columns[i] : NULL;
-}
-
 /* ------------------------------------------------------------------ text metrics */
-
-/* The code point at *p (invalid bytes count as one letter), advancing *p. */
-static uint32_t next_cp(const unsigned char **p, const unsigned char *end)
-{
-    unsigned char ch = **p;
-    if (ch < 0x80) {
-        (*p)++;
-        return ch;
-    }
-    size_t n = ch >= 0xF0 ? 4 : ch >= 0xE0 ? 3 : ch >= 0xC0 ? 2 : 1;
-    uint32_t cp = n == 4 ? ch & 0x07u : n == 3 ? ch & 0x0Fu : ch & 0x1Fu;
-    if ((size_t)(end - *p) < n)
-        n = (size_t)(end - *p);
-    for (size_t i = 1; i < n; i++)
-        cp = (cp << 6) | ((*p)[i] & 0x3Fu);
-    *p += n;
-    return n == 1 ? 0xFFFD : cp;
-}
 
 /* Advance width of a code point in 1/2048 em. */
 static double cp_units(uint32_t cp, int bold)
@@ -237,10 +215,10 @@ static int cp_is_space(uint32_t cp)
  * after a wide (CJK) character, so each is a word of its own. */
 static void text_units(const char *s, size_t len, int bold, double *line_max, double *word_max)
 {
-    const unsigned char *p = (const unsigned char *)s, *end = p + len;
+    size_t pos = 0;
     double line = 0, word = 0, lmax = 0, wmax = 0;
-    while (p < end) {
-        uint32_t cp = next_cp(&p, end);
+    while (pos < len) {
+        uint32_t cp = kiln_utf8_next(s, len, &pos);
         double u = cp_units(cp, bold);
         if (cp == '\n' || cp == '\r') {
             wmax = word > wmax ? word : wmax;
@@ -266,15 +244,15 @@ static void text_units(const char *s, size_t len, int bold, double *line_max, do
  * wider than a line breaks inside it. */
 static unsigned wrap_lines(const char *s, size_t len, int bold, double avail)
 {
-    const unsigned char *p = (const unsigned char *)s, *end = p + len;
+    size_t pos = 0;
     unsigned lines = 1;
     double line = 0, word = 0, spaces = 0;
     int at_start = 1; /* nothing on the line yet */
     if (avail < 1)
         avail = 1;
     for (;;) {
-        uint32_t cp = p < end ? next_cp(&p, end) : 0;
-        int done = p >= end && cp == 0;
+        uint32_t cp = pos < len ? kiln_utf8_next(s, len, &pos) : 0;
+        int done = pos >= len && cp == 0;
         int wide = !done && kiln_char_is_wide(cp);
         if (!done && !cp_is_space(cp) && cp != '\n' && cp != '\r' && !wide) {
             word += cp_units(cp, bold);
@@ -316,20 +294,6 @@ static unsigned wrap_lines(const char *s, size_t len, int bold, double avail)
     return lines;
 }
 
-static int cell_is_numeric(const kiln_cell *cell)
-{
-    switch (cell->kind) {
-    case KILN_CELL_NUMBER:
-    case KILN_CELL_DATE:
-    case KILN_CELL_DATETIME:
-        return 1;
-    case KILN_CELL_FORMULA:
-        return cell->cached_kind == KILN_CELL_NUMBER;
-    default:
-        return 0;
-    }
-}
-
 /* ------------------------------------------------------------------ measuring */
 
 /* A cell's text into col's widths and alignment counts (the header row is
@@ -352,7 +316,7 @@ static void measure_cell(table_col *col, const kiln_cell *cell, const kiln_colum
     }
     if (line > col->want_units)
         col->want_units = line;
-    int numeric = !header && cell_is_numeric(cell);
+    int numeric = !header && kiln_cell_is_numeric(cell);
     if (numeric) {
         if (line > col->num_units)
             col->num_units = line;
@@ -403,7 +367,7 @@ static void measure_merges(pptx_table *t, uint32_t row, const kiln_cell *cells, 
         int merge_look;
         const kiln_cell *own = r->first_col < count ? &cells[r->first_col] : NULL;
         const kiln_cell *shown = kiln_merge_shown(span->merge, own, &merge_look);
-        const kiln_column *def = merge_look || header ? NULL : column_at(t->d, r->first_col);
+        const kiln_column *def = merge_look || header ? NULL : kiln_table_column(t->d, r->first_col);
         measure_cell(&t->cols[span->measure_col], shown, def, header);
     }
 }
@@ -466,7 +430,7 @@ static kiln_status measure(pptx_table *t, const kiln_cell *hdr)
         kiln_merge_walk_row(&t->walk, row);
         for (size_t i = 0; i < count && i < t->ncols; i++)
             if (kiln_merge_walk_at(&t->walk, i) == KILN_MERGE_NONE)
-                measure_cell(&t->cols[i], &cells[i], column_at(d, i), 0);
+                measure_cell(&t->cols[i], &cells[i], kiln_table_column(d, i), 0);
         measure_merges(t, row, cells, count, 0);
         measured++;
         if (row < UINT32_MAX)
@@ -745,7 +709,7 @@ static int cell_copy(kiln_arena *arena, table_cell *out, const kiln_cell *cell,
         out->style.font = NULL; /* the reader's string; the theme's font is used */
         out->has_style = 1;
     }
-    out->numeric = cell_is_numeric(cell);
+    out->numeric = kiln_cell_is_numeric(cell);
     return 0;
 }
 
@@ -813,7 +777,7 @@ static kiln_status row_prepare(pptx_table *t, kiln_arena *arena, uint32_t ws_row
             int merge_look;
             const kiln_cell *own = cells && r->first_col < count ? &cells[r->first_col] : NULL;
             const kiln_cell *shown = kiln_merge_shown(span->merge, own, &merge_look);
-            const kiln_column *def = merge_look || header ? NULL : column_at(t->d, r->first_col);
+            const kiln_column *def = merge_look || header ? NULL : kiln_table_column(t->d, r->first_col);
             if (cell_copy(arena, cell, shown, def) != 0)
                 return pptx_nomem(t->c, t->pointer);
             cell->merge_look = merge_look && !kiln_merge_is_single(span->merge);
@@ -825,7 +789,7 @@ static kiln_status row_prepare(pptx_table *t, kiln_arena *arena, uint32_t ws_row
         }
         if (!cells || i >= count)
             continue; /* a short row */
-        if (cell_copy(arena, cell, &cells[i], header ? NULL : column_at(t->d, i)) != 0)
+        if (cell_copy(arena, cell, &cells[i], header ? NULL : kiln_table_column(t->d, i)) != 0)
             return pptx_nomem(t->c, t->pointer);
     }
     out->height = row_height(t, out);
@@ -920,7 +884,7 @@ kiln_status pptx_table_open(pptx_ctx *c, const kiln_table_data *data, const kiln
     size_t shown = 0;
     for (size_t i = 0; i < t->ncols; i++) {
         table_col *col = &t->cols[i];
-        col->def = column_at(data, i);
+        col->def = kiln_table_column(data, i);
         col->hidden = col->def && col->def->width == 0;
         shown += !col->hidden;
         column_align(col);
@@ -1323,41 +1287,9 @@ kiln_status pptx_table_write(pptx_slide *s, pptx_table *t, int *more)
     }
 
     opc_xml *x = s->x;
-    unsigned id = s->next_shape_id++;
-    char name[32];
-    snprintf(name, sizeof name, "Table %u", id > 1 ? id - 1 : 1);
-    opc_xml_start(x, "p:graphicFrame");
-    opc_xml_start(x, "p:nvGraphicFramePr");
-    opc_xml_start(x, "p:cNvPr");
-    opc_xml_attr_uint(x, "id", id);
-    opc_xml_attr(x, "name", name);
-    opc_xml_end(x);
-    opc_xml_start(x, "p:cNvGraphicFramePr");
-    opc_xml_start(x, "a:graphicFrameLocks");
-    opc_xml_attr(x, "noGrp", "1");
-    opc_xml_end(x);
-    opc_xml_end(x);
-    opc_xml_start(x, "p:nvPr");
-    opc_xml_start(x, "p:ph");
-    opc_xml_attr(x, "idx", "1");
-    opc_xml_end(x);
-    opc_xml_end(x);
-    opc_xml_end(x); /* p:nvGraphicFramePr */
-
-    opc_xml_start(x, "p:xfrm");
-    opc_xml_start(x, "a:off");
-    opc_xml_attr_int(x, "x", t->area.x);
-    opc_xml_attr_int(x, "y", t->area.y);
-    opc_xml_end(x);
-    opc_xml_start(x, "a:ext");
-    opc_xml_attr_int(x, "cx", t->area.cx);
-    opc_xml_attr_int(x, "cy", height);
-    opc_xml_end(x);
-    opc_xml_end(x);
-
-    opc_xml_start(x, "a:graphic");
-    opc_xml_start(x, "a:graphicData");
-    opc_xml_attr(x, "uri", "http://schemas.openxmlformats.org/drawingml/2006/table");
+    pptx_rect frame = {t->area.x, t->area.y, t->area.cx, height};
+    pptx_write_frame_start(s, "Table", 1, NULL, frame,
+                           "http://schemas.openxmlformats.org/drawingml/2006/table");
     opc_xml_start(x, "a:tbl");
     opc_xml_start(x, "a:tblPr");
     opc_xml_attr(x, "firstRow", t->has_head ? "1" : "0");

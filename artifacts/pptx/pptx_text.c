@@ -48,24 +48,6 @@ static const struct {
 
 /* ---- measuring ---- */
 
-/* Decode one UTF-8 character at *p (the spec's text is valid UTF-8). */
-static uint32_t next_cp(const unsigned char **p, const unsigned char *end)
-{
-    unsigned char ch = **p;
-    if (ch < 0x80) {
-        (*p)++;
-        return ch;
-    }
-    size_t n = ch >= 0xF0 ? 4 : ch >= 0xE0 ? 3 : ch >= 0xC0 ? 2 : 1;
-    uint32_t cp = n == 4 ? ch & 0x07u : n == 3 ? ch & 0x0Fu : ch & 0x1Fu;
-    if ((size_t)(end - *p) < n)
-        n = (size_t)(end - *p);
-    for (size_t i = 1; i < n; i++)
-        cp = (cp << 6) | ((*p)[i] & 0x3Fu);
-    *p += n;
-    return cp;
-}
-
 /* Advance of one character in em. */
 static double char_em(uint32_t cp, int bold, int mono)
 {
@@ -130,18 +112,18 @@ static void place_word(line_breaker *b)
 static void break_text(line_breaker *b, const char *s, size_t len, double size_pt, int bold,
                        int mono)
 {
-    const unsigned char *p = (const unsigned char *)s, *end = p + len;
+    size_t pos = 0;
     if (size_pt > b->tallest)
         b->tallest = size_pt;
-    while (p < end) {
-        uint32_t cp = next_cp(&p, end);
+    while (pos < len) {
+        uint32_t cp = kiln_utf8_next(s, len, &pos);
         if (cp == '\n' || cp == '\r' || cp == 0x2028) {
             place_word(b);
             double tallest = b->tallest;
             finish_line(b);
             b->tallest = tallest;
-            if (cp == '\r' && p < end && *p == '\n')
-                p++;
+            if (cp == '\r' && pos < len && s[pos] == '\n')
+                pos++;
             continue;
         }
         double w = char_em(cp, bold, mono) * size_pt;
@@ -411,9 +393,9 @@ static unsigned link_rid(pptx_slide *s, const char *url)
  * takes it (rule P2). */
 static int text_is_rtl(const char *s, size_t len, int *decided)
 {
-    const unsigned char *p = (const unsigned char *)s, *end = p + len;
-    while (p < end) {
-        FriBidiCharType type = fribidi_get_bidi_type(next_cp(&p, end));
+    size_t pos = 0;
+    while (pos < len) {
+        FriBidiCharType type = fribidi_get_bidi_type(kiln_utf8_next(s, len, &pos));
         if (FRIBIDI_IS_STRONG(type) && FRIBIDI_IS_LETTER(type)) {
             *decided = 1;
             return FRIBIDI_IS_RTL(type) ? 1 : 0;

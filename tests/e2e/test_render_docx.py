@@ -679,8 +679,12 @@ def expected_flow(spec):
         if sl.get("subtitle"):
             out.append({"kind": "paragraph", "text": sl["subtitle"], "pointer": p})
         for member in ("bullets", "left", "right"):
-            if sl.get(member):
-                out.append(list_item(sl[member], pointer=p))
+            lst = sl.get(member)
+            if isinstance(lst, dict):  # a numbered list: {"ordered": ..., "start": ..., "items": [...]}
+                out.append(list_item(lst["items"], lst.get("ordered", False), lst.get("start", 1),
+                                     pointer=p))
+            elif lst:
+                out.append(list_item(lst, pointer=p))
         if sl.get("table"):
             out.append({"kind": "table", "t": sl["table"], "caption": sl["table"].get("caption"),
                         "pointer": p})

@@ -434,7 +434,7 @@ static void expect_cps(const char *s, size_t len, const uint32_t *want, size_t n
     size_t pos = 0;
     for (size_t i = 0; i < n; i++) {
         size_t before = pos;
-        uint32_t cp = pdf_utf8_next(s, len, &pos);
+        uint32_t cp = kiln_utf8_next(s, len, &pos);
         if (cp != want[i] || pos != ends[i] || pos <= before)
             fail_msg("code point %zu: got U+%04X ending at %zu, want U+%04X ending at %zu", i,
                      cp, pos, want[i], ends[i]);
@@ -477,13 +477,13 @@ static void test_utf8_next(void **state)
         const char s[] = "\xE4" "A" "\xC3" " ";
         size_t pos = 0;
         /* "\xE4A..." has room for its 2 continuation bytes: 'A' breaks it */
-        assert_int_equal(pdf_utf8_next(s, sizeof s - 1, &pos), 0xFFFD);
+        assert_int_equal(kiln_utf8_next(s, sizeof s - 1, &pos), 0xFFFD);
         assert_int_equal(pos, 1);
-        assert_int_equal(pdf_utf8_next(s, sizeof s - 1, &pos), 'A');
+        assert_int_equal(kiln_utf8_next(s, sizeof s - 1, &pos), 'A');
         assert_int_equal(pos, 2);
-        assert_int_equal(pdf_utf8_next(s, sizeof s - 1, &pos), 0xFFFD);
+        assert_int_equal(kiln_utf8_next(s, sizeof s - 1, &pos), 0xFFFD);
         assert_int_equal(pos, 3);
-        assert_int_equal(pdf_utf8_next(s, sizeof s - 1, &pos), ' ');
+        assert_int_equal(kiln_utf8_next(s, sizeof s - 1, &pos), ' ');
         assert_int_equal(pos, 4);
     }
     {
@@ -491,19 +491,19 @@ static void test_utf8_next(void **state)
         const char *cases[] = {"\xC3", "\xE4\xB8", "\xF0\x9F\x98", "\xF0", "\xE4"};
         for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
             size_t len = strlen(cases[i]), pos = 0;
-            uint32_t cp = pdf_utf8_next(cases[i], len, &pos);
+            uint32_t cp = kiln_utf8_next(cases[i], len, &pos);
             if (cp != 0xFFFD || pos != len)
                 fail_msg("truncated case %zu: U+%04X, pos %zu of %zu", i, cp, pos, len);
         }
         /* a length cutting a valid sequence short is the same */
         size_t pos = 0;
-        assert_int_equal(pdf_utf8_next(ZH_MID, 2, &pos), 0xFFFD);
+        assert_int_equal(kiln_utf8_next(ZH_MID, 2, &pos), 0xFFFD);
         assert_int_equal(pos, 2);
     }
     {
         /* at or past the end: 0, no move */
         size_t pos = 3;
-        assert_int_equal(pdf_utf8_next("abc", 3, &pos), 0);
+        assert_int_equal(kiln_utf8_next("abc", 3, &pos), 0);
         assert_int_equal(pos, 3);
     }
     {
@@ -516,7 +516,7 @@ static void test_utf8_next(void **state)
                 junk[i] = (unsigned char)(rnd_below(4) ? 0x80 + rnd_below(0x80) : rnd());
             while (pos < len) {
                 size_t before = pos;
-                uint32_t cp = pdf_utf8_next((const char *)junk, len, &pos);
+                uint32_t cp = kiln_utf8_next((const char *)junk, len, &pos);
                 if (pos <= before || pos > len)
                     fail_msg("round %d: pos %zu -> %zu (len %zu)", round, before, pos, len);
                 (void)cp;
@@ -894,7 +894,7 @@ static void test_long_word(void **state)
         const pdf_line *line = &f->para.lines[k];
         const pdf_frag *next = &f->para.frags[f->para.lines[k + 1].first];
         size_t pos = 0;
-        uint32_t cp = pdf_utf8_next(next->text, next->len, &pos);
+        uint32_t cp = kiln_utf8_next(next->text, next->len, &pos);
         if (line->width + pdf_char_width(&f->ctx.fonts, sans, cp, 11) <= 50)
             fail_msg("piece %zu (%.2f pt) had room for '%c'", k, line->width, (int)cp);
     }
