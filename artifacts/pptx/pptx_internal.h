@@ -214,6 +214,7 @@ typedef struct pptx_slide {
     opc_xml *x;                   /* the slide part while it is written */
     char part[48];                /* "ppt/slides/slide12.xml" */
     unsigned number;              /* 1-based slide number */
+    pptx_layout layout;           /* the slide's layout */
     unsigned next_shape_id;       /* cNvPr ids, unique on the slide; 1 is the tree */
     kiln_status status;           /* the first failure of a call that returns nothing (a
                                      hyperlink's relationship); checked when the slide ends */

@@ -66,6 +66,7 @@ static kiln_status slide_begin(pptx_ctx *c, pptx_slide *s, pptx_layout layout,
                                 "continue over as many slides as they need)",
                                 PPTX_MAX_SLIDES);
     s->number = ++c->slide_count;
+    s->layout = layout;
     s->next_shape_id = 2;
     snprintf(s->part, sizeof s->part, "ppt/slides/slide%u.xml", s->number);
 
@@ -312,6 +313,10 @@ void pptx_write_frame_start(pptx_slide *s, const char *kind, int idx, const char
     opc_xml_end(x);
     opc_xml_start(x, "p:nvPr");
     opc_xml_start(x, "p:ph");
+    /* As in the layout (and as PowerPoint writes an object put there): the
+     * placeholders of a two-content slide are half size. */
+    if (pptx_layouts[s->layout].body_count == 2)
+        opc_xml_attr(x, "sz", "half");
     opc_xml_attr_int(x, "idx", idx);
     opc_xml_end(x);
     opc_xml_end(x);
