@@ -115,7 +115,7 @@ kiln_status kiln_docx_write(const kiln_doc *doc, kiln_output *out,
         goto cleanup_package;
 
     if ((st = opc_core_add(c.pkg, &doc->metadata, err)) != KILN_E_OK ||
-        (st = opc_app_add(c.pkg, &doc->metadata, err)) != KILN_E_OK)
+        (st = opc_app_add(c.pkg, &doc->metadata, NULL, err)) != KILN_E_OK)
         goto cleanup_package;
 
     st = opc_package_write(c.pkg, out, err);

@@ -138,7 +138,13 @@ unsigned opc_rel_add(opc_package *pkg, const char *source, const char *type,
  * spec's metadata, plus their package relationships. core.xml leaves out the
  * members the metadata has not; its dates are metadata.created, else now. */
 kiln_status opc_core_add(opc_package *pkg, const kiln_metadata *meta, kiln_error *err);
-kiln_status opc_app_add(opc_package *pkg, const kiln_metadata *meta, kiln_error *err);
+/* What app.xml says of a presentation (file managers show the slide count);
+ * NULL for other documents. */
+typedef struct opc_app_deck {
+    unsigned slides, notes;
+} opc_app_deck;
+kiln_status opc_app_add(opc_package *pkg, const kiln_metadata *meta, const opc_app_deck *deck,
+                        kiln_error *err);
 
 /*
  * Write the package into out: [Content_Types].xml first, then _rels/.rels,

@@ -41,7 +41,8 @@ static void app_version(const char *version, char buf[16])
     snprintf(buf, 16, "%02u.%02u%02u", part[0], part[1], part[2]);
 }
 
-kiln_status opc_app_add(opc_package *pkg, const kiln_metadata *meta, kiln_error *err)
+kiln_status opc_app_add(opc_package *pkg, const kiln_metadata *meta, const opc_app_deck *deck,
+                        kiln_error *err)
 {
     opc_xml *x = opc_xml_new();
     if (!x)
@@ -54,6 +55,17 @@ kiln_status opc_app_add(opc_package *pkg, const kiln_metadata *meta, kiln_error 
     opc_xml_attr(x, "xmlns:vt", OPC_NS_VT);
     opc_xml_element_text(x, "Application", OPC_APPLICATION);
     opc_xml_element_text(x, "DocSecurity", "0");
+    if (deck) {
+        /* The extended properties are an xsd:all: any order. Widescreen is
+         * what PowerPoint calls a 16:9 deck. */
+        char n[16];
+        opc_xml_element_text(x, "PresentationFormat", "Widescreen");
+        snprintf(n, sizeof n, "%u", deck->slides);
+        opc_xml_element_text(x, "Slides", n);
+        snprintf(n, sizeof n, "%u", deck->notes);
+        opc_xml_element_text(x, "Notes", n);
+        opc_xml_element_text(x, "HiddenSlides", "0");
+    }
     opc_xml_element_text(x, "ScaleCrop", "false");
     if (meta->company && *meta->company)
         opc_xml_element_text(x, "Company", meta->company);

@@ -368,7 +368,7 @@ static void roman(int n, char *buf, size_t cap)
     buf[at] = '\0';
 }
 
-static void list_marker(int ordered, int depth, int number, char *buf, size_t cap)
+static void list_marker(int ordered, int depth, int64_t number, char *buf, size_t cap)
 {
     static const char *const bullets[3] = {"\xE2\x80\xA2", "\xE2\x97\xA6", "\xE2\x96\xAA"};
     if (!ordered) {
@@ -377,12 +377,13 @@ static void list_marker(int ordered, int depth, int number, char *buf, size_t ca
     }
     switch (depth % 3) {
     case 0:
-        snprintf(buf, cap, "%d.", number);
+        snprintf(buf, cap, "%lld.", (long long)number);
         break;
     case 1: {
         /* a, b, ..., z, aa, ab ... */
         char letters[16];
-        int n = number, at = 15;
+        int64_t n = number;
+        int at = 15;
         letters[at] = '\0';
         while (n > 0 && at > 0) {
             n--;
@@ -394,7 +395,11 @@ static void list_marker(int ordered, int depth, int number, char *buf, size_t ca
     }
     default: {
         char r[32];
-        roman(number, r, sizeof r);
+        if (number > 3999) { /* past what roman numerals write */
+            snprintf(buf, cap, "%lld.", (long long)number);
+            break;
+        }
+        roman((int)number, r, sizeof r);
         snprintf(buf, cap, "%s.", r);
         break;
     }
@@ -420,7 +425,9 @@ static kiln_status layout_list(pdf_ctx *ctx, const kiln_list *list, int depth, d
         hang = LIST_INDENT;
     for (size_t i = 0; i < list->item_count; i++) {
         double mw;
-        list_marker(list->ordered, depth, list->start + (int)i, marker, sizeof marker);
+        /* start + i in 64 bits: a list may start at 2147483647 */
+        list_marker(list->ordered, depth, (int64_t)list->start + (int64_t)i, marker,
+                    sizeof marker);
         mw = pdf_text_width(&ctx->fonts, face, marker, strlen(marker), st.size) + st.size * 0.5;
         if (mw + 4 > hang)
             hang = mw + 4;
@@ -434,7 +441,8 @@ static kiln_status layout_list(pdf_ctx *ctx, const kiln_list *list, int depth, d
     for (size_t i = 0; i < list->item_count; i++) {
         const kiln_list_item *item = &list->items[i];
 
-        list_marker(list->ordered, depth, list->start + (int)i, marker, sizeof marker);
+        list_marker(list->ordered, depth, (int64_t)list->start + (int64_t)i, marker,
+                    sizeof marker);
         rc = pdf_para_layout(ctx, &item->text, &st, width, &para);
         if (rc != KILN_E_OK)
             break;

@@ -102,7 +102,7 @@ static void add_list(deck_builder *b, const kiln_list *list, int level)
         p->text = &list->items[i].text;
         p->level = level > 8 ? 8 : level;
         p->bullet = list->ordered ? PPTX_BULLET_NUMBER : PPTX_BULLET_CHAR;
-        p->number = list->start + (int)i;
+        p->number = (int64_t)list->start + (int64_t)i;
         if (list->items[i].children)
             add_list(b, list->items[i].children, level + 1);
     }
@@ -129,7 +129,9 @@ static void map_slides(deck_builder *b)
             layout = PPTX_LAYOUT_SECTION;
             break;
         case KILN_LAYOUT_TWO_COLUMN:
-            layout = PPTX_LAYOUT_TWO_CONTENT;
+            /* As a content slide without bullets: nothing for the columns. */
+            layout = sl->left.item_count || sl->right.item_count ? PPTX_LAYOUT_TWO_CONTENT
+                                                                 : PPTX_LAYOUT_TITLE_ONLY;
             break;
         case KILN_LAYOUT_BLANK:
             layout = PPTX_LAYOUT_BLANK;
@@ -244,6 +246,19 @@ static void collect_para(deck_builder *b, const kiln_block *bl, const kiln_text 
     p->flags = flags;
 }
 
+/* 1 when the last top-level paragraph collected is a numbered item: a
+ * numbered list that follows at once would read, in PowerPoint, as the same
+ * list counting on (it numbers consecutive numbered paragraphs of a level as
+ * one sequence), so an empty unnumbered paragraph goes between, which ends
+ * the sequence and leaves the gap a new list wants anyway. */
+static int last_top_numbered(const deck_builder *b)
+{
+    for (size_t i = b->para_count; i-- > 0;)
+        if (b->paras[i].level == 0)
+            return b->paras[i].bullet == PPTX_BULLET_NUMBER;
+    return 0;
+}
+
 /* The agenda a table of contents becomes: the level-1 headings (and deeper
  * ones down to the TOC's levels) as bullets. */
 static void add_agenda(deck_builder *b, const kiln_block *toc)
@@ -331,6 +346,8 @@ static void map_blocks(deck_builder *b)
         case KILN_BLOCK_LIST:
             if (b->para_count == 0)
                 b->pending_pointer = bl->pointer;
+            else if (bl->list.ordered && last_top_numbered(b))
+                collect_para(b, bl, NULL, "", 0); /* see last_top_numbered */
             add_list(b, &bl->list, 0);
             break;
         case KILN_BLOCK_PAGE_BREAK:

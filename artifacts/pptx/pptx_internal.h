@@ -142,7 +142,8 @@ typedef struct pptx_para {
     size_t plain_len;
     int level;               /* 0-based indent level, 0..8 */
     int bullet;              /* PPTX_BULLET_* */
-    int number;              /* PPTX_BULLET_NUMBER: this item's number */
+    int64_t number;          /* PPTX_BULLET_NUMBER: this item's number (a list may start
+                                at 2147483647, so its items count past int) */
     unsigned flags;          /* KILN_RUN_* laid over every run (quotes: italic; code:
                                 KILN_RUN_CODE, set in the mono font) */
 } pptx_para;
@@ -215,6 +216,7 @@ typedef struct pptx_slide {
     char part[48];                /* "ppt/slides/slide12.xml" */
     unsigned number;              /* 1-based slide number */
     pptx_layout layout;           /* the slide's layout */
+    int notes;                    /* 1: the notes slide of slide `number` */
     unsigned next_shape_id;       /* cNvPr ids, unique on the slide; 1 is the tree */
     kiln_status status;           /* the first failure of a call that returns nothing (a
                                      hyperlink's relationship); checked when the slide ends */
@@ -266,6 +268,10 @@ pptx_fit pptx_text_fit_plain(const char *s, size_t len, unsigned size_pt100, int
  * runs become relationships of s->part. An empty list writes one empty a:p
  * (a txBody needs one). */
 void pptx_text_body(pptx_slide *s, const pptx_para *paras, size_t n, const pptx_fit *fit);
+/* 1 when the text's first strong letter is right-to-left (Hebrew, Arabic):
+ * its paragraph's direction, as the bidi algorithm takes it (rule P2).
+ * *decided is set when a strong letter was found. */
+int pptx_text_is_rtl(const char *s, size_t len, int *decided);
 /* <p:txBody> with one paragraph of plain text (titles, subtitles, notes:
  * line feeds start new paragraphs). fit NULL = no autofit element. */
 void pptx_text_body_plain(pptx_slide *s, const char *text, const pptx_fit *fit);

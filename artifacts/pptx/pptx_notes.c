@@ -68,6 +68,7 @@ kiln_status pptx_notes_add(pptx_slide *s, const char *text)
         return pptx_nomem(c, NULL);
     snprintf(notes.part, sizeof notes.part, "%s", part);
     notes.status = KILN_E_OK;
+    notes.notes = 1;
     opc_xml *x = notes.x;
     opc_xml_start(x, "p:notes");
     opc_xml_attr(x, "xmlns:a", PPTX_NS_A);

@@ -25,7 +25,7 @@
 #define CONTINUED " (continued)"
 /* The slide number field's id: PowerPoint gives a field the same id on every
  * slide that shows it (any GUID works; this one is Kiln's). */
-#define SLIDENUM_FIELD_ID "{3A9C5B1E-6D2F-4B8A-9E7C-0F1D2C3B4A59}"
+#define SLIDENUM_FIELD_ID "{B6F15528-21DE-4FAA-801E-634DDDAF4B2B}" /* as templates/pptx/ */
 #define DEFAULT_DPI 96.0
 /* Text of a chart filling a slide's content area: 14 pt (titles 19.6 pt). */
 #define PPTX_CHART_TEXT_SIZE 1400
@@ -62,8 +62,8 @@ static kiln_status slide_begin(pptx_ctx *c, pptx_slide *s, pptx_layout layout,
     if (c->slide_count >= PPTX_MAX_SLIDES)
         return kiln_error_limit(c->err, KILN_E_LIMIT, pointer, PPTX_MAX_SLIDES,
                                 (uint64_t)c->slide_count + 1,
-                                "the deck would need more than %u slides (a table's rows "
-                                "continue over as many slides as they need)",
+                                "the deck would need more than %u slides (long tables and "
+                                "bullets continue over as many slides as they need)",
                                 PPTX_MAX_SLIDES);
     s->number = ++c->slide_count;
     s->layout = layout;
@@ -270,7 +270,7 @@ static kiln_status slide_finish(pptx_slide *s, pptx_layout layout, const char *n
     kiln_status st = slide_end(s, pointer);
     if (st != KILN_E_OK)
         return st;
-    if (notes && *notes)
+    if (notes && notes[strspn(notes, " \t\r\n")])
         return pptx_notes_add(s, notes);
     return KILN_E_OK;
 }
@@ -545,7 +545,11 @@ static kiln_status write_text_item(pptx_ctx *c, const pptx_item *it)
         if (overflow)
             note_overflow(&s);
         write_title(&s, L, it->title, !first);
+        /* A column with nothing (left) to show has no placeholder on the
+         * slide rather than an empty one ("Click to add text"). */
         for (int k = 0; k < columns && k < L->body_count; k++) {
+            if (fit[k].count == 0)
+                continue;
             write_body(&s, L, k + 1, cols[k]->items + next[k], fit[k].count, &fit[k]);
             next[k] += fit[k].count;
         }

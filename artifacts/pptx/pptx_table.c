@@ -1003,10 +1003,18 @@ static kiln_status write_cell(pptx_slide *s, pptx_table *t, const table_row *row
     const char *algn = style ? algn_of(style->align) : NULL;
     if (!algn && cell->merge_look)
         algn = "ctr";
+    /* Right-to-left text reads from the right: marked so (as body text is,
+     * pptx_text.c), and set right where the column would set it left. */
+    int decided = 0;
+    int rtl = !cell->numeric && pptx_text_is_rtl(cell->text, cell->len, &decided);
     if (!algn)
         algn = t->cols[col].auto_align && cell->numeric ? "r" : t->cols[col].algn;
+    if (rtl && strcmp(algn, "l") == 0)
+        algn = "r";
     opc_xml_start(x, "a:pPr");
     opc_xml_attr(x, "algn", algn);
+    if (rtl)
+        opc_xml_attr(x, "rtl", "1");
     opc_xml_end(x);
 
     unsigned sz = cell_sz(t, cell);

@@ -388,10 +388,7 @@ static unsigned link_rid(pptx_slide *s, const char *url)
     return rid;
 }
 
-/* 1 when the text's first strong character is right-to-left (Hebrew,
- * Arabic, ...): the paragraph's direction, as the Unicode bidi algorithm
- * takes it (rule P2). */
-static int text_is_rtl(const char *s, size_t len, int *decided)
+int pptx_text_is_rtl(const char *s, size_t len, int *decided)
 {
     size_t pos = 0;
     while (pos < len) {
@@ -409,27 +406,37 @@ static int para_is_rtl(const pptx_para *p)
     int decided = 0, rtl = 0;
     if (p->text)
         for (size_t i = 0; i < p->text->run_count && !decided; i++)
-            rtl = text_is_rtl(p->text->runs[i].text, p->text->runs[i].len, &decided);
+            rtl = pptx_text_is_rtl(p->text->runs[i].text, p->text->runs[i].len, &decided);
     else if (p->plain)
-        rtl = text_is_rtl(p->plain, p->plain_len, &decided);
+        rtl = pptx_text_is_rtl(p->plain, p->plain_len, &decided);
     return rtl;
 }
 
 /* A right-to-left paragraph reads from the right: PowerPoint lays it out
- * right to left and aligned right only when told (rtl, algn). */
-static void write_rtl(opc_xml *x)
+ * right to left, and aligned right, only when told (rtl, algn). A centred
+ * placeholder (the title slide's) stays centred. */
+static void write_rtl(opc_xml *x, int centred)
 {
-    opc_xml_attr(x, "algn", "r");
+    if (!centred)
+        opc_xml_attr(x, "algn", "r");
     opc_xml_attr(x, "rtl", "1");
 }
 
 static const char *const autonum_types[3] = {"arabicPeriod", "alphaLcPeriod", "romanLcPeriod"};
 
-static void write_para(pptx_slide *s, const pptx_para *p, int start_at)
+/* The numbers PowerPoint's autonumbering counts (ST_TextBulletStartAtNum). */
+#define AUTONUM_MIN 1
+#define AUTONUM_MAX 32767
+
+/* One a:p. start_at: a numbered item's run's first number; 0 = a number
+ * autonumbering cannot show (a list from 0, or past 32767), written out
+ * before the text instead. */
+static void write_para(pptx_slide *s, const pptx_para *p, int64_t start_at)
 {
     opc_xml *x = s->x;
     int level = p->level < 0 ? 0 : p->level > 8 ? 8 : p->level;
     int rtl = para_is_rtl(p);
+    int literal = p->bullet == PPTX_BULLET_NUMBER && start_at == 0;
     opc_xml_start(x, "a:p");
     if (level > 0 || p->bullet != PPTX_BULLET_CHAR || rtl) {
         opc_xml_start(x, "a:pPr");
@@ -440,8 +447,8 @@ static void write_para(pptx_slide *s, const pptx_para *p, int start_at)
         if (level > 0)
             opc_xml_attr_int(x, "lvl", level);
         if (rtl)
-            write_rtl(x);
-        if (p->bullet == PPTX_BULLET_NONE) {
+            write_rtl(x, 0);
+        if (p->bullet == PPTX_BULLET_NONE || literal) {
             opc_xml_empty(x, "a:buNone");
         } else if (p->bullet == PPTX_BULLET_NUMBER) {
             opc_xml_start(x, "a:buFont");
@@ -450,13 +457,17 @@ static void write_para(pptx_slide *s, const pptx_para *p, int start_at)
             opc_xml_start(x, "a:buAutoNum");
             opc_xml_attr(x, "type", autonum_types[level % 3]);
             if (start_at != 1)
-                opc_xml_attr_int(x, "startAt", start_at < 1 ? 1 : start_at > 32767 ? 32767
-                                                                                  : start_at);
+                opc_xml_attr_int(x, "startAt", start_at);
             opc_xml_end(x);
         }
         opc_xml_end(x);
     }
     run_props rp = {p->flags, KILN_COLOR_NONE, 0, NULL, 0};
+    if (literal) {
+        char number[32];
+        int n = snprintf(number, sizeof number, "%lld. ", (long long)p->number);
+        write_runs_text(s, number, (size_t)n, &rp);
+    }
     if (p->text) {
         for (size_t i = 0; i < p->text->run_count; i++) {
             const kiln_run *r = &p->text->runs[i];
@@ -484,12 +495,16 @@ void pptx_text_body(pptx_slide *s, const pptx_para *paras, size_t n, const pptx_
      * scheme and level from their startAt, so each run of a list's items on
      * this slide carries the number of its first item (a continuation slide
      * goes on counting where the last one stopped). */
-    int run_start[9] = {0}, run_next[9] = {0};
+    int64_t run_start[9] = {0}, run_next[9] = {0};
     for (size_t i = 0; i < n; i++) {
         const pptx_para *p = &paras[i];
         int level = p->level < 0 ? 0 : p->level > 8 ? 8 : p->level;
-        int start_at = 1;
-        if (p->bullet == PPTX_BULLET_NUMBER) {
+        int64_t start_at = 1;
+        if (p->bullet == PPTX_BULLET_NUMBER &&
+            (p->number < AUTONUM_MIN || p->number > AUTONUM_MAX)) {
+            start_at = 0; /* written out; the next number starts a run of its own */
+            run_next[level] = 0;
+        } else if (p->bullet == PPTX_BULLET_NUMBER) {
             if (run_next[level] == 0 || p->number != run_next[level])
                 run_start[level] = p->number;
             run_next[level] = p->number + 1;
@@ -519,9 +534,9 @@ void pptx_text_body_plain(pptx_slide *s, const char *text, const pptx_fit *fit)
             len--;
         opc_xml_start(x, "a:p");
         int decided = 0;
-        if (text_is_rtl(p, len, &decided)) {
+        if (pptx_text_is_rtl(p, len, &decided)) {
             opc_xml_start(x, "a:pPr");
-            write_rtl(x);
+            write_rtl(x, s->layout == PPTX_LAYOUT_TITLE && !s->notes);
             opc_xml_end(x);
         }
         write_runs_text(s, p, len, &rp);

@@ -109,8 +109,9 @@ kiln_status kiln_pptx_write(const kiln_doc *doc, kiln_output *out,
 
     if ((st = pptx_props_add(&c)) != KILN_E_OK || (st = pptx_presentation_add(&c)) != KILN_E_OK)
         goto cleanup_package;
+    opc_app_deck counts = {c.slide_count, c.notes_count};
     if ((st = opc_core_add(c.pkg, &doc->metadata, err)) != KILN_E_OK ||
-        (st = opc_app_add(c.pkg, &doc->metadata, err)) != KILN_E_OK)
+        (st = opc_app_add(c.pkg, &doc->metadata, &counts, err)) != KILN_E_OK)
         goto cleanup_package;
 
     st = opc_package_write(c.pkg, out, err);

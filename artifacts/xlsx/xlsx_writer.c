@@ -955,7 +955,7 @@ static lxw_error text_list(textw *t, const kiln_list *l, int depth)
     for (size_t i = 0; i < l->item_count; i++) {
         char prefix[32];
         if (l->ordered)
-            snprintf(prefix, sizeof prefix, "%d. ", l->start + (int)i);
+            snprintf(prefix, sizeof prefix, "%lld. ", (long long)l->start + (long long)i);
         else
             snprintf(prefix, sizeof prefix, "\xE2\x80\xA2 ");
         lxw_error e = text_runs(t, &l->items[i].text, prefix, f);

@@ -253,6 +253,8 @@ def expected_deck(spec):
         for i, sl in enumerate(spec["slides"]):
             layout = sl.get("layout", "content")
             name = LAYOUT_OF.get(layout) or ("Title and Content" if sl.get("bullets") else "Title Only")
+            if layout == "two_column" and not (flat_items(sl.get("left")) or flat_items(sl.get("right"))):
+                name = "Title Only"
             obj = next((k for k in ("table", "image", "chart") if sl.get(k)), None)
             body = flat_items(sl.get("left") if layout == "two_column" else sl.get("bullets")) \
                 if layout in ("content", "two_column") else []
@@ -1234,6 +1236,97 @@ def test_right_to_left_paragraphs_are_marked(tmp_path, kiln_bin):
     assert marks == [(True, True), (True, True), (False, False), (True, True)], marks
     title_p = phs[("title", 0)].find("p:txBody/a:p", NS)
     assert title_p.find("a:pPr", NS).get("rtl") == "1"
+
+
+def test_numbering_past_what_autonumbering_counts(tmp_path, kiln_bin):
+    """PowerPoint's autonumbering counts 1..32767: a list from 0 or past 32767 has those
+    numbers written out (no bullet), the rest autonumbered from the right number; and
+    two numbered lists in a row are kept apart by an empty paragraph, so the second
+    counts from its own start instead of running on from the first."""
+    spec = write_spec(tmp_path, {"slides": [
+        {"title": "From zero", "bullets": {"ordered": True, "start": 0, "items": ["zero", "one", "two"]}},
+        {"title": "Far", "bullets": {"ordered": True, "start": 32766, "items": ["a", "b", "c", "d"]}},
+        {"title": "Huge", "bullets": {"ordered": True, "start": 2147483647, "items": ["max", "past"]}}]})
+    out = tmp_path / "n.pptx"
+    proc = run_kiln("render", spec, "-o", out)
+    assert proc.returncode == 0, describe(proc)
+    deck = Deck(out)
+
+    def marks(n):
+        got = []
+        for p in by_ph(slide_root(deck, n))[(None, 1)].findall("p:txBody/a:p", NS):
+            auto = p.find("a:pPr/a:buAutoNum", NS)
+            got.append(("auto", int(auto.get("startAt", "1"))) if auto is not None else
+                       ("none", None) if p.find("a:pPr/a:buNone", NS) is not None else ("?", None))
+            got[-1] += (para_text(p),)
+        return got
+    assert marks(1) == [("none", None, "0. zero"), ("auto", 1, "one"), ("auto", 1, "two")]
+    assert marks(2) == [("auto", 32766, "a"), ("auto", 32766, "b"), ("none", None, "32768. c"),
+                        ("none", None, "32769. d")]
+    assert marks(3) == [("none", None, "2147483647. max"), ("none", None, "2147483648. past")]
+
+    spec = write_spec(tmp_path, {"blocks": [
+        {"type": "heading", "level": 2, "text": "Lists"},
+        {"type": "list", "ordered": True, "items": ["a1", {"text": "a2", "items": ["a2 sub"]}]},
+        {"type": "list", "ordered": True, "items": ["b1", "b2"]},
+        {"type": "list", "items": ["c bullet"]},
+        {"type": "list", "ordered": True, "start": 5, "items": ["d5"]}]}, "lists.json")
+    out = tmp_path / "l.pptx"
+    proc = run_kiln("render", spec, "-o", out)
+    assert proc.returncode == 0, describe(proc)
+    deck = Deck(out)
+    paras = by_ph(slide_root(deck, 1))[(None, 1)].findall("p:txBody/a:p", NS)
+    texts = [para_text(p) for p in paras]
+    assert texts == ["a1", "a2", "a2 sub", "", "b1", "b2", "c bullet", "d5"], texts
+    sep = paras[3].find("a:pPr/a:buNone", NS)
+    assert sep is not None, "no unnumbered paragraph between two numbered lists"
+    assert paras[4].find("a:pPr/a:buAutoNum", NS).get("startAt") is None  # b1 is 1
+    assert paras[7].find("a:pPr/a:buAutoNum", NS).get("startAt") == "5"
+
+
+def test_rtl_titles_stay_centred_and_cells_are_marked(tmp_path, kiln_bin):
+    spec = write_spec(tmp_path, {"slides": [
+        {"layout": "title", "title": "שלום עולם", "subtitle": "مرحبا بالعالم"},
+        {"layout": "table", "title": "טבלה", "table": {"columns": [{"header": "שם"}, {"header": "Amount", "type": "number"}],
+                                                    "rows": [["ירושלים", 12], ["Paris", 3]]}}]})
+    out = tmp_path / "r.pptx"
+    proc = run_kiln("render", spec, "-o", out)
+    assert proc.returncode == 0, describe(proc)
+    deck = Deck(out)
+    phs = by_ph(slide_root(deck, 1))
+    for key in (("ctrTitle", 0), ("subTitle", 1)):
+        ppr = phs[key].find("p:txBody/a:p/a:pPr", NS)
+        assert ppr.get("rtl") == "1" and ppr.get("algn") is None, (key, dict(ppr.attrib))
+    rows = frame_of(slide_root(deck, 2)).findall("a:graphic/a:graphicData/a:tbl/a:tr", NS)
+    ppr = [[dict(tc.find("a:txBody/a:p/a:pPr", NS).attrib) for tc in tr.findall("a:tc", NS)] for tr in rows]
+    assert ppr[0][0] == {"algn": "r", "rtl": "1"}, ppr          # Hebrew header
+    assert ppr[1][0] == {"algn": "r", "rtl": "1"}, ppr          # Hebrew text
+    assert ppr[2][0] == {"algn": "l"}, ppr                      # Paris
+    assert ppr[1][1] == {"algn": "r"}, ppr                      # numbers: no rtl
+
+
+def test_app_properties_notes_and_empty_columns(tmp_path, kiln_bin):
+    """app.xml gives the slide and notes counts; notes of only blank lines make no notes
+    page; a two-column slide with one column empty has no placeholder for it, and with
+    both empty is a Title Only slide."""
+    spec = write_spec(tmp_path, {"slides": [
+        {"title": "One", "bullets": ["x"], "notes": "Say this."},
+        {"title": "Two", "bullets": ["y"], "notes": "\n \n"},
+        {"layout": "two_column", "title": "Half", "left": ["only left"]},
+        {"layout": "two_column", "title": "Neither"}]})
+    out = tmp_path / "a.pptx"
+    proc = run_kiln("render", spec, "-o", out)
+    assert proc.returncode == 0, describe(proc)
+    deck = Deck(out)
+    app = deck.xml("docProps/app.xml")
+    ep = "{http://schemas.openxmlformats.org/officeDocument/2006/extended-properties}"
+    assert app.findtext(ep + "Slides") == "4" and app.findtext(ep + "Notes") == "1"
+    assert app.findtext(ep + "PresentationFormat") == "Widescreen"
+    assert deck.related(deck.slides()[0], "notesSlide") and not deck.related(deck.slides()[1], "notesSlide")
+    keys = set(by_ph(slide_root(deck, 3)))
+    assert (None, 1) in keys and (None, 2) not in keys, keys
+    assert [l for l, _t in layouts_and_titles(deck)] == ["Title and Content", "Title and Content",
+                                                         "Two Content", "Title Only"]
 
 
 def test_scatter_series_are_markers_only(decks):

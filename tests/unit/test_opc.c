@@ -627,7 +627,7 @@ static opc_package *sample_package(void)
                                        NULL, "PK", 2, 0, &err),
                      KILN_E_OK);
     assert_int_equal(opc_core_add(pkg, &test_meta, &err), KILN_E_OK);
-    assert_int_equal(opc_app_add(pkg, &test_meta, &err), KILN_E_OK);
+    assert_int_equal(opc_app_add(pkg, &test_meta, NULL, &err), KILN_E_OK);
     return pkg;
 }
 
@@ -1064,7 +1064,7 @@ static void test_minimal_docx_passes_check(void **state)
     assert_int_equal(opc_xml_finish(x, pkg, "word/document.xml", OPC_CT_DOCX_DOCUMENT, &err),
                      KILN_E_OK);
     assert_int_equal(opc_core_add(pkg, &test_meta, &err), KILN_E_OK);
-    assert_int_equal(opc_app_add(pkg, &test_meta, &err), KILN_E_OK);
+    assert_int_equal(opc_app_add(pkg, &test_meta, NULL, &err), KILN_E_OK);
     assert_int_equal(write_package(pkg, "min.docx", 0, &err), KILN_E_OK);
     opc_package_free(pkg);
 
@@ -1159,7 +1159,7 @@ static void test_encoded_target_passes_check(void **state)
     assert_int_equal(opc_xml_finish(x, pkg, "word/document.xml", OPC_CT_DOCX_DOCUMENT, &err),
                      KILN_E_OK);
     assert_int_equal(opc_core_add(pkg, &test_meta, &err), KILN_E_OK);
-    assert_int_equal(opc_app_add(pkg, &test_meta, &err), KILN_E_OK);
+    assert_int_equal(opc_app_add(pkg, &test_meta, NULL, &err), KILN_E_OK);
     assert_int_equal(write_package(pkg, "link.docx", 0, &err), KILN_E_OK);
     opc_package_free(pkg);
 
