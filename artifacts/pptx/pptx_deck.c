@@ -250,7 +250,8 @@ static void collect_para(deck_builder *b, const kiln_block *bl, const kiln_text 
  * numbered list that follows at once would read, in PowerPoint, as the same
  * list counting on (it numbers consecutive numbered paragraphs of a level as
  * one sequence), so an empty unnumbered paragraph goes between, which ends
- * the sequence and leaves the gap a new list wants anyway. */
+ * the sequence and leaves the gap a new list wants (pptx_text.c writes the
+ * new list's numbers out, for the viewers that would count on anyway). */
 static int last_top_numbered(const deck_builder *b)
 {
     for (size_t i = b->para_count; i-- > 0;)
@@ -346,7 +347,7 @@ static void map_blocks(deck_builder *b)
         case KILN_BLOCK_LIST:
             if (b->para_count == 0)
                 b->pending_pointer = bl->pointer;
-            else if (bl->list.ordered && last_top_numbered(b))
+            if (bl->list.ordered && b->para_count && last_top_numbered(b))
                 collect_para(b, bl, NULL, "", 0); /* see last_top_numbered */
             add_list(b, &bl->list, 0);
             break;

@@ -494,27 +494,31 @@ void pptx_text_body(pptx_slide *s, const pptx_para *paras, size_t n, const pptx_
     /* Numbered items: PowerPoint numbers consecutive paragraphs of one
      * scheme and level from their startAt, so each run of a list's items on
      * this slide carries the number of its first item (a continuation slide
-     * goes on counting where the last one stopped). */
+     * goes on counting where the last one stopped). LibreOffice, though,
+     * counts every numbered paragraph of a level in the body as one
+     * sequence, until a shallower paragraph, and honours only the first
+     * run's startAt: so only the first run of a level is autonumbered, and
+     * a later one (another list) has its numbers written out, as have
+     * numbers autonumbering cannot count (from 0, or past 32767). */
     int64_t run_start[9] = {0}, run_next[9] = {0};
+    int runs_seen[9] = {0}, run_written[9] = {0};
     for (size_t i = 0; i < n; i++) {
         const pptx_para *p = &paras[i];
         int level = p->level < 0 ? 0 : p->level > 8 ? 8 : p->level;
+        /* A paragraph ends the runs of the levels below it. */
+        for (int l = level + 1; l < 9; l++)
+            run_next[l] = 0, runs_seen[l] = 0;
         int64_t start_at = 1;
-        if (p->bullet == PPTX_BULLET_NUMBER &&
-            (p->number < AUTONUM_MIN || p->number > AUTONUM_MAX)) {
-            start_at = 0; /* written out; the next number starts a run of its own */
-            run_next[level] = 0;
-        } else if (p->bullet == PPTX_BULLET_NUMBER) {
-            if (run_next[level] == 0 || p->number != run_next[level])
+        if (p->bullet == PPTX_BULLET_NUMBER) {
+            if (run_next[level] == 0 || p->number != run_next[level]) {
                 run_start[level] = p->number;
+                run_written[level] = runs_seen[level]++ > 0 || p->number < AUTONUM_MIN;
+            }
             run_next[level] = p->number + 1;
-            start_at = run_start[level];
-        } else if (p->level == level) {
+            start_at = run_written[level] || p->number > AUTONUM_MAX ? 0 : run_start[level];
+        } else {
             run_next[level] = 0;
         }
-        /* A shallower paragraph ends the runs below it. */
-        for (int l = level + 1; l < 9; l++)
-            run_next[l] = 0;
         write_para(s, p, start_at);
     }
     opc_xml_end(x);
