@@ -291,12 +291,22 @@ static void add_agenda(deck_builder *b, const kiln_block *toc)
 static void map_blocks(deck_builder *b)
 {
     const kiln_metadata *md = &b->doc->metadata;
-    /* The deck opens with its title slide: the first level-1 heading, even
-     * when something comes before it in the blocks, else the metadata title. */
+    /* The deck opens with its title slide: the first level-1 heading when it
+     * is the document's title (nothing but pictures before it, such as a
+     * logo, which then follow it), else the metadata title, with every
+     * level-1 heading a section; without a metadata title, the first level-1
+     * heading wherever it is. */
     size_t first_h1 = SIZE_MAX;
-    for (size_t i = 0; i < b->doc->block_count && first_h1 == SIZE_MAX; i++)
-        if (b->doc->blocks[i].kind == KILN_BLOCK_HEADING && b->doc->blocks[i].level == 1)
+    int text_before = 0;
+    for (size_t i = 0; i < b->doc->block_count && first_h1 == SIZE_MAX; i++) {
+        const kiln_block *bl = &b->doc->blocks[i];
+        if (bl->kind == KILN_BLOCK_HEADING && bl->level == 1)
             first_h1 = i;
+        else if (bl->kind != KILN_BLOCK_IMAGE)
+            text_before = 1;
+    }
+    if (text_before && md->title)
+        first_h1 = SIZE_MAX; /* a chapter, not the title */
     const char *deck_title = md->title;
     const char *title_pointer = "/metadata/title";
     if (first_h1 != SIZE_MAX) {

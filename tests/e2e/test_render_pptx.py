@@ -268,6 +268,10 @@ def expected_deck(spec):
         # The deck opens with the first level-1 heading (wherever it is), else the
         # metadata title; later level-1 headings are section headers.
         first_h1 = next((i for i, f in enumerate(flow) if f["kind"] == "heading" and f["level"] == 1), None)
+        # ... when it is the document's title: only pictures before it, or no metadata title
+        if first_h1 is not None and md.get("title") is not None and \
+                any(f["kind"] != "image" for f in flow[:first_h1]):
+            first_h1 = None
         deck_title = flow[first_h1]["text"] if first_h1 is not None else md.get("title")
         if deck_title is not None:
             out.append(item("Title Slide", deck_title, md.get("subject") or md.get("author")))
@@ -1225,12 +1229,28 @@ def test_blocks_headings_are_never_lost_and_the_title_opens(tmp_path, kiln_bin):
     proc = run_kiln("render", spec, "-o", out)
     assert proc.returncode == 0, describe(proc)
     deck = Deck(out)
+    # the table of contents before "A" makes "A" a chapter: the metadata title opens
     assert layouts_and_titles(deck) == [
-        ("Title Slide", "A"), ("Title and Content", "Meta"), ("Title and Content", "Contents"),
-        ("Title Only", "A.1"), ("Title and Content", "A.1.1"), ("Title Only", "A.2"),
-        ("Title and Content", "T"), ("Section Header", "B"), ("Title Only", "B.1")]
+        ("Title Slide", "Meta"), ("Title and Content", "Meta"), ("Title and Content", "Contents"),
+        ("Section Header", "A"), ("Title Only", "A.1"), ("Title and Content", "A.1.1"),
+        ("Title Only", "A.2"), ("Title and Content", "T"), ("Section Header", "B"),
+        ("Title Only", "B.1")]
     agenda = [text for _, text in body_paras(by_ph(slide_root(deck, 3))[(None, 1)])]
     assert agenda == ["A", "A.1", "A.2", "B", "B.1"]
+    # a logo and then the first level-1 heading: that heading is the title, the logo after it
+    spec = write_spec(tmp_path, {"metadata": {"title": "Meta", "subject": "Sub"}, "blocks": [
+        {"type": "image", "image": {"path": "logo.png", "alt": "logo"}},
+        {"type": "heading", "level": 1, "text": "The report"},
+        {"type": "paragraph", "text": "p"},
+        {"type": "heading", "level": 1, "text": "Part two"}]}, "logo_first.json")
+    out = tmp_path / "l.pptx"
+    proc = run_kiln("render", spec, "-o", out)
+    assert proc.returncode == 0, describe(proc)
+    deck = Deck(out)
+    assert layouts_and_titles(deck) == [
+        ("Title Slide", "The report"), ("Title and Content", "Meta"),
+        ("Title and Content", "The report"), ("Section Header", "Part two")]
+    assert shape_text(by_ph(slide_root(deck, 1))[("subTitle", 1)]) == "Sub"
 
 
 def test_right_to_left_paragraphs_are_marked(tmp_path, kiln_bin):
