@@ -95,6 +95,9 @@ static kiln_status slide_begin(pptx_ctx *c, pptx_slide *s, pptx_layout layout,
     s->x = opc_xml_new();
     if (!s->x)
         return pptx_nomem(c, pointer);
+    /* A deck past the output ceiling fails at the slide that passes it, not
+     * after every slide is written (opc.h, the early ceiling check). */
+    opc_xml_set_ceiling(s->x, c->pkg, c->out->max_bytes);
     opc_xml *x = s->x;
     opc_xml_start(x, "p:sld");
     opc_xml_attr(x, "xmlns:a", PPTX_NS_A);
