@@ -531,8 +531,10 @@ static kiln_status write_text_item(pptx_ctx *c, const pptx_item *it)
         int overflow = 0;
         for (int k = 0; k < columns; k++) {
             size_t left = cols[k]->count - next[k];
-            fit[k] = pptx_text_fit(cols[k]->items + next[k], left, L->body[k].cx,
-                                   L->body[k].cy, L->body_size, min_scale);
+            /* An empty column has no items at all (NULL): no arithmetic on it. */
+            const pptx_para *from = left ? cols[k]->items + next[k] : NULL;
+            fit[k] = pptx_text_fit(from, left, L->body[k].cx, L->body[k].cy, L->body_size,
+                                   min_scale);
             overflow |= fit[k].overflow;
         }
         /* A split column sets both at full size, so the columns match. */
