@@ -22,8 +22,6 @@
  * Every failure returns through the cleanup labels below, which free the
  * package and the render's arena; kiln_render aborts the output.
  */
-#include <unistd.h>
-
 #include "../../common/output.h"
 #include "../render.h"
 #include "docx_internal.h"
@@ -40,16 +38,6 @@ static uint64_t flow_image_bytes(const kiln_flow *flow, int *has_chart)
             *has_chart = 1;
     }
     return total;
-}
-
-static kiln_status check_image_bytes(uint64_t total, const kiln_output *out, kiln_error *err)
-{
-    if (out->max_bytes && total > out->max_bytes)
-        return kiln_error_limit(err, KILN_E_TOO_LARGE, "", out->max_bytes, total,
-                                "the images alone (%llu bytes) exceed the output limit of "
-                                "%llu bytes", (unsigned long long)total,
-                                (unsigned long long)out->max_bytes);
-    return KILN_E_OK;
 }
 
 static kiln_status nomem(kiln_error *err, const char *what)
@@ -83,14 +71,9 @@ kiln_status kiln_docx_write(const kiln_doc *doc, kiln_output *out,
     st = kiln_flow_build(doc, &arena, &c.flow, err);
     if (st != KILN_E_OK)
         goto cleanup_arena;
-    st = check_image_bytes(flow_image_bytes(&c.flow, &has_chart), out, err);
-    if (st != KILN_E_OK)
+    uint64_t image_bytes = flow_image_bytes(&c.flow, &has_chart);
+    if ((st = opc_precheck(out, image_bytes, has_chart, c.tmp_dir, err)) != KILN_E_OK)
         goto cleanup_arena;
-    if (has_chart && c.tmp_dir && access(c.tmp_dir, W_OK | X_OK) != 0) {
-        st = kiln_error_set(err, KILN_E_WRITE, NULL,
-                            "the scratch directory '%s' is not a writable directory", c.tmp_dir);
-        goto cleanup_arena;
-    }
 
     c.pkg = opc_package_new();
     if (!c.pkg) {

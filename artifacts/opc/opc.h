@@ -158,6 +158,15 @@ kiln_status opc_app_add(opc_package *pkg, const kiln_metadata *meta, const opc_a
  */
 kiln_status opc_package_write(opc_package *pkg, kiln_output *out, kiln_error *err);
 
+/*
+ * The checks an Office writer makes before it writes any XML: images go into
+ * the zip stored as they are, so when image_bytes alone pass out's ceiling
+ * the render fails at once (KILN_E_TOO_LARGE); a document with charts needs
+ * tmp_dir writable for their embedded workbooks (KILN_E_WRITE otherwise).
+ */
+kiln_status opc_precheck(const kiln_output *out, uint64_t image_bytes, int has_chart,
+                         const char *tmp_dir, kiln_error *err);
+
 /* Bytes of the parts added so far (uncompressed), for early ceiling checks. */
 uint64_t opc_package_bytes(const opc_package *pkg);
 

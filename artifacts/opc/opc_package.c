@@ -31,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <time.h>
 
 #include <zip.h>
@@ -261,6 +262,20 @@ kiln_status opc_part_add_copy(opc_package *pkg, const char *name, const char *co
 uint64_t opc_package_bytes(const opc_package *pkg)
 {
     return pkg->bytes;
+}
+
+kiln_status opc_precheck(const kiln_output *out, uint64_t image_bytes, int has_chart,
+                         const char *tmp_dir, kiln_error *err)
+{
+    if (out->max_bytes && image_bytes > out->max_bytes)
+        return kiln_error_limit(err, KILN_E_TOO_LARGE, "", out->max_bytes, image_bytes,
+                                "the images alone (%llu bytes) exceed the output limit of "
+                                "%llu bytes", (unsigned long long)image_bytes,
+                                (unsigned long long)out->max_bytes);
+    if (has_chart && tmp_dir && access(tmp_dir, W_OK | X_OK) != 0)
+        return kiln_error_set(err, KILN_E_WRITE, NULL,
+                              "the scratch directory '%s' is not a writable directory", tmp_dir);
+    return KILN_E_OK;
 }
 
 uint64_t opc_package_packed_bytes(const opc_package *pkg)

@@ -20,7 +20,6 @@
  * package and the render's arena; kiln_render aborts the output.
  */
 #include <string.h>
-#include <unistd.h>
 
 #include "../../common/output.h"
 #include "pptx_internal.h"
@@ -78,18 +77,8 @@ kiln_status kiln_pptx_write(const kiln_doc *doc, kiln_output *out,
     if (st != KILN_E_OK)
         goto cleanup_arena;
     uint64_t image_bytes = deck_image_bytes(&deck, &has_chart);
-    if (out->max_bytes && image_bytes > out->max_bytes) {
-        st = kiln_error_limit(err, KILN_E_TOO_LARGE, "", out->max_bytes, image_bytes,
-                              "the images alone (%llu bytes) exceed the output limit of "
-                              "%llu bytes", (unsigned long long)image_bytes,
-                              (unsigned long long)out->max_bytes);
+    if ((st = opc_precheck(out, image_bytes, has_chart, c.tmp_dir, err)) != KILN_E_OK)
         goto cleanup_arena;
-    }
-    if (has_chart && c.tmp_dir && access(c.tmp_dir, W_OK | X_OK) != 0) {
-        st = kiln_error_set(err, KILN_E_WRITE, NULL,
-                            "the scratch directory '%s' is not a writable directory", c.tmp_dir);
-        goto cleanup_arena;
-    }
 
     c.pkg = opc_package_new();
     if (!c.pkg) {
