@@ -1,6 +1,7 @@
 # Kiln - see README.md. `make` builds bin/kiln; `make check` runs every test.
 CC        ?= cc
-PKGS      := jansson xlsxwriter md4c libzip libxml-2.0 zlib libhpdf freetype2 libpng fribidi
+PKGS      := jansson xlsxwriter md4c libzip libxml-2.0 zlib libhpdf freetype2 libpng fribidi \
+	libseccomp libcrypto
 # Debian 12's libhpdf-dev ships no .pc file: mk/ holds one, searched after the
 # system's. (Set on the command, since make 4.3 does not export to $(shell).)
 PKG_CONFIG := PKG_CONFIG_PATH=$(if $(PKG_CONFIG_PATH),$(PKG_CONFIG_PATH):)$(CURDIR)/mk pkg-config
@@ -21,7 +22,7 @@ LIB_OBJS  := $(LIB_SRCS:%.c=$(BUILD)/%.o)
 CLI_OBJS  := $(CLI_SRCS:%.c=$(BUILD)/%.o)
 UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
-TEMPLATES := $(shell find templates -type f)
+TEMPLATES := $(shell find templates -type f) exec/python/kiln.py
 
 .PHONY: all deps check unit e2e asan fuzz fuzz-check bench samples demo clean
 all: $(BIN)
@@ -57,7 +58,8 @@ DEB_PKGS := build-essential pkg-config libjansson-dev libxlsxwriter-dev libmd4c-
 	python3-jsonschema python3-lxml python3-pytest libxml2-utils libreoffice-calc-nogui \
 	python3-pil poppler-utils fonts-dejavu-core fonts-dejavu-extra fonts-crosextra-carlito \
 	time unzip libhpdf-dev libfreetype-dev libpng-dev qpdf python3-pypdf python3-reportlab \
-	fonts-wqy-zenhei python3-fonttools libfribidi-dev
+	fonts-wqy-zenhei python3-fonttools libfribidi-dev libseccomp-dev libssl-dev bubblewrap \
+	python3-numpy python3-pandas python3-matplotlib
 deps:
 	@missing=$$(for p in $(DEB_PKGS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null \
 		| grep -q 'install ok installed' || echo $$p; done); \

@@ -7,17 +7,21 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "artifacts/render.h"
 #include "artifacts/spec.h"
 #include "common/error.h"
 #include "common/version.h"
+#include "exec/run.h"
 
 #include <xlsxwriter.h> /* LXW_VERSION, for --version */
 
@@ -27,8 +31,9 @@ static const char usage_main[] =
     "Render a Kiln document spec (JSON, see docs/spec.md) into a real file.\n"
     "\n"
     "commands:\n"
-    "  render SPEC -o OUT     render SPEC to OUT (.xlsx; .docx, .pdf, .pptx to come)\n"
+    "  render SPEC -o OUT     render SPEC to OUT (.xlsx, .docx, .pdf or .pptx)\n"
     "  validate SPEC          check SPEC and report every error\n"
+    "  run [FILE]             run Python or bash code in the sandbox (docs/run.md)\n"
     "  help [COMMAND]         show help for a command\n"
     "\n"
     "options:\n"
@@ -67,6 +72,37 @@ static const char usage_validate[] =
     "  -s, --scan-data        also read every CSV / JSON Lines data file through\n"
     "  -j, --json             print the outcome as one JSON object on stdout\n"
     "  -h, --help             show this help\n";
+
+static const char usage_run[] =
+    "usage: kiln run [OPTIONS] [FILE | -] [-- ARGS...]\n"
+    "       kiln run [OPTIONS] -c CODE [-- ARGS...]\n"
+    "\n"
+    "Run untrusted Python or bash code in Kiln's sandbox and print one JSON\n"
+    "result (docs/run.md). The code sees its inputs in /mnt/data, where the\n"
+    "files it writes are collected from; no network; nothing of the host.\n"
+    "\n"
+    "options:\n"
+    "  -c, --code CODE        the program text (else FILE, else standard input)\n"
+    "  -l, --language LANG    python or bash (default: bash for FILE.sh, else python)\n"
+    "  -i, --input PATH[:NAME] copy PATH into /mnt/data (as NAME); repeatable\n"
+    "  -o, --out DIR          copy the files and documents into DIR (default ./kiln-out)\n"
+    "  -n, --no-copy          list the files only\n"
+    "  -r, --render           render the specs `import kiln` saved into documents\n"
+    "      --pretty           indent the JSON\n"
+    "limits (SIZE in bytes or with K, M, G):\n"
+    "      --timeout SECONDS  wall clock (60)         --cpu SECONDS   CPU time (60)\n"
+    "      --memory SIZE      RAM, no swap (1G)       --processes N   (64)\n"
+    "      --disk SIZE        /mnt/data (256M)        --tmp SIZE      /tmp (64M)\n"
+    "      --file-size SIZE   largest file (256M)     --open-files N  (256)\n"
+    "      --stream-keep SIZE stdout/stderr kept, each (1M)\n"
+    "      --stream-kill SIZE stdout+stderr that ends the job (256M)\n"
+    "      --max-files N (100)  --max-file-bytes SIZE (30M)  --max-total-bytes SIZE (100M)\n"
+    "  -h, --help             show this help\n"
+    "\n"
+    "exit status: 0 the job's status is ok; 1 the job ran and ended otherwise, or a\n"
+    "document could not be rendered (the JSON says which); 2 usage error; 5\n"
+    "unreadable code or input; 6 the output directory cannot be written; 70 the\n"
+    "sandbox cannot be set up (kiln run needs root).\n";
 
 /* Set before any command runs when --json / -j is anywhere on the command
  * line, so even a usage error is reported as JSON to a caller that asked. */
@@ -336,6 +372,255 @@ static int cmd_validate(int argc, char **argv)
     return 0;
 }
 
+/* The most program text kiln run takes (a file, stdin or -c). */
+#define KILN_RUN_MAX_CODE_BYTES (16u << 20)
+
+/* Read all of path ("-" = stdin) up to the cap. NULL with errno on failure
+ * (EFBIG past the cap). */
+static char *read_code(const char *path, size_t *len)
+{
+    FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
+    if (!f)
+        return NULL;
+    size_t cap = 65536, n = 0;
+    char *buf = malloc(cap);
+    while (buf) {
+        if (n == cap) {
+            if (cap >= KILN_RUN_MAX_CODE_BYTES) {
+                free(buf);
+                buf = NULL;
+                errno = EFBIG;
+                break;
+            }
+            cap *= 2;
+            char *grown = realloc(buf, cap);
+            if (!grown) {
+                free(buf);
+                buf = NULL;
+                break;
+            }
+            buf = grown;
+        }
+        size_t got = fread(buf + n, 1, cap - n, f);
+        n += got;
+        if (got == 0) {
+            if (ferror(f)) {
+                free(buf);
+                buf = NULL;
+                errno = EIO;
+            }
+            break;
+        }
+    }
+    if (f != stdin)
+        fclose(f);
+    *len = n;
+    return buf;
+}
+
+static int parse_count(const char *text, uint32_t *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long n = strtoul(text, &end, 10);
+    if (errno || end == text || *end || text[0] == '-' || n == 0 || n > 1000000)
+        return -1;
+    *out = (uint32_t)n;
+    return 0;
+}
+
+static int parse_seconds(const char *text, double *out)
+{
+    char *end;
+    errno = 0;
+    double d = strtod(text, &end);
+    if (errno || end == text || *end || !(d > 0) || d > 86400)
+        return -1;
+    *out = d;
+    return 0;
+}
+
+static int cmd_run(int argc, char **argv)
+{
+    enum { OPT_PRETTY = 256, OPT_TIMEOUT, OPT_CPU, OPT_MEMORY, OPT_PROCESSES, OPT_DISK, OPT_TMP,
+           OPT_FILE_SIZE, OPT_OPEN_FILES, OPT_STREAM_KEEP, OPT_STREAM_KILL, OPT_MAX_FILES,
+           OPT_MAX_FILE_BYTES, OPT_MAX_TOTAL_BYTES };
+    static const struct option opts[] = {
+        {"code", required_argument, NULL, 'c'},     {"language", required_argument, NULL, 'l'},
+        {"input", required_argument, NULL, 'i'},    {"out", required_argument, NULL, 'o'},
+        {"no-copy", no_argument, NULL, 'n'},        {"render", no_argument, NULL, 'r'},
+        {"pretty", no_argument, NULL, OPT_PRETTY},  {"help", no_argument, NULL, 'h'},
+        {"timeout", required_argument, NULL, OPT_TIMEOUT},
+        {"cpu", required_argument, NULL, OPT_CPU},
+        {"memory", required_argument, NULL, OPT_MEMORY},
+        {"processes", required_argument, NULL, OPT_PROCESSES},
+        {"disk", required_argument, NULL, OPT_DISK},
+        {"tmp", required_argument, NULL, OPT_TMP},
+        {"file-size", required_argument, NULL, OPT_FILE_SIZE},
+        {"open-files", required_argument, NULL, OPT_OPEN_FILES},
+        {"stream-keep", required_argument, NULL, OPT_STREAM_KEEP},
+        {"stream-kill", required_argument, NULL, OPT_STREAM_KILL},
+        {"max-files", required_argument, NULL, OPT_MAX_FILES},
+        {"max-file-bytes", required_argument, NULL, OPT_MAX_FILE_BYTES},
+        {"max-total-bytes", required_argument, NULL, OPT_MAX_TOTAL_BYTES},
+        {NULL, 0, NULL, 0}};
+    kiln_run_options opt;
+    memset(&opt, 0, sizeof opt);
+    const char *code_arg = NULL, *language = NULL, *out_dir = "kiln-out";
+    int no_copy = 0, pretty = 0, c, status = 0;
+    kiln_run_input *inputs = calloc((size_t)argc, sizeof *inputs);
+    char **input_copies = calloc((size_t)argc, sizeof *input_copies);
+    if (!inputs || !input_copies) {
+        free(inputs);
+        free(input_copies);
+        fprintf(stderr, "kiln: error: out of memory\n");
+        return kiln_status_exit(KILN_E_NOMEM);
+    }
+
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "+:c:l:i:o:nrh", opts, NULL)) != -1) {
+        const char *bad = NULL;
+        switch (c) {
+        case 'c': code_arg = optarg; break;
+        case 'l': language = optarg; break;
+        case 'i': {
+            char *copy = strdup(optarg);
+            if (!copy) {
+                bad = "out of memory";
+                break;
+            }
+            input_copies[opt.input_count] = copy;
+            /* PATH:NAME; a PATH that itself holds ':' needs the :NAME. */
+            char *colon = strrchr(copy, ':');
+            if (colon) {
+                *colon = '\0';
+                inputs[opt.input_count].name = colon + 1;
+            }
+            inputs[opt.input_count].host_path = copy;
+            opt.input_count++;
+            break;
+        }
+        case 'o': out_dir = optarg; break;
+        case 'n': no_copy = 1; break;
+        case 'r': opt.render = 1; break;
+        case OPT_PRETTY: pretty = 1; break;
+        case 'h': fputs(usage_run, stdout); goto free_inputs;
+        case OPT_TIMEOUT: if (parse_seconds(optarg, &opt.limits.wall_seconds)) bad = "--timeout"; break;
+        case OPT_CPU: if (parse_seconds(optarg, &opt.limits.cpu_seconds)) bad = "--cpu"; break;
+        case OPT_MEMORY: if (parse_size(optarg, &opt.limits.memory_bytes)) bad = "--memory"; break;
+        case OPT_PROCESSES: if (parse_count(optarg, &opt.limits.processes)) bad = "--processes"; break;
+        case OPT_DISK: if (parse_size(optarg, &opt.limits.job_dir_bytes)) bad = "--disk"; break;
+        case OPT_TMP: if (parse_size(optarg, &opt.limits.tmp_bytes)) bad = "--tmp"; break;
+        case OPT_FILE_SIZE: if (parse_size(optarg, &opt.limits.file_bytes)) bad = "--file-size"; break;
+        case OPT_OPEN_FILES: if (parse_count(optarg, &opt.limits.open_files)) bad = "--open-files"; break;
+        case OPT_STREAM_KEEP: if (parse_size(optarg, &opt.limits.stream_keep_bytes)) bad = "--stream-keep"; break;
+        case OPT_STREAM_KILL: if (parse_size(optarg, &opt.limits.stream_kill_bytes)) bad = "--stream-kill"; break;
+        case OPT_MAX_FILES: if (parse_count(optarg, &opt.limits.output_files)) bad = "--max-files"; break;
+        case OPT_MAX_FILE_BYTES: if (parse_size(optarg, &opt.limits.output_file_bytes)) bad = "--max-file-bytes"; break;
+        case OPT_MAX_TOTAL_BYTES: if (parse_size(optarg, &opt.limits.output_total_bytes)) bad = "--max-total-bytes"; break;
+        default:
+            status = bad_option(usage_run, argv, c);
+            goto free_inputs;
+        }
+        if (bad) {
+            status = usage_error(usage_run, "invalid value '%s' for %s", optarg, bad);
+            goto free_inputs;
+        }
+    }
+
+    /* What follows the options: FILE (or "-"), then "--" and the program's
+     * own arguments. */
+    const char *file = NULL;
+    if (optind < argc && strcmp(argv[optind], "--") != 0)
+        file = argv[optind++];
+    if (optind < argc && strcmp(argv[optind], "--") == 0)
+        optind++;
+    else if (optind < argc) {
+        status = usage_error(usage_run, "unexpected argument '%s' (program arguments go after --)",
+                             argv[optind]);
+        goto free_inputs;
+    }
+    opt.args = (const char *const *)(argv + optind);
+    if (code_arg && file) {
+        status = usage_error(usage_run, "give the code with -c or as FILE, not both");
+        goto free_inputs;
+    }
+    if (!language) {
+        size_t n = file ? strlen(file) : 0;
+        opt.language = n > 3 && strcmp(file + n - 3, ".sh") == 0 ? KILN_LANG_BASH : KILN_LANG_PYTHON;
+    } else if (strcmp(language, "python") == 0 || strcmp(language, "python3") == 0) {
+        opt.language = KILN_LANG_PYTHON;
+    } else if (strcmp(language, "bash") == 0 || strcmp(language, "sh") == 0) {
+        opt.language = KILN_LANG_BASH;
+    } else {
+        status = usage_error(usage_run, "unknown language '%s' (python or bash)", language);
+        goto free_inputs;
+    }
+
+    char *code = NULL;
+    if (code_arg) {
+        opt.code = code_arg;
+        opt.code_len = strlen(code_arg);
+    } else {
+        code = read_code(file ? file : "-", &opt.code_len);
+        if (!code) {
+            fprintf(stderr, "kiln: error: cannot read the program %s: %s\n",
+                    file ? file : "from standard input",
+                    errno == EFBIG ? "larger than 16 MiB" : strerror(errno));
+            status = kiln_status_exit(KILN_E_INPUT);
+            goto free_inputs;
+        }
+        opt.code = code;
+    }
+    opt.inputs = inputs;
+
+    /* The output directory, made absolute: the supervisor works from its
+     * own mount namespace and needs a path that does not depend on cwd. */
+    char out_abs[PATH_MAX];
+    if (!no_copy) {
+        if (mkdir(out_dir, 0755) < 0 && errno != EEXIST) {
+            fprintf(stderr, "kiln: error: cannot create %s: %s\n", out_dir, strerror(errno));
+            status = kiln_status_exit(KILN_E_WRITE);
+            goto free_code;
+        }
+        if (!realpath(out_dir, out_abs) || access(out_abs, W_OK | X_OK) < 0) {
+            fprintf(stderr, "kiln: error: cannot write to %s: %s\n", out_dir, strerror(errno));
+            status = kiln_status_exit(KILN_E_WRITE);
+            goto free_code;
+        }
+        opt.out_dir = out_abs;
+    }
+
+    kiln_error err;
+    memset(&err, 0, sizeof err);
+    json_t *result = NULL;
+    kiln_status st = kiln_run_job(&opt, &result, &err);
+    if (st != KILN_E_OK) {
+        fprintf(stderr, "kiln: error: %s\n", err.message);
+        status = kiln_status_exit(st);
+        goto free_code;
+    }
+    json_dumpf(result, stdout, pretty ? JSON_INDENT(2) : JSON_COMPACT);
+    fputc('\n', stdout);
+    const char *job_status = json_string_value(json_object_get(result, "status"));
+    if (job_status && strcmp(job_status, "setup_failure") == 0)
+        status = kiln_status_exit(KILN_E_INTERNAL);
+    else if (!job_status || strcmp(job_status, "ok") != 0 ||
+             json_array_size(json_object_get(result, "render_errors")) > 0)
+        status = 1;
+    json_decref(result);
+
+free_code:
+    free(code);
+free_inputs:
+    for (int i = 0; i < argc; i++)
+        free(input_copies[i]);
+    free(input_copies);
+    free(inputs);
+    return status;
+}
+
 static int cmd_help(int argc, char **argv)
 {
     if (argc < 2) {
@@ -346,6 +631,8 @@ static int cmd_help(int argc, char **argv)
         fputs(usage_render, stdout);
     else if (strcmp(argv[1], "validate") == 0)
         fputs(usage_validate, stdout);
+    else if (strcmp(argv[1], "run") == 0)
+        fputs(usage_run, stdout);
     else if (strcmp(argv[1], "help") == 0)
         fputs(usage_main, stdout);
     else
@@ -390,6 +677,8 @@ static int run(int argc, char **argv)
         return cmd_render(argc - 1, argv + 1);
     if (strcmp(cmd, "validate") == 0)
         return cmd_validate(argc - 1, argv + 1);
+    if (strcmp(cmd, "run") == 0)
+        return cmd_run(argc - 1, argv + 1);
     if (strcmp(cmd, "help") == 0)
         return cmd_help(argc - 1, argv + 1);
     return usage_error(usage_main, "unknown command '%s'", cmd);

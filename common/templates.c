@@ -34,6 +34,9 @@ KILN_EMBED(kiln_tpl_pptx_notes_master, "templates/pptx/notesMaster1.xml")
 KILN_EMBED(kiln_tpl_pptx_pres_props, "templates/pptx/presProps.xml")
 KILN_EMBED(kiln_tpl_pptx_view_props, "templates/pptx/viewProps.xml")
 KILN_EMBED(kiln_tpl_pptx_table_styles, "templates/pptx/tableStyles.xml")
+/* Not a template, but embedded the same way: the `import kiln` helper module
+ * the sandbox runner writes into each job's root (exec/run.c). */
+KILN_EMBED(kiln_python_kiln_py, "exec/python/kiln.py")
 
 static const struct {
     const char *name;
@@ -57,6 +60,7 @@ static const struct {
     {"pptx/presProps.xml", kiln_tpl_pptx_pres_props_start, kiln_tpl_pptx_pres_props_end},
     {"pptx/viewProps.xml", kiln_tpl_pptx_view_props_start, kiln_tpl_pptx_view_props_end},
     {"pptx/tableStyles.xml", kiln_tpl_pptx_table_styles_start, kiln_tpl_pptx_table_styles_end},
+    {"python/kiln.py", kiln_python_kiln_py_start, kiln_python_kiln_py_end},
 };
 
 const char *kiln_template(const char *name, size_t *len)

@@ -1,0 +1,694 @@
+/*
+ * collect.c - the files a job left in its directory, found without ever
+ * following a symlink or leaving the directory (exec_internal.h).
+ *
+ * Collecting output is an escape route (Judge0 had three CVEs for following
+ * symlinks the job planted), so:
+ *   - every open is openat2() relative to the job directory or to a
+ *     directory already opened this way, with RESOLVE_BENEATH |
+ *     RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV, which
+ *     guards every component of the path, not just the last (O_NOFOLLOW);
+ *   - O_NONBLOCK on every open, so a FIFO swapped in after the type check
+ *     cannot block the supervisor; the type that counts is fstat() of the
+ *     descriptor we then read, never a name looked up earlier;
+ *   - sizes are checked against the caps from fstat() before a byte is read
+ *     (a sparse file can claim a terabyte), and the bytes read must match
+ *     that size exactly;
+ *   - directory entries, depth, file count, per-file and total bytes are all
+ *     capped, and so is the list of refusals itself.
+ * Hard links to host files cannot exist: the job directory is a tmpfs of
+ * its own and link(2) across file systems fails with EXDEV. Hard links
+ * between two files of the job are ordinary files and are collected.
+ *
+ * Everything wrong with the job's files is a refusal listed in the result;
+ * only the runner's own failures (out of memory, out of descriptors, an out
+ * directory it cannot write) are errors.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/openat2.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <openssl/evp.h>
+
+#include "common/output.h"
+#include "exec/exec_internal.h"
+
+#define RESOLVE_JOB (RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV)
+
+/* Reasons, exactly as the result documents them. */
+#define R_SYMLINK "symlink"
+#define R_NOT_REGULAR "not a regular file"
+#define R_FILE_BYTES "file over the per-file limit"
+#define R_COUNT "over the file count limit"
+#define R_TOTAL "over the total size limit"
+#define R_DEPTH "too deep"
+#define R_NAME "name not UTF-8"
+#define R_UNREADABLE "unreadable"
+#define R_ENTRIES "too many entries"
+
+typedef struct collect_walk {
+    kiln_collect_limits lim;    /* with the defaults filled in */
+    const char *out_dir;
+    const char *const *skip;
+    json_t *files;              /* owned */
+    json_t *refused;            /* owned */
+    uint64_t refused_more;
+    int cap_hit;
+    uint32_t file_count;
+    uint64_t total_bytes;
+    uint32_t entries;           /* directory entries examined so far */
+    int entries_exhausted;      /* max_entries reached: examine nothing more */
+    kiln_error *err;
+} collect_walk;
+
+/* ---- names ------------------------------------------------------------- */
+
+/*
+ * Length of a well-formed UTF-8 sequence at s[0..n) (no overlong forms, no
+ * surrogates, nothing past U+10FFFF), or 0 when it is not one.
+ */
+static size_t utf8_seq_len(const unsigned char *s, size_t n)
+{
+    unsigned char c = s[0], lo = 0x80, hi = 0xBF;
+    size_t need;
+    if (c < 0x80)
+        return 1;
+    if (c >= 0xC2 && c <= 0xDF)
+        need = 1;
+    else if (c >= 0xE0 && c <= 0xEF) {
+        need = 2;
+        lo = c == 0xE0 ? 0xA0 : 0x80;
+        hi = c == 0xED ? 0x9F : 0xBF;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+        need = 3;
+        lo = c == 0xF0 ? 0x90 : 0x80;
+        hi = c == 0xF4 ? 0x8F : 0xBF;
+    } else {
+        return 0;
+    }
+    if (need >= n)
+        return 0;
+    for (size_t k = 1; k <= need; k++) {
+        unsigned char l = k == 1 ? lo : 0x80, h = k == 1 ? hi : 0xBF;
+        if (s[k] < l || s[k] > h)
+            return 0;
+    }
+    return need + 1;
+}
+
+/* A control character would let a name forge lines in whatever displays it:
+ * C0, DEL, and C1 (U+0080..U+009F, encoded C2 80..C2 9F). */
+static int is_control(const unsigned char *s, size_t len)
+{
+    return (len == 1 && (s[0] < 0x20 || s[0] == 0x7F)) || (len == 2 && s[0] == 0xC2 && s[1] < 0xA0);
+}
+
+static int name_ok(const char *name)
+{
+    const unsigned char *s = (const unsigned char *)name;
+    size_t n = strlen(name);
+    for (size_t i = 0; i < n;) {
+        size_t len = utf8_seq_len(s + i, n - i);
+        if (len == 0 || is_control(s + i, len))
+            return 0;
+        i += len;
+    }
+    return 1;
+}
+
+/* A printable stand-in for a name that is not valid UTF-8: every bad byte
+ * and control character becomes U+FFFD. malloc'd, NULL when out of memory. */
+static char *name_display(const char *name)
+{
+    const unsigned char *s = (const unsigned char *)name;
+    size_t n = strlen(name);
+    char *out = malloc(n * 3 + 1);
+    if (!out)
+        return NULL;
+    size_t o = 0;
+    for (size_t i = 0; i < n;) {
+        size_t len = utf8_seq_len(s + i, n - i);
+        if (len == 0 || is_control(s + i, len)) {
+            memcpy(out + o, "\xEF\xBF\xBD", 3);
+            o += 3;
+            i += len ? len : 1;
+        } else {
+            memcpy(out + o, s + i, len);
+            o += len;
+            i += len;
+        }
+    }
+    out[o] = '\0';
+    return out;
+}
+
+/* "prefix/name", or name alone at the top. malloc'd. */
+static char *path_join(const char *prefix, const char *name)
+{
+    size_t pl = prefix ? strlen(prefix) : 0, nl = strlen(name);
+    char *p = malloc(pl + nl + 2);
+    if (!p)
+        return NULL;
+    if (pl) {
+        memcpy(p, prefix, pl);
+        p[pl] = '/';
+        memcpy(p + pl + 1, name, nl + 1);
+    } else {
+        memcpy(p, name, nl + 1);
+    }
+    return p;
+}
+
+/* ---- media types ------------------------------------------------------- */
+
+static const struct {
+    const char *ext;
+    const char *type;
+} media_types[] = {
+    {"xlsx", "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"},
+    {"docx", "application/vnd.openxmlformats-officedocument.wordprocessingml.document"},
+    {"pptx", "application/vnd.openxmlformats-officedocument.presentationml.presentation"},
+    {"pdf", "application/pdf"},
+    {"csv", "text/csv"},
+    {"tsv", "text/tab-separated-values"},
+    {"txt", "text/plain"},
+    {"md", "text/markdown"},
+    {"json", "application/json"},
+    {"jsonl", "application/x-ndjson"},
+    {"html", "text/html"},
+    {"xml", "application/xml"},
+    {"png", "image/png"},
+    {"jpg", "image/jpeg"},
+    {"jpeg", "image/jpeg"},
+    {"gif", "image/gif"},
+    {"svg", "image/svg+xml"},
+    {"webp", "image/webp"},
+    {"parquet", "application/vnd.apache.parquet"},
+    {"zip", "application/zip"},
+    {"py", "text/x-python"},
+    {"sh", "application/x-sh"},
+    {"xls", "application/vnd.ms-excel"},
+};
+
+const char *kiln_media_type(const char *name)
+{
+    const char *base = strrchr(name, '/');
+    base = base ? base + 1 : name;
+    const char *dot = strrchr(base, '.');
+    if (dot && dot != base) { /* ".csv" alone is a hidden file, not a CSV */
+        for (size_t i = 0; i < sizeof media_types / sizeof media_types[0]; i++)
+            if (strcasecmp(dot + 1, media_types[i].ext) == 0)
+                return media_types[i].type;
+    }
+    return "application/octet-stream";
+}
+
+/* ---- results ----------------------------------------------------------- */
+
+static kiln_status no_memory(collect_walk *w)
+{
+    return kiln_error_set(w->err, KILN_E_NOMEM, NULL, "out of memory while collecting files");
+}
+
+/* List a refusal, or count it once the list is full. */
+static kiln_status refuse(collect_walk *w, const char *name, const char *reason, int is_cap)
+{
+    if (is_cap)
+        w->cap_hit = 1;
+    if (json_array_size(w->refused) >= w->lim.max_refused) {
+        w->refused_more++;
+        return KILN_E_OK;
+    }
+    json_t *item = json_pack("{s:s,s:s}", "name", name, "reason", reason);
+    if (!item || json_array_append_new(w->refused, item) != 0)
+        return no_memory(w);
+    return KILN_E_OK;
+}
+
+/* Refuse an entry whose own name is the problem; shows a repaired name. */
+static kiln_status refuse_bad_name(collect_walk *w, const char *prefix, const char *name)
+{
+    char *shown = name_display(name);
+    char *full = shown ? path_join(prefix, shown) : NULL;
+    kiln_status st = full ? refuse(w, full, R_NAME, 0) : no_memory(w);
+    free(full);
+    free(shown);
+    return st;
+}
+
+/* openat2 as the file's comment describes; -1 with errno on failure. */
+static int open_beneath(int dir_fd, const char *name, int directory)
+{
+    struct open_how how;
+    memset(&how, 0, sizeof how);
+    how.flags = O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | (directory ? O_DIRECTORY : 0);
+    how.resolve = RESOLVE_JOB;
+    long fd;
+    do
+        fd = syscall(SYS_openat2, dir_fd, name, &how, sizeof how);
+    while (fd < 0 && errno == EINTR);
+    return (int)fd;
+}
+
+/*
+ * An openat2 failure: a refusal for what the job made (a symlink, a
+ * socket, a type swapped under us), an error for what is the runner's
+ * (descriptors, memory, a kernel without openat2). Returns the status and
+ * sets *reason when it is a refusal.
+ */
+static kiln_status open_failure(collect_walk *w, const char *path, int errnum,
+                                const char **reason)
+{
+    switch (errnum) {
+    case ELOOP:
+        *reason = R_SYMLINK;
+        return KILN_E_OK;
+    case ENOTDIR:
+    case ENXIO: /* a unix socket */
+    case ENODEV:
+        *reason = R_NOT_REGULAR;
+        return KILN_E_OK;
+    case ENOMEM:
+        return no_memory(w);
+    case EMFILE:
+    case ENFILE:
+    case ENOSYS:
+        return kiln_error_set(w->err, KILN_E_INTERNAL, NULL, "cannot open '%s' in the job directory: %s",
+                              path, strerror(errnum));
+    default:
+        *reason = R_UNREADABLE;
+        return KILN_E_OK;
+    }
+}
+
+/* ---- copying ----------------------------------------------------------- */
+
+/* mkdir -p of rel's directories under out_dir (mode 0755). */
+static kiln_status make_parents(collect_walk *w, const char *rel)
+{
+    size_t ol = strlen(w->out_dir);
+    char *p = malloc(ol + strlen(rel) + 2);
+    if (!p)
+        return no_memory(w);
+    memcpy(p, w->out_dir, ol);
+    p[ol] = '/';
+    strcpy(p + ol + 1, rel);
+    kiln_status st = KILN_E_OK;
+    for (char *slash = strchr(p + ol + 1, '/'); slash; slash = strchr(slash + 1, '/')) {
+        *slash = '\0';
+        if (mkdir(p, 0755) != 0 && errno != EEXIST) {
+            st = kiln_error_set(w->err, KILN_E_WRITE, NULL, "cannot create directory '%s': %s", p,
+                                strerror(errno));
+            break;
+        }
+        *slash = '/';
+    }
+    free(p);
+    return st;
+}
+
+/*
+ * Read fd to its end, hashing and (when out is not NULL) copying. *got is
+ * the number of bytes read; reading stops one byte past `expect`, enough to
+ * know the file grew. Returns 0, or -1 when the file could not be read
+ * (a refusal), or a kiln_status > 0 from the output (an error).
+ */
+static int read_hash_copy(int fd, uint64_t expect, EVP_MD_CTX *md, kiln_output *out,
+                          uint64_t *got, kiln_status *st, kiln_error *err)
+{
+    unsigned char buf[1 << 16];
+    *got = 0;
+    *st = KILN_E_OK;
+    while (*got <= expect) {
+        uint64_t left = expect + 1 - *got;
+        size_t want = left < sizeof buf ? (size_t)left : sizeof buf;
+        ssize_t n = read(fd, buf, want);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return -1;
+        if (n == 0)
+            break;
+        *got += (uint64_t)n;
+        if (*got > expect)
+            break; /* grew since fstat: refused, nothing more to copy */
+        if (EVP_DigestUpdate(md, buf, (size_t)n) != 1) {
+            *st = kiln_error_set(err, KILN_E_INTERNAL, NULL, "SHA-256 update failed");
+            return 1;
+        }
+        if (out) {
+            *st = kiln_output_write(out, buf, (size_t)n, err);
+            if (*st != KILN_E_OK)
+                return 1;
+        }
+    }
+    return 0;
+}
+
+static void hex_digest(const unsigned char *d, unsigned len, char *hex)
+{
+    static const char digits[] = "0123456789abcdef";
+    for (unsigned i = 0; i < len; i++) {
+        hex[2 * i] = digits[d[i] >> 4];
+        hex[2 * i + 1] = digits[d[i] & 15];
+    }
+    hex[2 * len] = '\0';
+}
+
+/* An opened regular file: check the caps, then hash and copy it. */
+static kiln_status take_file(collect_walk *w, int fd, const struct stat *sb, const char *rel)
+{
+    uint64_t size = (uint64_t)sb->st_size;
+    if (size > w->lim.file_bytes)
+        return refuse(w, rel, R_FILE_BYTES, 1);
+    if (w->file_count >= w->lim.files)
+        return refuse(w, rel, R_COUNT, 1);
+    if (size > w->lim.total_bytes - w->total_bytes)
+        return refuse(w, rel, R_TOTAL, 1);
+
+    kiln_status st = KILN_E_OK;
+    kiln_output out;
+    int have_out = 0;
+    char *target = NULL;
+    if (w->out_dir) {
+        if (strlen(w->out_dir) + 1 + strlen(rel) >= PATH_MAX)
+            return refuse(w, rel, R_DEPTH, 0); /* no name for it in out_dir */
+        st = make_parents(w, rel);
+        if (st != KILN_E_OK)
+            return st;
+        target = path_join(w->out_dir, rel);
+        if (!target)
+            return no_memory(w);
+        st = kiln_output_open(&out, target, w->lim.file_bytes, w->err);
+        free(target);
+        if (st != KILN_E_OK)
+            return st;
+        have_out = 1;
+    }
+
+    EVP_MD_CTX *md = EVP_MD_CTX_new();
+    if (!md) {
+        st = no_memory(w);
+        goto out_abort;
+    }
+    if (EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1) {
+        st = kiln_error_set(w->err, KILN_E_INTERNAL, NULL, "SHA-256 is not available");
+        goto md_free;
+    }
+    uint64_t got;
+    int rc = read_hash_copy(fd, size, md, have_out ? &out : NULL, &got, &st, w->err);
+    if (rc > 0)
+        goto md_free;
+    if (rc < 0 || got != size) {
+        /* A read error, or the file changed size under us: what we would
+         * list would not be what was there. */
+        st = refuse(w, rel, R_UNREADABLE, 0);
+        goto md_free;
+    }
+    unsigned char digest[EVP_MAX_MD_SIZE];
+    unsigned dlen = 0;
+    if (EVP_DigestFinal_ex(md, digest, &dlen) != 1 || dlen != 32) {
+        st = kiln_error_set(w->err, KILN_E_INTERNAL, NULL, "SHA-256 final failed");
+        goto md_free;
+    }
+    char hex[65];
+    hex_digest(digest, dlen, hex);
+    if (have_out) {
+        have_out = 0; /* commit frees it, whatever it returns */
+        st = kiln_output_commit(&out, NULL, w->err);
+        if (st != KILN_E_OK)
+            goto md_free;
+    }
+    json_t *item = json_pack("{s:s,s:I,s:s,s:s}", "name", rel, "bytes", (json_int_t)size,
+                             "media_type", kiln_media_type(rel), "sha256", hex);
+    if (!item || json_array_append_new(w->files, item) != 0) {
+        st = no_memory(w);
+        goto md_free;
+    }
+    w->file_count++;
+    w->total_bytes += size;
+
+md_free:
+    EVP_MD_CTX_free(md);
+out_abort:
+    if (have_out)
+        kiln_output_abort(&out);
+    return st;
+}
+
+/* ---- the walk ---------------------------------------------------------- */
+
+static int name_cmp(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int skipped(const collect_walk *w, const char *name)
+{
+    for (const char *const *s = w->skip; s && *s; s++)
+        if (strcmp(*s, name) == 0)
+            return 1;
+    return 0;
+}
+
+static kiln_status walk_dir(collect_walk *w, int dir_fd, const char *prefix, uint32_t depth);
+
+/* One directory entry: refuse it, take it, or walk into it. */
+static kiln_status walk_entry(collect_walk *w, int dir_fd, const char *prefix, uint32_t depth,
+                              const char *name)
+{
+    if (!name_ok(name))
+        return refuse_bad_name(w, prefix, name);
+    char *rel = path_join(prefix, name);
+    if (!rel)
+        return no_memory(w);
+    kiln_status st = KILN_E_OK;
+
+    /* The type from the directory is a hint: enough to refuse without
+     * opening (a device is never opened), never enough to accept. */
+    struct stat hint;
+    if (fstatat(dir_fd, name, &hint, AT_SYMLINK_NOFOLLOW) != 0) {
+        st = errno == ENOENT ? KILN_E_OK : refuse(w, rel, R_UNREADABLE, 0);
+        goto rel_free;
+    }
+    if (S_ISLNK(hint.st_mode)) {
+        st = refuse(w, rel, R_SYMLINK, 0);
+        goto rel_free;
+    }
+    if (!S_ISREG(hint.st_mode) && !S_ISDIR(hint.st_mode)) {
+        st = refuse(w, rel, R_NOT_REGULAR, 0);
+        goto rel_free;
+    }
+    int is_dir = S_ISDIR(hint.st_mode);
+    if (is_dir && depth + 1 > w->lim.max_depth) {
+        st = refuse(w, rel, R_DEPTH, 0);
+        goto rel_free;
+    }
+
+    int fd = open_beneath(dir_fd, name, is_dir);
+    if (fd < 0) {
+        const char *reason = NULL;
+        if (errno == ENOENT)
+            goto rel_free; /* gone since readdir: nothing to list */
+        int errnum = errno;
+        /* O_DIRECTORY on a symlink fails with ENOTDIR before
+         * RESOLVE_NO_SYMLINKS can say ELOOP: name the real reason. */
+        char c;
+        if (errnum == ENOTDIR && readlinkat(dir_fd, name, &c, 1) >= 0)
+            errnum = ELOOP;
+        st = open_failure(w, rel, errnum, &reason);
+        if (st == KILN_E_OK)
+            st = refuse(w, rel, reason, 0);
+        goto rel_free;
+    }
+    struct stat sb;
+    if (fstat(fd, &sb) != 0) {
+        st = refuse(w, rel, R_UNREADABLE, 0);
+        goto fd_close;
+    }
+    if (is_dir && S_ISDIR(sb.st_mode)) {
+        st = walk_dir(w, fd, rel, depth + 1); /* takes fd */
+        goto rel_free;
+    }
+    if (!is_dir && S_ISREG(sb.st_mode))
+        st = take_file(w, fd, &sb, rel);
+    else
+        st = refuse(w, rel, R_NOT_REGULAR, 0); /* swapped since the hint */
+
+fd_close:
+    close(fd);
+rel_free:
+    free(rel);
+    return st;
+}
+
+/*
+ * Read a directory's names (counted against max_entries), sort them so the
+ * walk and so which files a cap lets through are the same every time, and
+ * take each. Takes ownership of dir_fd. prefix is NULL at the top.
+ */
+static kiln_status walk_dir(collect_walk *w, int dir_fd, const char *prefix, uint32_t depth)
+{
+    kiln_status st = KILN_E_OK;
+    char **names = NULL;
+    size_t count = 0, cap = 0;
+    if (w->entries_exhausted) {
+        close(dir_fd); /* the walk has stopped; already said where */
+        return KILN_E_OK;
+    }
+    DIR *d = fdopendir(dir_fd);
+    if (!d) {
+        int saved = errno;
+        close(dir_fd);
+        if (saved == ENOMEM)
+            return no_memory(w);
+        return refuse(w, prefix ? prefix : ".", R_UNREADABLE, 0);
+    }
+    for (;;) {
+        errno = 0;
+        struct dirent *e = readdir(d);
+        if (!e) {
+            if (errno != 0)
+                st = refuse(w, prefix ? prefix : ".", R_UNREADABLE, 0);
+            break;
+        }
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        if (!prefix && skipped(w, e->d_name))
+            continue;
+        if (w->entries >= w->lim.max_entries) {
+            /* What is left cannot be counted without reading it: say
+             * where the walk stopped, once. */
+            w->entries_exhausted = 1;
+            st = refuse(w, prefix ? prefix : ".", R_ENTRIES, 1);
+            break;
+        }
+        w->entries++;
+        if (count == cap) {
+            size_t ncap = cap ? cap * 2 : 16;
+            char **grown = realloc(names, ncap * sizeof *names);
+            if (!grown) {
+                st = no_memory(w);
+                goto names_free;
+            }
+            names = grown;
+            cap = ncap;
+        }
+        names[count] = strdup(e->d_name);
+        if (!names[count]) {
+            st = no_memory(w);
+            goto names_free;
+        }
+        count++;
+    }
+    if (st != KILN_E_OK)
+        goto names_free;
+    qsort(names, count, sizeof *names, name_cmp);
+    for (size_t i = 0; i < count && st == KILN_E_OK; i++)
+        st = walk_entry(w, dirfd(d), prefix, depth, names[i]);
+
+names_free:
+    for (size_t i = 0; i < count; i++)
+        free(names[i]);
+    free(names);
+    closedir(d);
+    return st;
+}
+
+static int by_name(const void *a, const void *b)
+{
+    const json_t *x = *(json_t *const *)a, *y = *(json_t *const *)b;
+    return strcmp(json_string_value(json_object_get(x, "name")),
+                  json_string_value(json_object_get(y, "name")));
+}
+
+/* Sort an array of {"name": ...} objects by name, in place. */
+static kiln_status sort_by_name(collect_walk *w, json_t *array)
+{
+    size_t n = json_array_size(array);
+    if (n < 2)
+        return KILN_E_OK;
+    json_t **items = malloc(n * sizeof *items);
+    if (!items)
+        return no_memory(w);
+    for (size_t i = 0; i < n; i++)
+        items[i] = json_incref(json_array_get(array, i));
+    qsort(items, n, sizeof *items, by_name);
+    json_array_clear(array);
+    kiln_status st = KILN_E_OK;
+    for (size_t i = 0; i < n; i++)
+        if (json_array_append_new(array, items[i]) != 0 && st == KILN_E_OK)
+            st = no_memory(w);
+    free(items);
+    return st;
+}
+
+kiln_status kiln_collect(int job_dir_fd, const char *out_dir, const kiln_collect_limits *limits,
+                         const char *const *skip, json_t **files, json_t **refused,
+                         uint64_t *refused_more, int *cap_hit, kiln_error *err)
+{
+    collect_walk w;
+    memset(&w, 0, sizeof w);
+    if (limits)
+        w.lim = *limits;
+    if (!w.lim.files)
+        w.lim.files = 100;
+    if (!w.lim.file_bytes)
+        w.lim.file_bytes = 30ull << 20;
+    if (!w.lim.total_bytes)
+        w.lim.total_bytes = 100ull << 20;
+    if (!w.lim.max_depth)
+        w.lim.max_depth = 16;
+    if (!w.lim.max_entries)
+        w.lim.max_entries = 10000;
+    if (!w.lim.max_refused)
+        w.lim.max_refused = 100;
+    w.out_dir = out_dir;
+    w.skip = skip;
+    w.err = err;
+    *files = NULL;
+    *refused = NULL;
+    *refused_more = 0;
+    *cap_hit = 0;
+
+    kiln_status st;
+    w.files = json_array();
+    w.refused = json_array();
+    if (!w.files || !w.refused) {
+        st = no_memory(&w);
+        goto arrays_free;
+    }
+    /* job_dir_fd is O_PATH, which readdir cannot use: open the directory
+     * itself for reading, the same guarded way as everything under it. */
+    int top = open_beneath(job_dir_fd, ".", 1);
+    if (top < 0) {
+        st = kiln_error_set(err, KILN_E_INTERNAL, NULL, "cannot open the job directory: %s",
+                            strerror(errno));
+        goto arrays_free;
+    }
+    st = walk_dir(&w, top, NULL, 0);
+    if (st == KILN_E_OK)
+        st = sort_by_name(&w, w.files);
+    if (st == KILN_E_OK)
+        st = sort_by_name(&w, w.refused);
+    if (st != KILN_E_OK)
+        goto arrays_free;
+    *files = w.files;     /* new references, handed to the caller */
+    *refused = w.refused;
+    *refused_more = w.refused_more;
+    *cap_hit = w.cap_hit;
+    return KILN_E_OK;
+
+arrays_free:
+    json_decref(w.files);
+    json_decref(w.refused);
+    return st;
+}

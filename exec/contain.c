@@ -1,0 +1,170 @@
+/*
+ * contain.c - the containment sequence, in order.
+ *
+ * kiln_contain_spawn() clones the sandbox's first process into new user,
+ * PID, mount, network, IPC and UTS namespaces, writes its id maps and puts
+ * it in the job's cgroup. kiln_contain() is that process: read top to
+ * bottom it is the whole story of what the sandbox is. It becomes PID 1 of
+ * the job (pid.c), and the job's program is its one child, which drops
+ * everything and execs (or, to render, calls the writers).
+ *
+ * Every step that fails is reported to the supervisor as a setup failure
+ * naming the step; the job's code never runs in a sandbox that is missing
+ * a piece.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "exec/exec_internal.h"
+
+#define KILN_SANDBOX_NAMESPACES \
+    (CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS)
+
+/* Tell the supervisor which step failed, then end. Only async-signal-safe
+ * calls: this runs in a child of a possibly multithreaded program. */
+static _Noreturn void setup_failed(const kiln_contain_job *job, const char *what, int err_no)
+{
+    kiln_contain_report r;
+    memset(&r, 0, sizeof r);
+    r.kind = KILN_REPORT_SETUP;
+    r.err_no = err_no;
+    strncpy(r.what, what, sizeof r.what - 1);
+    ssize_t ignored = write(job->report_fd, &r, sizeof r);
+    (void)ignored;
+    _exit(127);
+}
+
+/* The job's main process: from PID 2 of the sandbox to the job's code. */
+static _Noreturn void become_job(const kiln_contain_job *job)
+{
+    const char *what = NULL;
+
+    /* Its own session: a job cannot reach the supervisor's terminal. */
+    if (setsid() < 0)
+        setup_failed(job, "start a session", errno);
+    int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (devnull < 0 || dup2(devnull, 0) < 0 || dup2(job->stdout_fd, 1) < 0 ||
+        dup2(job->stderr_fd, 2) < 0)
+        setup_failed(job, "connect standard input and output", errno);
+    /* Every other descriptor the supervisor had stays behind, except the
+     * report pipe, which is close-on-exec. */
+    if (syscall(SYS_close_range, 3, ~0u, CLOSE_RANGE_CLOEXEC) < 0)
+        setup_failed(job, "close inherited descriptors", errno);
+    if (chdir(KILN_JOB_DIR) < 0)
+        setup_failed(job, "enter the job directory", errno);
+    if (kiln_rlimits_apply(job->limits, &what) < 0)
+        setup_failed(job, what, errno);
+    if (kiln_user_drop(&what) < 0)
+        setup_failed(job, what, errno);
+    /* Last, so that everything above could use any system call. */
+    if (kiln_seccomp_load(job->profile, &what) < 0)
+        setup_failed(job, what, errno);
+
+    if (job->payload)
+        _exit(job->payload(job->payload_arg));
+    execve(job->argv[0], job->argv, job->envp);
+    setup_failed(job, "start the interpreter", errno);
+}
+
+int kiln_contain(void *arg)
+{
+    kiln_contain_job *job = arg;
+    const char *what = NULL;
+
+    /* 1. Die with the supervisor, and wait until it has written our id
+     *    maps and moved us into the job's cgroup. */
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
+        setup_failed(job, "set the parent-death signal", errno);
+    char go;
+    if (read(job->go_fd, &go, 1) != 1)
+        _exit(127); /* the supervisor gave up on us */
+    close(job->go_fd);
+
+    /* 2. Become uid 0 of the new user namespace (mapped to an unprivileged
+     *    host uid) with its capabilities, for the steps below only. */
+    if (setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0)
+        setup_failed(job, "become root of the user namespace", errno);
+
+    /* 3. A cgroup namespace rooted at the job's cgroup, now that we are in it. */
+    if (unshare(CLONE_NEWCGROUP) < 0)
+        setup_failed(job, "enter a cgroup namespace", errno);
+
+    /* 4. UTS and network: our own host name; no interface but loopback. */
+    if (kiln_uts_set(&what) < 0 || kiln_net_check_isolated(&what) < 0)
+        setup_failed(job, what, errno);
+
+    /* 5. The minimal read-only root, /proc, /dev, /tmp and /mnt/data. */
+    if (kiln_mount_root(&job->mount, &what) < 0)
+        setup_failed(job, what, errno);
+
+    /* 6. The job's process; this one stays as init. */
+    pid_t main_child = fork();
+    if (main_child < 0)
+        setup_failed(job, "start the job's process", errno);
+    if (main_child == 0)
+        become_job(job);
+
+    close(job->stdout_fd);
+    close(job->stderr_fd);
+
+    /* 7. Reap until the job's process ends, then end everything else. */
+    kiln_contain_report r;
+    memset(&r, 0, sizeof r);
+    r.kind = KILN_REPORT_EXITED;
+    r.wait_status = kiln_pid_init_wait(main_child);
+    ssize_t ignored = write(job->report_fd, &r, sizeof r);
+    (void)ignored;
+    _exit(0);
+}
+
+pid_t kiln_contain_spawn(kiln_contain_job *job, const kiln_idmap *map, const kiln_cgroup *cg,
+                         kiln_error *err)
+{
+    int go[2];
+    if (pipe2(go, O_CLOEXEC) < 0) {
+        kiln_error_set(err, KILN_E_INTERNAL, "", "cannot make a pipe: %s", strerror(errno));
+        return -1;
+    }
+    job->go_fd = go[0];
+
+    /* clone() with fork semantics (no new stack): the child gets a copy of
+     * this process, as with fork, but in new namespaces. */
+    pid_t pid = (pid_t)syscall(SYS_clone, KILN_SANDBOX_NAMESPACES | SIGCHLD, NULL, NULL, NULL, 0);
+    if (pid < 0) {
+        int saved = errno;
+        close(go[0]);
+        close(go[1]);
+        kiln_error_set(err, KILN_E_INTERNAL, "",
+                       "cannot create the sandbox's namespaces: %s%s", strerror(saved),
+                       saved == EPERM ? " (kiln run needs root or CAP_SYS_ADMIN)" : "");
+        return -1;
+    }
+    if (pid == 0) {
+        close(go[1]);
+        _exit(kiln_contain(job));
+    }
+    close(go[0]);
+
+    kiln_status st = kiln_user_write_maps(pid, map, err);
+    if (st == KILN_E_OK && cg)
+        st = kiln_cgroup_attach(cg, pid, err);
+    if (st == KILN_E_OK && write(go[1], "g", 1) != 1)
+        st = kiln_error_set(err, KILN_E_INTERNAL, "", "cannot start the sandbox: %s",
+                            strerror(errno));
+    close(go[1]);
+    if (st != KILN_E_OK) {
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+        return -1;
+    }
+    return pid;
+}

@@ -1,0 +1,319 @@
+/*
+ * exec_internal.h - the pieces of the sandbox, one file per concern.
+ *
+ * Read contain.c first: contain() is the ordered list of steps the sandbox's
+ * first process takes between clone() and exec(). run.c is the supervisor
+ * around it (job directory, cgroup, clone, timers, streams, collection,
+ * rendering); result.c is the only place that builds the JSON result.
+ *
+ *   user.c     user namespace: uid/gid maps, dropping to the job's uid, caps
+ *   mount.c    mount namespace: the minimal read-only root, pivot_root
+ *   net.c      network namespace: check that it holds nothing but loopback
+ *   uts.c      UTS namespace: the sandbox's host name
+ *   pid.c      PID namespace: the init that reaps and outlives the job
+ *   cgroup.c   cgroups v2 (v1 where that is all there is): limits, usage, kill
+ *   rlimits.c  rlimits, the backstop under the cgroup limits
+ *   seccomp.c  the libseccomp allow-list
+ *   streams.c  stdout/stderr kept up to a cap while counting every byte
+ *   collect.c  output files, found without following a symlink
+ *   jobdir.c   the job directory (/mnt/data), a size-limited tmpfs
+ *   render_job.c  rendering the specs a job saved, in a sandbox of its own
+ *   result.c   the JSON result
+ *
+ * None of these print. Functions that run inside the sandbox before exec
+ * return -1 with errno set and a static description in *what, so contain()
+ * can report the failing step to the supervisor as a "setup_failure".
+ */
+#ifndef KILN_EXEC_INTERNAL_H
+#define KILN_EXEC_INTERNAL_H
+
+#include <jansson.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "common/error.h"
+#include "exec/run.h"
+
+/* Ids inside the sandbox. The job's code runs as KILN_SANDBOX_UID; uid 0
+ * inside exists only while contain() sets the sandbox up. */
+#define KILN_SANDBOX_UID 1000
+#define KILN_SANDBOX_GID 1000
+#define KILN_SANDBOX_HOSTNAME "kiln"
+#define KILN_JOB_DIR "/mnt/data"               /* inside the sandbox */
+#define KILN_SPEC_DIR ".kiln"                  /* under the job dir: specs `import kiln` saved */
+#define KILN_SPEC_SUFFIX ".spec.json"          /* .kiln/OUT.spec.json renders to OUT */
+#define KILN_SANDBOX_LIB_DIR "/opt/kiln/lib"   /* kiln.py, on PYTHONPATH */
+#define KILN_SANDBOX_CODE_DIR "/opt/kiln/job"  /* the job's program (main.py / main.sh) */
+
+/* ---- user.c ------------------------------------------------------------ */
+
+/* Host ids a job's sandbox maps to: inside 0 -> base, inside 1000 -> base+1.
+ * Derived from the supervisor's pid, so two live jobs never share one (which
+ * RLIMIT_NPROC, counted per host uid, relies on). */
+typedef struct kiln_idmap {
+    uid_t host_uid_base;
+    gid_t host_gid_base;
+} kiln_idmap;
+
+void kiln_idmap_for_job(kiln_idmap *map, pid_t supervisor);
+/* From the supervisor, for the child it cloned: setgroups "deny", uid_map, gid_map. */
+kiln_status kiln_user_write_maps(pid_t child, const kiln_idmap *map, kiln_error *err);
+/* Inside, after setup: become KILN_SANDBOX_UID/GID with no capabilities
+ * (bounding, ambient, effective, permitted, inheritable all empty),
+ * no_new_privs set. */
+int kiln_user_drop(const char **what);
+
+/* ---- mount.c ----------------------------------------------------------- */
+
+typedef struct kiln_file_blob {
+    const char *path;   /* absolute path inside the sandbox */
+    const char *data;
+    size_t len;
+    unsigned mode;
+} kiln_file_blob;
+
+typedef struct kiln_mount_plan {
+    const char *job_dir_host;   /* the job directory, bound rw at /mnt/data */
+    uint64_t tmp_bytes;         /* size of /tmp, and of /dev/shm */
+    const kiln_file_blob *files;/* written into the root before it goes read-only */
+    size_t file_count;
+    uid_t job_dir_owner;        /* inside uid that owns /mnt/data (KILN_SANDBOX_UID) */
+} kiln_mount_plan;
+
+/* Inside, as uid 0 of the new user namespace, in the new mount namespace
+ * (and new PID namespace, for /proc): build the root and pivot into it. */
+int kiln_mount_root(const kiln_mount_plan *plan, const char **what);
+
+/* ---- net.c, uts.c ------------------------------------------------------ */
+
+/* Checks the network namespace has no interface but "lo". */
+int kiln_net_check_isolated(const char **what);
+int kiln_uts_set(const char **what);
+
+/* ---- pid.c ------------------------------------------------------------- */
+
+/* As PID 1 of the sandbox: reap every child until `main_child` has ended,
+ * then kill everything left in the namespace and reap it. Returns main's
+ * wait status. */
+int kiln_pid_init_wait(pid_t main_child);
+
+/* ---- cgroup.c ---------------------------------------------------------- */
+
+typedef struct kiln_cgroup_usage {
+    uint64_t cpu_usec;      /* CPU time of every process in the group */
+    uint64_t peak_bytes;    /* memory high-water mark; 0 if unknown */
+    uint64_t oom_kills;     /* processes the OOM killer ended for the limit */
+    int pids_limit_hit;     /* a fork failed on pids.max */
+} kiln_cgroup_usage;
+
+typedef struct kiln_cgroup {
+    int version;            /* 2 or 1; 0 = not created */
+    char v2_path[512];      /* v2: the job's group */
+    char v1_memory[512];    /* v1: one group per controller */
+    char v1_pids[512];
+    char v1_cpuacct[512];
+} kiln_cgroup;
+
+/* Roots to look for cgroup file systems under: "/sys/fs/cgroup" in
+ * production; the unit tests point it at a fake tree. */
+typedef struct kiln_cgroup_roots {
+    const char *fs_root;      /* "/sys/fs/cgroup" */
+    const char *proc_self_cgroup; /* "/proc/self/cgroup" */
+} kiln_cgroup_roots;
+
+/* Create the job's group(s) under this process's own, with the limits set.
+ * v2 when the unified hierarchy has the memory and pids controllers,
+ * else v1's memory, pids and cpuacct hierarchies. */
+kiln_status kiln_cgroup_create(kiln_cgroup *cg, const kiln_cgroup_roots *roots,
+                               const char *name, const kiln_run_limits *limits,
+                               kiln_error *err);
+kiln_status kiln_cgroup_attach(const kiln_cgroup *cg, pid_t pid, kiln_error *err);
+void kiln_cgroup_read_usage(const kiln_cgroup *cg, kiln_cgroup_usage *usage);
+/* SIGKILL every process in the group (cgroup.kill on v2) and wait until
+ * the group is empty or a second has passed. */
+void kiln_cgroup_kill_all(const kiln_cgroup *cg);
+/* Remove the group(s); safe on a zeroed or half-created kiln_cgroup. */
+void kiln_cgroup_release(kiln_cgroup *cg);
+
+/* ---- rlimits.c --------------------------------------------------------- */
+
+int kiln_rlimits_apply(const kiln_run_limits *limits, const char **what);
+
+/* ---- seccomp.c --------------------------------------------------------- */
+
+typedef enum {
+    KILN_SECCOMP_CODE,   /* python / bash and what they start */
+    KILN_SECCOMP_RENDER, /* the writers, in-process: no exec, no new processes */
+} kiln_seccomp_profile;
+
+/* Load the allow-list into the calling thread (with TSYNC). Forbidden calls
+ * (ptrace, mount, namespaces, keyring, bpf, ...) kill the process with
+ * SIGSYS; other calls not on the list fail with ENOSYS; socket() works for
+ * AF_UNIX only (EAFNOSUPPORT otherwise). */
+int kiln_seccomp_load(kiln_seccomp_profile profile, const char **what);
+
+/* ---- streams.c --------------------------------------------------------- */
+
+typedef struct kiln_stream {
+    char *buf;              /* allocated once, keep_max bytes */
+    size_t keep_max;
+    size_t kept;
+    uint64_t total;         /* every byte the job wrote */
+} kiln_stream;
+
+kiln_status kiln_stream_init(kiln_stream *s, size_t keep_max, kiln_error *err);
+void kiln_stream_feed(kiln_stream *s, const char *data, size_t len);
+/* {"text": ..., "bytes": total, "truncated": bool}; text is the kept bytes
+ * as valid UTF-8 (invalid sequences become U+FFFD, a character cut by the
+ * cap is dropped). New reference. */
+json_t *kiln_stream_json(const kiln_stream *s);
+void kiln_stream_release(kiln_stream *s);
+
+/* ---- collect.c --------------------------------------------------------- */
+
+typedef struct kiln_collect_limits {
+    uint32_t files;
+    uint64_t file_bytes;
+    uint64_t total_bytes;
+    uint32_t max_depth;     /* directories below the job dir, default 16 */
+    uint32_t max_entries;   /* directory entries examined in all, default 10000 */
+    uint32_t max_refused;   /* refused entries listed; the rest counted */
+} kiln_collect_limits;
+
+/* Walk the job directory (job_dir_fd, opened by the supervisor) and copy
+ * every regular file to out_dir (NULL: hash only) through kiln_output.
+ * Every open is openat2 RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
+ * RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV with O_NOFOLLOW | O_NONBLOCK; a
+ * symlink, device, FIFO, socket, over-cap or unreadable entry is refused.
+ * Entries named in `skip` (top-level names, e.g. ".kiln") are passed over.
+ * *files: [{"name","bytes","media_type","sha256"}]; *refused:
+ * [{"name","reason"}]; *refused_more: refused entries not listed;
+ * *cap_hit: a count or size cap refused something. */
+kiln_status kiln_collect(int job_dir_fd, const char *out_dir, const kiln_collect_limits *limits,
+                         const char *const *skip, json_t **files, json_t **refused,
+                         uint64_t *refused_more, int *cap_hit, kiln_error *err);
+/* Media type by extension ("report.xlsx" -> the OOXML type); never NULL. */
+const char *kiln_media_type(const char *name);
+
+/* ---- jobdir.c ---------------------------------------------------------- */
+
+typedef struct kiln_jobdir {
+    char path[256];   /* host path of the mount point */
+    int fd;           /* O_PATH|O_DIRECTORY of it, -1 when closed */
+    int mounted;
+} kiln_jobdir;
+
+/* In the supervisor's private mount namespace: a fresh directory with a
+ * tmpfs of size_bytes mounted on it, owned by host uid `owner`. */
+kiln_status kiln_jobdir_create(kiln_jobdir *jd, uint64_t size_bytes, uid_t owner, gid_t group,
+                               kiln_error *err);
+kiln_status kiln_jobdir_add_input(kiln_jobdir *jd, const kiln_run_input *in, uid_t owner,
+                                  gid_t group, kiln_error *err);
+void kiln_jobdir_release(kiln_jobdir *jd);
+
+/* ---- contain.c --------------------------------------------------------- */
+
+/* What the sandbox's PID 1 is asked to do after containment. */
+typedef struct kiln_contain_job {
+    kiln_mount_plan mount;
+    const kiln_run_limits *limits;
+    kiln_seccomp_profile profile;
+    /* CODE: exec this argv/envp as the job's main process. */
+    char *const *argv;
+    char *const *envp;
+    /* RENDER: call this in the contained process instead of exec; its
+     * return value is the process's exit status. */
+    int (*payload)(void *arg);
+    void *payload_arg;
+    int stdout_fd, stderr_fd;  /* the job's streams (pipes to the supervisor) */
+    int go_fd;                 /* read end: the supervisor has written the maps */
+    int report_fd;             /* write end: setup failures and main's status */
+} kiln_contain_job;
+
+/* The report PID 1 sends the supervisor on report_fd. */
+typedef struct kiln_contain_report {
+    int kind;                  /* KILN_REPORT_* */
+    int wait_status;           /* EXITED: main's wait status */
+    int err_no;                /* SETUP: errno of the failing step */
+    char what[160];            /* SETUP: the failing step */
+} kiln_contain_report;
+enum { KILN_REPORT_SETUP = 1, KILN_REPORT_EXITED = 2 };
+
+/* Entry point of the cloned child (new user, PID, mount, net, IPC, UTS
+ * namespaces). Never returns. */
+int kiln_contain(void *job);
+
+/* Spawn kiln_contain in a new set of namespaces under the cgroup and with
+ * the maps written. Returns the child's pid (in the supervisor's
+ * namespace) or -1 with err set. Used by run.c for the job and by
+ * render_job.c for each render. */
+pid_t kiln_contain_spawn(kiln_contain_job *job, const kiln_idmap *map, const kiln_cgroup *cg,
+                         kiln_error *err);
+
+enum { KILN_TIMEOUT_NONE = 0, KILN_TIMEOUT_WALL = 1, KILN_TIMEOUT_CPU = 2 };
+
+/* ---- run.c ------------------------------------------------------------- */
+
+/* Watching a contained process from the supervisor: its streams, its
+ * report, its wall and CPU time. Used for the job and for each render. */
+typedef struct kiln_watch {
+    /* in */
+    int out_fd, err_fd, report_fd; /* read ends; closed by kiln_watch_run */
+    kiln_stream *out, *err;        /* where the streams go */
+    const kiln_run_limits *limits;
+    const kiln_cgroup *cg;
+    /* out */
+    int setup_failed;
+    char setup_what[160];
+    int setup_errno;
+    int exited;
+    int wait_status;
+    int timeout;                   /* KILN_TIMEOUT_* */
+    int stream_killed;
+    double wall_seconds;
+} kiln_watch;
+
+/* Follow init_pid (from kiln_contain_spawn) until it and every process of
+ * its sandbox have ended, killing it at a limit. */
+void kiln_watch_run(kiln_watch *w, pid_t init_pid);
+
+/* The embedded exec/python/kiln.py. */
+const char *kiln_python_lib(size_t *len);
+
+/* ---- render_job.c ------------------------------------------------------ */
+
+/* Render every KILN_SPEC_DIR/OUT.spec.json in the job directory to OUT in
+ * the job directory, each in a fresh sandbox (KILN_SECCOMP_RENDER). Returns
+ * [{"name": OUT, "spec": ".kiln/OUT.spec.json", "format", "ok": bool,
+ *   "warnings": [...], "errors": [{"code","pointer","message"}]}]. */
+json_t *kiln_render_job_specs(const kiln_jobdir *jd, const kiln_idmap *map,
+                              const kiln_run_limits *limits, uint64_t max_bytes);
+
+/* ---- result.c ---------------------------------------------------------- */
+
+/* Everything the supervisor observed; result.c turns it into the JSON. */
+typedef struct kiln_run_report {
+    kiln_run_language language;
+    const kiln_run_limits *limits;
+    int setup_failed;           /* a contain step failed: setup_what, setup_errno */
+    char setup_what[160];
+    int setup_errno;
+    int exited;                 /* wait_status is the main process's */
+    int wait_status;
+    int timeout;                /* KILN_TIMEOUT_* */
+    int stream_killed;          /* stdout+stderr passed stream_kill_bytes */
+    double wall_seconds;
+    kiln_cgroup_usage usage;
+    const kiln_stream *out, *err;
+    json_t *files;              /* borrowed: kiln_collect's */
+    json_t *refused;            /* borrowed */
+    uint64_t refused_more;
+    int cap_hit;
+    json_t *renders;            /* borrowed: kiln_render_job_specs's, or NULL */
+    const char *out_dir;        /* absolute, or NULL */
+} kiln_run_report;
+
+/* The JSON result (docs/run.md). New reference, NULL only when out of memory. */
+json_t *kiln_result_build(const kiln_run_report *r);
+
+#endif

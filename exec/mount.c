@@ -1,0 +1,329 @@
+/*
+ * mount.c - the mount namespace: a root that holds what the interpreters
+ * need and nothing else, almost all of it read-only.
+ *
+ * The root is a small tmpfs. Into it go read-only binds of /usr (and the
+ * top-level /lib, /bin ... as the host has them: symlinks into /usr on a
+ * merged-/usr Debian, real directories elsewhere), a handful of /etc files
+ * the interpreters read, a fresh /proc for the job's PID namespace, a /dev
+ * of five device nodes, size-limited tmpfs /tmp and /dev/shm, and the job
+ * directory at /mnt/data. After pivot_root the host's tree is detached and
+ * the root itself is remounted read-only.
+ *
+ * The sandbox's mount namespace belongs to its user namespace, so every
+ * mount copied from the host is "locked": its nosuid/nodev/noexec/atime
+ * flags cannot be cleared, only added to. remount_ro() reads them back with
+ * statvfs and keeps them, else the kernel answers EPERM.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "exec/exec_internal.h"
+
+/* Where the new root is built. Any directory would do since the mount is
+ * private to the sandbox; /tmp exists everywhere. The job directory lives
+ * under the host's /tmp, so it is opened before this mount hides it. */
+#define NEWROOT "/tmp"
+
+/* Top-level names that are symlinks into /usr on merged-/usr systems and
+ * directories elsewhere: mirrored as the host has them. */
+static const char *const top_level[] = {"bin", "sbin", "lib", "lib32", "lib64", "libx32"};
+
+/* /etc entries the interpreters read, bound read-only when the host has
+ * them. Why each: the dynamic linker's cache and config; numpy's BLAS is a
+ * symlink through /etc/alternatives; fontconfig (matplotlib) reads
+ * /etc/fonts; matplotlib its matplotlibrc; Python's mimetypes mime.types;
+ * time zones; bash's startup files and terminal database. */
+static const char *const etc_binds[] = {
+    "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "fonts", "matplotlibrc",
+    "mime.types", "localtime", "timezone", "python3", "python3.11", "bash.bashrc",
+    "inputrc", "nsswitch.conf", "protocols", "services", "terminfo",
+};
+
+/* Files written into the root's /etc: the job's identity, not the host's. */
+static const char etc_passwd[] =
+    "root:x:0:0:root:/:/usr/sbin/nologin\n"
+    "kiln:x:1000:1000:Kiln job:/tmp:/bin/bash\n"
+    "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n";
+static const char etc_group[] = "root:x:0:\nkiln:x:1000:\nnogroup:x:65534:\n";
+static const char etc_hosts[] = "127.0.0.1\tlocalhost " KILN_SANDBOX_HOSTNAME "\n"
+                                "::1\tlocalhost ip6-localhost\n";
+static const char etc_hostname[] = KILN_SANDBOX_HOSTNAME "\n";
+
+/* Device nodes bound from the host's /dev: mknod is not possible in a user
+ * namespace, and these five are harmless. */
+static const char *const dev_nodes[] = {"null", "zero", "full", "random", "urandom", "tty"};
+
+static int fail(const char **what, const char *step)
+{
+    *what = step;
+    return -1;
+}
+
+/* mkdir -p below NEWROOT (path is absolute inside the new root). */
+static int make_dirs(const char *path, mode_t mode)
+{
+    char buf[512];
+    int n = snprintf(buf, sizeof buf, "%s%s", NEWROOT, path);
+    if (n < 0 || (size_t)n >= sizeof buf) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    for (char *p = buf + strlen(NEWROOT) + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(buf, 0755) < 0 && errno != EEXIST)
+            return -1;
+        *p = '/';
+    }
+    if (mkdir(buf, mode) < 0 && errno != EEXIST)
+        return -1;
+    return 0;
+}
+
+static int write_file(const char *path, const char *data, size_t len, mode_t mode)
+{
+    char buf[512];
+    int n = snprintf(buf, sizeof buf, "%s%s", NEWROOT, path);
+    if (n < 0 || (size_t)n >= sizeof buf) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    /* Parent directories first, so blobs can name any path. */
+    char *slash = strrchr(buf, '/');
+    if (slash && slash != buf) {
+        *slash = '\0';
+        if (make_dirs(buf + strlen(NEWROOT), 0755) < 0)
+            return -1;
+        *slash = '/';
+    }
+    int fd = open(buf, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode);
+    if (fd < 0)
+        return -1;
+    size_t done = 0;
+    while (done < len) {
+        ssize_t w = write(fd, data + done, len - done);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            close(fd);
+            return -1;
+        }
+        done += (size_t)w;
+    }
+    if (fchmod(fd, mode) < 0) { /* the umask must not decide */
+        close(fd);
+        return -1;
+    }
+    return close(fd);
+}
+
+/* Re-apply a bind mount's flags read-only, keeping the flags the kernel
+ * locked when the mount was copied into this namespace. */
+static int remount_ro(const char *target, unsigned long extra)
+{
+    struct statvfs sv;
+    if (statvfs(target, &sv) < 0)
+        return -1;
+    unsigned long flags = MS_REMOUNT | MS_BIND | MS_RDONLY | extra;
+    if (sv.f_flag & ST_NOSUID)
+        flags |= MS_NOSUID;
+    if (sv.f_flag & ST_NODEV)
+        flags |= MS_NODEV;
+    if (sv.f_flag & ST_NOEXEC)
+        flags |= MS_NOEXEC;
+    if (sv.f_flag & ST_NOATIME)
+        flags |= MS_NOATIME;
+    if (sv.f_flag & ST_NODIRATIME)
+        flags |= MS_NODIRATIME;
+    if (sv.f_flag & ST_RELATIME)
+        flags |= MS_RELATIME;
+    return mount(NULL, target, NULL, flags, NULL);
+}
+
+/* Bind host path `source` at `target` (inside the new root), read-only.
+ * The target is created as a file or directory to match the source. */
+static int bind_ro(const char *source, const char *target_in_root, unsigned long extra)
+{
+    struct stat st;
+    if (stat(source, &st) < 0)
+        return -1;
+    char target[512];
+    snprintf(target, sizeof target, "%s%s", NEWROOT, target_in_root);
+    if (S_ISDIR(st.st_mode)) {
+        if (make_dirs(target_in_root, 0755) < 0)
+            return -1;
+    } else if (write_file(target_in_root, "", 0, 0644) < 0) {
+        return -1;
+    }
+    if (mount(source, target, NULL, MS_BIND | MS_REC, NULL) < 0)
+        return -1;
+    return remount_ro(target, MS_NOSUID | extra);
+}
+
+static int mount_tmpfs(const char *target_in_root, uint64_t bytes, const char *mode,
+                       unsigned long flags)
+{
+    char target[512], opts[96];
+    snprintf(target, sizeof target, "%s%s", NEWROOT, target_in_root);
+    if (make_dirs(target_in_root, 0755) < 0)
+        return -1;
+    snprintf(opts, sizeof opts, "size=%llu,mode=%s", (unsigned long long)bytes, mode);
+    return mount("tmpfs", target, "tmpfs", flags, opts);
+}
+
+static int build_etc(const char **what)
+{
+    char source[128], target[128];
+    for (size_t i = 0; i < sizeof etc_binds / sizeof etc_binds[0]; i++) {
+        snprintf(source, sizeof source, "/etc/%s", etc_binds[i]);
+        if (access(source, F_OK) < 0)
+            continue;
+        snprintf(target, sizeof target, "/etc/%s", etc_binds[i]);
+        if (bind_ro(source, target, MS_NODEV) < 0)
+            return fail(what, "bind a file of /etc");
+    }
+    if (write_file("/etc/passwd", etc_passwd, sizeof etc_passwd - 1, 0644) < 0 ||
+        write_file("/etc/group", etc_group, sizeof etc_group - 1, 0644) < 0 ||
+        write_file("/etc/hosts", etc_hosts, sizeof etc_hosts - 1, 0644) < 0 ||
+        write_file("/etc/hostname", etc_hostname, sizeof etc_hostname - 1, 0644) < 0)
+        return fail(what, "write /etc");
+    return 0;
+}
+
+static int build_dev(const kiln_mount_plan *plan, const char **what)
+{
+    char source[64], target[64];
+    if (mount_tmpfs("/dev", 64 * 1024, "0755", MS_NOSUID | MS_NOEXEC) < 0)
+        return fail(what, "mount /dev");
+    for (size_t i = 0; i < sizeof dev_nodes / sizeof dev_nodes[0]; i++) {
+        snprintf(source, sizeof source, "/dev/%s", dev_nodes[i]);
+        snprintf(target, sizeof target, "%s/dev/%s", NEWROOT, dev_nodes[i]);
+        if (write_file(target + strlen(NEWROOT), "", 0, 0666) < 0)
+            return fail(what, "create a /dev node");
+        if (mount(source, target, NULL, MS_BIND, NULL) < 0)
+            return fail(what, "bind a /dev node");
+        if (remount_ro(target, MS_NOSUID | MS_NOEXEC) < 0 &&
+            mount(NULL, target, NULL, MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NOEXEC, NULL) < 0)
+            return fail(what, "restrict a /dev node");
+    }
+    static const char *const links[][2] = {
+        {"/proc/self/fd", "/dev/fd"},        {"/proc/self/fd/0", "/dev/stdin"},
+        {"/proc/self/fd/1", "/dev/stdout"},  {"/proc/self/fd/2", "/dev/stderr"},
+    };
+    for (size_t i = 0; i < sizeof links / sizeof links[0]; i++) {
+        snprintf(target, sizeof target, "%s%s", NEWROOT, links[i][1]);
+        if (symlink(links[i][0], target) < 0)
+            return fail(what, "link /dev/fd");
+    }
+    /* Python's multiprocessing needs POSIX semaphores, which live here. */
+    if (mount_tmpfs("/dev/shm", plan->tmp_bytes, "1777", MS_NOSUID | MS_NODEV | MS_NOEXEC) < 0)
+        return fail(what, "mount /dev/shm");
+    return 0;
+}
+
+int kiln_mount_root(const kiln_mount_plan *plan, const char **what)
+{
+    /* Nothing done from here on may propagate back to the host. */
+    if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+        return fail(what, "make the mount tree private");
+
+    int job_fd = open(plan->job_dir_host, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+    if (job_fd < 0)
+        return fail(what, "open the job directory");
+
+    if (mount("tmpfs", NEWROOT, "tmpfs", MS_NOSUID | MS_NODEV, "size=4m,mode=0755") < 0)
+        goto close_job_fd_fail_root;
+
+    /* /usr and the top level mirrored from the host. */
+    if (bind_ro("/usr", "/usr", MS_NODEV) < 0) {
+        *what = "bind /usr";
+        goto close_job_fd;
+    }
+    for (size_t i = 0; i < sizeof top_level / sizeof top_level[0]; i++) {
+        char host[64], target[128], link[256];
+        snprintf(host, sizeof host, "/%s", top_level[i]);
+        struct stat st;
+        if (lstat(host, &st) < 0)
+            continue;
+        if (S_ISLNK(st.st_mode)) {
+            ssize_t n = readlink(host, link, sizeof link - 1);
+            if (n < 0) {
+                *what = "read a top-level symlink";
+                goto close_job_fd;
+            }
+            link[n] = '\0';
+            snprintf(target, sizeof target, "%s/%s", NEWROOT, top_level[i]);
+            if (symlink(link, target) < 0) {
+                *what = "mirror a top-level symlink";
+                goto close_job_fd;
+            }
+        } else if (S_ISDIR(st.st_mode) && bind_ro(host, host, MS_NODEV) < 0) {
+            *what = "bind a top-level directory";
+            goto close_job_fd;
+        }
+    }
+    if (build_etc(what) < 0)
+        goto close_job_fd;
+
+    /* A /proc of the job's own PID namespace: it shows the job's processes
+     * only. */
+    if (make_dirs("/proc", 0555) < 0 ||
+        mount("proc", NEWROOT "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0) {
+        *what = "mount /proc";
+        goto close_job_fd;
+    }
+    if (build_dev(plan, what) < 0)
+        goto close_job_fd;
+    if (mount_tmpfs("/tmp", plan->tmp_bytes, "1777", MS_NOSUID | MS_NODEV) < 0) {
+        *what = "mount /tmp";
+        goto close_job_fd;
+    }
+
+    /* The job directory, read-write. */
+    char job_source[64];
+    snprintf(job_source, sizeof job_source, "/proc/self/fd/%d", job_fd);
+    if (make_dirs(KILN_JOB_DIR, 0755) < 0 ||
+        mount(job_source, NEWROOT KILN_JOB_DIR, NULL, MS_BIND, NULL) < 0 ||
+        mount(NULL, NEWROOT KILN_JOB_DIR, NULL, MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NODEV, NULL) < 0) {
+        *what = "bind the job directory";
+        goto close_job_fd;
+    }
+    close(job_fd);
+    job_fd = -1;
+
+    for (size_t i = 0; i < plan->file_count; i++) {
+        const kiln_file_blob *f = &plan->files[i];
+        if (write_file(f->path, f->data, f->len, f->mode) < 0)
+            return fail(what, "write the job's program and libraries");
+    }
+
+    /* Swap roots: the host's tree ends up stacked under the new root and is
+     * detached at once, so nothing of it stays reachable. */
+    if (chdir(NEWROOT) < 0)
+        return fail(what, "enter the new root");
+    if (syscall(SYS_pivot_root, ".", ".") < 0)
+        return fail(what, "pivot_root");
+    if (umount2(".", MNT_DETACH) < 0)
+        return fail(what, "detach the host's root");
+    if (chdir("/") < 0)
+        return fail(what, "enter /");
+    if (mount(NULL, "/", NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL) < 0)
+        return fail(what, "make the root read-only");
+    return 0;
+
+close_job_fd_fail_root:
+    *what = "mount the new root";
+close_job_fd:
+    if (job_fd >= 0)
+        close(job_fd);
+    return -1;
+}

@@ -1,0 +1,274 @@
+/*
+ * render_job.c - turning the specs a job saved into documents, each inside
+ * a sandbox of its own.
+ *
+ * The specs were written by untrusted code, and the writers are C that
+ * parses them, so a render gets the same containment as the job: new
+ * namespaces, the minimal read-only root with the job directory at
+ * /mnt/data, the job's limits in a fresh cgroup, and a seccomp profile
+ * (KILN_SECCOMP_RENDER) stricter than the job's: no exec, no new processes,
+ * no sockets. The writers run in the contained process itself (a fork of
+ * this one), so no binary has to be found inside the sandbox.
+ *
+ * A spec saved as /mnt/data/.kiln/OUT.spec.json renders to /mnt/data/OUT,
+ * the format given by OUT's extension, with .kiln/ as the base directory
+ * for the images and data files it names (what `kiln render` would use).
+ * The outcome comes back as one JSON object on the contained process's
+ * stdout.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "artifacts/render.h"
+#include "artifacts/spec.h"
+#include "exec/exec_internal.h"
+
+/* Specs rendered per job; more are listed as errors, not rendered. */
+#define KILN_RUN_MAX_DOCUMENTS 20
+
+typedef struct render_task {
+    char spec[300];      /* file name under .kiln/ */
+    char out[256];       /* file name under /mnt/data */
+    kiln_format format;
+    uint64_t max_bytes;
+} render_task;
+
+static json_t *error_json(const kiln_error *e)
+{
+    return json_pack("{s:s, s:s, s:s}", "code", kiln_status_name(e->code), "pointer",
+                     e->pointer, "message", e->message);
+}
+
+/* Runs inside the render sandbox, after seccomp. */
+static int render_payload(void *arg)
+{
+    const render_task *t = arg;
+    char spec_path[400], out_path[400];
+    snprintf(spec_path, sizeof spec_path, KILN_JOB_DIR "/" KILN_SPEC_DIR "/%s", t->spec);
+    snprintf(out_path, sizeof out_path, KILN_JOB_DIR "/%s", t->out);
+
+    json_t *outcome = json_object();
+    json_t *errors = json_array();
+    json_t *warnings = json_array();
+    kiln_parse_options popt;
+    kiln_parse_options_init(&popt);
+    popt.base_dir = KILN_JOB_DIR "/" KILN_SPEC_DIR;
+    kiln_errors errs;
+    kiln_errors_init(&errs);
+    kiln_doc *doc = NULL;
+    int ok = 0;
+    if (kiln_doc_load(spec_path, &popt, &doc, &errs) != KILN_E_OK) {
+        for (size_t i = 0; i < errs.count; i++)
+            json_array_append_new(errors, error_json(&errs.items[i]));
+    } else {
+        kiln_render_options ropt;
+        memset(&ropt, 0, sizeof ropt);
+        ropt.max_bytes = t->max_bytes;
+        ropt.tmp_dir = "/tmp";
+        kiln_render_result rr;
+        memset(&rr, 0, sizeof rr);
+        kiln_error err;
+        memset(&err, 0, sizeof err);
+        if (kiln_render(doc, t->format, out_path, &ropt, &rr, &err) != KILN_E_OK) {
+            json_array_append_new(errors, error_json(&err));
+        } else {
+            ok = 1;
+            if (rr.missing_glyphs > 0)
+                json_array_append_new(
+                    warnings,
+                    json_sprintf("%llu character%s no glyph in any embedded font (the first is "
+                                 "U+%04X); shown as '?'",
+                                 (unsigned long long)rr.missing_glyphs,
+                                 rr.missing_glyphs == 1 ? " has" : "s have",
+                                 (unsigned)rr.missing_first));
+            if (rr.overflow_slides > 0)
+                json_array_append_new(
+                    warnings,
+                    json_sprintf("%u slide%s text that does not fit its placeholder or table "
+                                 "even when shrunk (the first is slide %u)",
+                                 (unsigned)rr.overflow_slides,
+                                 rr.overflow_slides == 1 ? " has" : "s have",
+                                 (unsigned)rr.overflow_first));
+        }
+        kiln_doc_free(doc);
+    }
+    json_object_set_new(outcome, "ok", json_boolean(ok));
+    json_object_set_new(outcome, "errors", errors);
+    json_object_set_new(outcome, "warnings", warnings);
+    int rc = json_dumpfd(outcome, 1, JSON_COMPACT) == 0 ? 0 : 1;
+    json_decref(outcome);
+    return rc;
+}
+
+static json_t *render_one(const kiln_jobdir *jd, const kiln_idmap *map,
+                          const kiln_run_limits *job_limits, render_task *t, int index)
+{
+    json_t *entry = json_pack("{s:s, s:s+, s:s, s:b}", "name", t->out, "spec",
+                              KILN_SPEC_DIR "/", t->spec, "format",
+                              kiln_writer_for(t->format)->name, "ok", 0);
+    kiln_error err;
+    memset(&err, 0, sizeof err);
+    kiln_run_limits l = *job_limits;
+    l.processes = 4; /* init and the writer; nothing forks */
+    l.stream_keep_bytes = 1u << 20;
+
+    kiln_cgroup cg;
+    memset(&cg, 0, sizeof cg);
+    kiln_stream out, errs;
+    memset(&out, 0, sizeof out);
+    memset(&errs, 0, sizeof errs);
+    int o[2] = {-1, -1}, e[2] = {-1, -1}, r[2] = {-1, -1};
+    char cg_name[64];
+    snprintf(cg_name, sizeof cg_name, "kiln-%d-render-%d", (int)getpid(), index);
+    kiln_cgroup_roots roots = {.fs_root = "/sys/fs/cgroup", .proc_self_cgroup = "/proc/self/cgroup"};
+    if (kiln_cgroup_create(&cg, &roots, cg_name, &l, &err) != KILN_E_OK ||
+        kiln_stream_init(&out, l.stream_keep_bytes, &err) != KILN_E_OK ||
+        kiln_stream_init(&errs, 64 * 1024, &err) != KILN_E_OK)
+        goto report_error;
+    if (pipe2(o, O_CLOEXEC) < 0 || pipe2(e, O_CLOEXEC) < 0 || pipe2(r, O_CLOEXEC) < 0) {
+        kiln_error_set(&err, KILN_E_INTERNAL, "", "cannot make pipes: %s", strerror(errno));
+        goto report_error;
+    }
+    kiln_contain_job job = {
+        .mount = {.job_dir_host = jd->path, .tmp_bytes = l.tmp_bytes,
+                  .job_dir_owner = KILN_SANDBOX_UID},
+        .limits = &l,
+        .profile = KILN_SECCOMP_RENDER,
+        .payload = render_payload,
+        .payload_arg = t,
+        .stdout_fd = o[1],
+        .stderr_fd = e[1],
+        .report_fd = r[1],
+    };
+    pid_t pid = kiln_contain_spawn(&job, map, &cg, &err);
+    if (pid < 0)
+        goto report_error;
+    close(o[1]);
+    close(e[1]);
+    close(r[1]);
+    o[1] = e[1] = r[1] = -1;
+    kiln_watch w = {.out_fd = o[0], .err_fd = e[0], .report_fd = r[0], .out = &out, .err = &errs,
+                    .limits = &l, .cg = &cg};
+    o[0] = e[0] = r[0] = -1;
+    kiln_watch_run(&w, pid);
+    kiln_cgroup_usage usage;
+    kiln_cgroup_read_usage(&cg, &usage);
+
+    json_t *outcome = NULL;
+    if (w.exited && WIFEXITED(w.wait_status) && WEXITSTATUS(w.wait_status) == 0 && !w.timeout)
+        outcome = json_loadb(out.buf, out.kept, 0, NULL);
+    if (json_is_object(outcome)) {
+        json_object_update(entry, outcome);
+    } else {
+        const char *why = w.setup_failed        ? "the render sandbox could not be set up"
+                          : w.timeout           ? "the render ran past the job's time limit"
+                          : usage.oom_kills > 0 ? "the render went over the job's memory limit"
+                                                : "the render ended abnormally";
+        kiln_error_set(&err, KILN_E_INTERNAL, "", "%s", why);
+        json_object_set_new(entry, "errors", json_pack("[o]", error_json(&err)));
+    }
+    json_decref(outcome);
+    goto release;
+
+report_error:
+    json_object_set_new(entry, "errors", json_pack("[o]", error_json(&err)));
+release:
+    for (int i = 0; i < 2; i++) {
+        if (o[i] >= 0)
+            close(o[i]);
+        if (e[i] >= 0)
+            close(e[i]);
+        if (r[i] >= 0)
+            close(r[i]);
+    }
+    kiln_stream_release(&out);
+    kiln_stream_release(&errs);
+    kiln_cgroup_release(&cg);
+    return entry;
+}
+
+static int compare_names(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+json_t *kiln_render_job_specs(const kiln_jobdir *jd, const kiln_idmap *map,
+                              const kiln_run_limits *limits, uint64_t max_bytes)
+{
+    json_t *renders = json_array();
+    struct open_how how = {
+        .flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC,
+        .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV,
+    };
+    int dir_fd = (int)syscall(SYS_openat2, jd->fd, KILN_SPEC_DIR, &how, sizeof how);
+    if (dir_fd < 0)
+        return renders; /* no specs saved (or .kiln is not a plain directory) */
+    DIR *dir = fdopendir(dir_fd);
+    if (!dir) {
+        close(dir_fd);
+        return renders;
+    }
+    char *names[KILN_RUN_MAX_DOCUMENTS + 1];
+    size_t count = 0, extra = 0;
+    struct dirent *de;
+    size_t suffix_len = strlen(KILN_SPEC_SUFFIX);
+    while ((de = readdir(dir)) != NULL) {
+        size_t len = strlen(de->d_name);
+        if (len <= suffix_len || strcmp(de->d_name + len - suffix_len, KILN_SPEC_SUFFIX) != 0)
+            continue;
+        struct stat st;
+        if (fstatat(dirfd(dir), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
+            continue;
+        if (count == KILN_RUN_MAX_DOCUMENTS) {
+            extra++;
+            continue;
+        }
+        names[count] = strdup(de->d_name);
+        if (names[count])
+            count++;
+    }
+    closedir(dir);
+    qsort(names, count, sizeof names[0], compare_names);
+
+    for (size_t i = 0; i < count; i++) {
+        render_task t;
+        memset(&t, 0, sizeof t);
+        size_t len = strlen(names[i]) - suffix_len;
+        if (len >= sizeof t.out || strlen(names[i]) >= sizeof t.spec) {
+            free(names[i]);
+            continue;
+        }
+        memcpy(t.out, names[i], len);
+        t.out[len] = '\0';
+        snprintf(t.spec, sizeof t.spec, "%s", names[i]);
+        t.max_bytes = max_bytes;
+        json_t *entry;
+        if (kiln_format_from_path(t.out, &t.format) != 0) {
+            entry = json_pack("{s:s, s:s+, s:b, s:[{s:s, s:s, s:s}]}", "name", t.out, "spec",
+                              KILN_SPEC_DIR "/", t.spec, "ok", 0, "errors", "code", "usage",
+                              "pointer", "", "message",
+                              "the output name must end in .xlsx, .docx, .pdf or .pptx");
+        } else {
+            entry = render_one(jd, map, limits, &t, (int)i);
+        }
+        if (entry)
+            json_array_append_new(renders, entry);
+        free(names[i]);
+    }
+    if (extra > 0)
+        json_array_append_new(
+            renders, json_pack("{s:s, s:s, s:b, s:[{s:s, s:s, s:s}]}", "name", "", "spec",
+                               KILN_SPEC_DIR, "ok", 0, "errors", "code", "limit_exceeded",
+                               "pointer", "", "message",
+                               "more than 20 specs were saved; only the first 20 were rendered"));
+    return renders;
+}

@@ -1,0 +1,486 @@
+/*
+ * run.c - the supervisor: everything around the sandbox.
+ *
+ * kiln_run_job() forks one supervisor process so the caller is never changed.
+ * The supervisor, in order:
+ *   1. drops its supplementary groups and takes a private mount namespace,
+ *      where it mounts the job directory (jobdir.c) and copies the inputs in;
+ *   2. creates the job's cgroup (cgroup.c);
+ *   3. spawns the contained process (contain.c) with the program and the
+ *      kiln helper module written into its root;
+ *   4. watches it (kiln_watch_run): streams kept up to their cap, the
+ *      report of how the program ended, the wall clock and the cgroup's CPU
+ *      time, killing everything at a limit;
+ *   5. renders the specs the job saved, each in a sandbox of its own
+ *      (render_job.c), collects the files (collect.c) and builds the result
+ *      (result.c), which goes back to kiln_run_job over a pipe.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <limits.h>
+#include <math.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/templates.h"
+#include "exec/exec_internal.h"
+
+/* How often the supervisor reads the cgroup's CPU time: a job can overrun
+ * its CPU limit by this much at most. */
+#define KILN_CPU_POLL_MS 50
+
+void kiln_run_limits_default(kiln_run_limits *l)
+{
+    l->memory_bytes = 1ull << 30;
+    l->processes = 64;
+    l->cpu_seconds = 60;
+    l->wall_seconds = 60;
+    l->file_bytes = 256ull << 20;
+    l->open_files = 256;
+    l->job_dir_bytes = 256ull << 20;
+    l->tmp_bytes = 64ull << 20;
+    l->stream_keep_bytes = 1ull << 20;
+    l->stream_kill_bytes = 256ull << 20;
+    l->output_files = 100;
+    l->output_file_bytes = 30ull << 20;
+    l->output_total_bytes = 100ull << 20;
+}
+
+static void fill_defaults(kiln_run_limits *l)
+{
+    kiln_run_limits d;
+    kiln_run_limits_default(&d);
+#define KILN_DEFAULT_IF_ZERO(field) \
+    if (l->field == 0)              \
+        l->field = d.field;
+    KILN_DEFAULT_IF_ZERO(memory_bytes)
+    KILN_DEFAULT_IF_ZERO(processes)
+    KILN_DEFAULT_IF_ZERO(cpu_seconds)
+    KILN_DEFAULT_IF_ZERO(wall_seconds)
+    KILN_DEFAULT_IF_ZERO(file_bytes)
+    KILN_DEFAULT_IF_ZERO(open_files)
+    KILN_DEFAULT_IF_ZERO(job_dir_bytes)
+    KILN_DEFAULT_IF_ZERO(tmp_bytes)
+    KILN_DEFAULT_IF_ZERO(stream_keep_bytes)
+    KILN_DEFAULT_IF_ZERO(stream_kill_bytes)
+    KILN_DEFAULT_IF_ZERO(output_files)
+    KILN_DEFAULT_IF_ZERO(output_file_bytes)
+    KILN_DEFAULT_IF_ZERO(output_total_bytes)
+#undef KILN_DEFAULT_IF_ZERO
+}
+
+const char *kiln_python_lib(size_t *len)
+{
+    return kiln_template("python/kiln.py", len);
+}
+
+static double now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Read what is there; 1 at end of file, 0 otherwise. */
+static int drain(int fd, kiln_stream *s, uint64_t *total)
+{
+    char buf[65536];
+    for (;;) {
+        ssize_t n = read(fd, buf, sizeof buf);
+        if (n > 0) {
+            kiln_stream_feed(s, buf, (size_t)n);
+            *total += (uint64_t)n;
+            continue;
+        }
+        if (n == 0)
+            return 1;
+        if (errno == EINTR)
+            continue;
+        return errno == EAGAIN ? 0 : 1;
+    }
+}
+
+static void end_sandbox(const kiln_watch *w, pid_t init_pid)
+{
+    /* Killing the PID namespace's init makes the kernel kill every process
+     * in it; the cgroup kill also catches one caught mid-fork. */
+    kill(init_pid, SIGKILL);
+    if (w->cg)
+        kiln_cgroup_kill_all(w->cg);
+}
+
+void kiln_watch_run(kiln_watch *w, pid_t init_pid)
+{
+    const kiln_run_limits *l = w->limits;
+    double start = now_seconds();
+    double wall_deadline = start + l->wall_seconds;
+    uint64_t cpu_limit_usec = (uint64_t)(l->cpu_seconds * 1e6);
+    uint64_t streamed = 0;
+    int out_open = 1, err_open = 1, report_open = 1, killed = 0;
+
+    fcntl(w->out_fd, F_SETFL, O_NONBLOCK);
+    fcntl(w->err_fd, F_SETFL, O_NONBLOCK);
+    while (out_open || err_open || report_open) {
+        double now = now_seconds();
+        if (!killed && now >= wall_deadline) {
+            w->timeout = KILN_TIMEOUT_WALL;
+            end_sandbox(w, init_pid);
+            killed = 1;
+        }
+        if (!killed && w->cg) {
+            kiln_cgroup_usage u;
+            kiln_cgroup_read_usage(w->cg, &u);
+            if (u.cpu_usec > cpu_limit_usec) {
+                w->timeout = KILN_TIMEOUT_CPU;
+                end_sandbox(w, init_pid);
+                killed = 1;
+            }
+        }
+        int wait_ms = KILN_CPU_POLL_MS;
+        if (!killed && (wall_deadline - now) * 1000 < wait_ms)
+            wait_ms = (int)((wall_deadline - now) * 1000) + 1;
+
+        struct pollfd fds[3];
+        int n = 0, out_i = -1, err_i = -1, rep_i = -1;
+        if (out_open) {
+            out_i = n;
+            fds[n++] = (struct pollfd){.fd = w->out_fd, .events = POLLIN};
+        }
+        if (err_open) {
+            err_i = n;
+            fds[n++] = (struct pollfd){.fd = w->err_fd, .events = POLLIN};
+        }
+        if (report_open) {
+            rep_i = n;
+            fds[n++] = (struct pollfd){.fd = w->report_fd, .events = POLLIN};
+        }
+        if (poll(fds, (nfds_t)n, wait_ms) < 0 && errno != EINTR)
+            break;
+        if (out_i >= 0 && fds[out_i].revents && drain(w->out_fd, w->out, &streamed))
+            out_open = 0;
+        if (err_i >= 0 && fds[err_i].revents && drain(w->err_fd, w->err, &streamed))
+            err_open = 0;
+        if (rep_i >= 0 && fds[rep_i].revents) {
+            kiln_contain_report r;
+            ssize_t got = read(w->report_fd, &r, sizeof r);
+            if (got == (ssize_t)sizeof r && r.kind == KILN_REPORT_SETUP && !w->setup_failed) {
+                w->setup_failed = 1;
+                r.what[sizeof r.what - 1] = '\0';
+                snprintf(w->setup_what, sizeof w->setup_what, "%s", r.what);
+                w->setup_errno = r.err_no;
+            } else if (got == (ssize_t)sizeof r && r.kind == KILN_REPORT_EXITED) {
+                w->exited = 1;
+                w->wait_status = r.wait_status;
+            } else if (got <= 0 && !(got < 0 && errno == EINTR)) {
+                report_open = 0;
+            }
+        }
+        if (!killed && streamed > l->stream_kill_bytes) {
+            w->stream_killed = 1;
+            end_sandbox(w, init_pid);
+            killed = 1;
+        }
+    }
+    close(w->out_fd);
+    close(w->err_fd);
+    close(w->report_fd);
+    while (waitpid(init_pid, NULL, 0) < 0 && errno == EINTR)
+        ;
+    w->wall_seconds = now_seconds() - start;
+    /* Whatever is left (a process that escaped the namespace's death, which
+     * should be impossible) goes with the cgroup. */
+    if (w->cg)
+        kiln_cgroup_kill_all(w->cg);
+}
+
+/* ---- the supervisor --------------------------------------------------- */
+
+static const char *const job_env[] = {
+    "PATH=/usr/local/bin:/usr/bin:/bin",
+    "HOME=/tmp",
+    "TMPDIR=/tmp",
+    "LANG=C.UTF-8",
+    "LC_ALL=C.UTF-8",
+    "MPLBACKEND=Agg",
+    "MPLCONFIGDIR=/tmp/.matplotlib",
+    "PYTHONPATH=" KILN_SANDBOX_LIB_DIR,
+    "PYTHONDONTWRITEBYTECODE=1",
+    "PYTHONUNBUFFERED=1",
+    "KILN_JOB_DIR=" KILN_JOB_DIR,
+    "USER=kiln",
+    "LOGNAME=kiln",
+    NULL,
+};
+
+typedef struct supervisor {
+    const kiln_run_options *opt;
+    const kiln_run_limits *limits;
+    kiln_idmap map;
+    kiln_jobdir jd;
+    kiln_cgroup cg;
+    kiln_stream out, err;
+} supervisor;
+
+static json_t *supervise(supervisor *s, kiln_error *err)
+{
+    const kiln_run_options *opt = s->opt;
+    const kiln_run_limits *l = s->limits;
+    json_t *result = NULL, *files = NULL, *refused = NULL, *renders = NULL;
+    char **argv = NULL;
+    int out[2] = {-1, -1}, errp[2] = {-1, -1}, report[2] = {-1, -1};
+
+    /* The job's processes must not inherit root's groups: the user
+     * namespace will forbid setgroups, so they would keep them. */
+    if (setgroups(0, NULL) < 0) {
+        kiln_error_set(err, KILN_E_INTERNAL, "", "kiln run needs root: cannot drop groups (%s)",
+                       strerror(errno));
+        return NULL;
+    }
+    if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) {
+        kiln_error_set(err, KILN_E_INTERNAL, "",
+                       "kiln run needs root: cannot make a mount namespace (%s)", strerror(errno));
+        return NULL;
+    }
+    kiln_idmap_for_job(&s->map, getpid());
+    uid_t job_uid = s->map.host_uid_base + 1;
+    gid_t job_gid = s->map.host_gid_base + 1;
+
+    if (kiln_jobdir_create(&s->jd, l->job_dir_bytes, job_uid, job_gid, err) != KILN_E_OK)
+        return NULL;
+    for (size_t i = 0; i < opt->input_count; i++)
+        if (kiln_jobdir_add_input(&s->jd, &opt->inputs[i], job_uid, job_gid, err) != KILN_E_OK)
+            goto release_jobdir;
+
+    char cg_name[64];
+    snprintf(cg_name, sizeof cg_name, "kiln-%d", (int)getpid());
+    kiln_cgroup_roots roots = {.fs_root = "/sys/fs/cgroup", .proc_self_cgroup = "/proc/self/cgroup"};
+    if (kiln_cgroup_create(&s->cg, &roots, cg_name, l, err) != KILN_E_OK)
+        goto release_jobdir;
+    if (kiln_stream_init(&s->out, l->stream_keep_bytes, err) != KILN_E_OK ||
+        kiln_stream_init(&s->err, l->stream_keep_bytes, err) != KILN_E_OK)
+        goto release_streams;
+
+    if (pipe2(out, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0 || pipe2(report, O_CLOEXEC) < 0) {
+        kiln_error_set(err, KILN_E_INTERNAL, "", "cannot make pipes: %s", strerror(errno));
+        goto close_pipes;
+    }
+
+    /* The program and the helper module go into the root before it turns
+     * read-only: the job can read them, not change them, and they are not
+     * in /mnt/data among its outputs. */
+    int bash = opt->language == KILN_LANG_BASH;
+    size_t lib_len = 0;
+    const char *lib = kiln_python_lib(&lib_len);
+    kiln_file_blob blobs[2] = {
+        {bash ? KILN_SANDBOX_CODE_DIR "/main.sh" : KILN_SANDBOX_CODE_DIR "/main.py", opt->code,
+         opt->code_len, 0644},
+        {KILN_SANDBOX_LIB_DIR "/kiln.py", lib ? lib : "", lib ? lib_len : 0, 0644},
+    };
+    size_t argc = 0;
+    while (opt->args && opt->args[argc])
+        argc++;
+    argv = calloc(argc + 3, sizeof *argv);
+    if (!argv) {
+        kiln_error_set(err, KILN_E_NOMEM, "", "out of memory");
+        goto close_pipes;
+    }
+    argv[0] = bash ? "/bin/bash" : "/usr/bin/python3";
+    argv[1] = (char *)blobs[0].path;
+    for (size_t i = 0; i < argc; i++)
+        argv[2 + i] = (char *)opt->args[i];
+
+    kiln_contain_job job = {
+        .mount = {.job_dir_host = s->jd.path, .tmp_bytes = l->tmp_bytes, .files = blobs,
+                  .file_count = 2, .job_dir_owner = KILN_SANDBOX_UID},
+        .limits = l,
+        .profile = KILN_SECCOMP_CODE,
+        .argv = argv,
+        .envp = (char *const *)job_env,
+        .stdout_fd = out[1],
+        .stderr_fd = errp[1],
+        .report_fd = report[1],
+    };
+    pid_t init_pid = kiln_contain_spawn(&job, &s->map, &s->cg, err);
+    if (init_pid < 0)
+        goto close_pipes;
+    close(out[1]);
+    close(errp[1]);
+    close(report[1]);
+    out[1] = errp[1] = report[1] = -1;
+
+    kiln_watch w = {.out_fd = out[0], .err_fd = errp[0], .report_fd = report[0],
+                    .out = &s->out, .err = &s->err, .limits = l, .cg = &s->cg};
+    out[0] = errp[0] = report[0] = -1; /* kiln_watch_run closes them */
+    kiln_watch_run(&w, init_pid);
+
+    kiln_run_report r;
+    memset(&r, 0, sizeof r);
+    kiln_cgroup_read_usage(&s->cg, &r.usage);
+    kiln_cgroup_release(&s->cg);
+
+    if (opt->render && !w.setup_failed)
+        renders = kiln_render_job_specs(&s->jd, &s->map, l, l->output_file_bytes);
+
+    kiln_collect_limits cl = {.files = l->output_files, .file_bytes = l->output_file_bytes,
+                              .total_bytes = l->output_total_bytes};
+    const char *const skip_render[] = {KILN_SPEC_DIR, NULL};
+    const char *const skip_none[] = {NULL};
+    uint64_t refused_more = 0;
+    int cap_hit = 0;
+    if (kiln_collect(s->jd.fd, opt->out_dir, &cl, opt->render ? skip_render : skip_none, &files,
+                     &refused, &refused_more, &cap_hit, err) != KILN_E_OK)
+        goto free_json;
+
+    r.language = opt->language;
+    r.limits = l;
+    r.setup_failed = w.setup_failed;
+    memcpy(r.setup_what, w.setup_what, sizeof r.setup_what);
+    r.setup_errno = w.setup_errno;
+    r.exited = w.exited;
+    r.wait_status = w.wait_status;
+    r.timeout = w.timeout;
+    r.stream_killed = w.stream_killed;
+    r.wall_seconds = w.wall_seconds;
+    r.out = &s->out;
+    r.err = &s->err;
+    r.files = files;
+    r.refused = refused;
+    r.refused_more = refused_more;
+    r.cap_hit = cap_hit;
+    r.renders = renders;
+    r.out_dir = opt->out_dir;
+    result = kiln_result_build(&r);
+    if (!result)
+        kiln_error_set(err, KILN_E_NOMEM, "", "out of memory building the result");
+
+free_json:
+    json_decref(files);
+    json_decref(refused);
+    json_decref(renders);
+close_pipes:
+    for (int i = 0; i < 2; i++) {
+        if (out[i] >= 0)
+            close(out[i]);
+        if (errp[i] >= 0)
+            close(errp[i]);
+        if (report[i] >= 0)
+            close(report[i]);
+    }
+    free(argv);
+release_streams:
+    kiln_stream_release(&s->out);
+    kiln_stream_release(&s->err);
+    kiln_cgroup_release(&s->cg);
+release_jobdir:
+    kiln_jobdir_release(&s->jd);
+    return result;
+}
+
+/* Runs in the forked supervisor: the outcome goes to fd as JSON, either
+ * {"result": ...} or {"error": {"code", "message"}}. */
+static _Noreturn void supervisor_main(const kiln_run_options *opt, const kiln_run_limits *l,
+                                      int fd)
+{
+    prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+    supervisor s;
+    memset(&s, 0, sizeof s);
+    s.opt = opt;
+    s.limits = l;
+    s.jd.fd = -1;
+    kiln_error err;
+    memset(&err, 0, sizeof err);
+    json_t *result = supervise(&s, &err);
+    json_t *msg = result ? json_pack("{s:o}", "result", result)
+                         : json_pack("{s:{s:i, s:s}}", "error", "code", (int)err.code, "message",
+                                     err.message);
+    int rc = msg && json_dumpfd(msg, fd, JSON_COMPACT) == 0 ? 0 : 1;
+    json_decref(msg);
+    close(fd);
+    _exit(rc);
+}
+
+static kiln_status check_options(const kiln_run_options *opt, const kiln_run_limits *l,
+                                 kiln_error *err)
+{
+    if (!opt->code)
+        return kiln_error_set(err, KILN_E_USAGE, "", "no program to run");
+    if (opt->language != KILN_LANG_PYTHON && opt->language != KILN_LANG_BASH)
+        return kiln_error_set(err, KILN_E_USAGE, "", "unknown language");
+    if (!(l->wall_seconds > 0 && l->wall_seconds <= 86400 && isfinite(l->wall_seconds)))
+        return kiln_error_set(err, KILN_E_USAGE, "", "the wall-clock limit must be 0 < s <= 86400");
+    if (!(l->cpu_seconds > 0 && l->cpu_seconds <= 86400 && isfinite(l->cpu_seconds)))
+        return kiln_error_set(err, KILN_E_USAGE, "", "the CPU limit must be 0 < s <= 86400");
+    if (l->memory_bytes < (16ull << 20))
+        return kiln_error_set(err, KILN_E_USAGE, "", "the memory limit must be at least 16 MiB");
+    if (l->processes < 2)
+        return kiln_error_set(err, KILN_E_USAGE, "", "the process limit must be at least 2");
+    if (l->open_files < 16)
+        return kiln_error_set(err, KILN_E_USAGE, "", "the open-file limit must be at least 16");
+    if (l->stream_keep_bytes > (64ull << 20))
+        return kiln_error_set(err, KILN_E_USAGE, "", "at most 64 MiB of each stream can be kept");
+    if (opt->out_dir && opt->out_dir[0] != '/')
+        return kiln_error_set(err, KILN_E_USAGE, "", "the output directory must be absolute");
+    return KILN_E_OK;
+}
+
+kiln_status kiln_run_job(const kiln_run_options *opt, json_t **result, kiln_error *err)
+{
+    *result = NULL;
+    kiln_run_limits l = opt->limits;
+    fill_defaults(&l);
+    kiln_status st = check_options(opt, &l, err);
+    if (st != KILN_E_OK)
+        return st;
+
+    int pipefd[2];
+    if (pipe2(pipefd, O_CLOEXEC) < 0)
+        return kiln_error_set(err, KILN_E_INTERNAL, "", "cannot make a pipe: %s",
+                              strerror(errno));
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(pipefd[0]);
+        close(pipefd[1]);
+        return kiln_error_set(err, KILN_E_INTERNAL, "", "cannot fork: %s", strerror(errno));
+    }
+    if (pid == 0) {
+        close(pipefd[0]);
+        supervisor_main(opt, &l, pipefd[1]);
+    }
+    close(pipefd[1]);
+
+    json_error_t jerr;
+    json_t *msg = json_loadfd(pipefd[0], JSON_DISABLE_EOF_CHECK, &jerr);
+    close(pipefd[0]);
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    json_t *res = json_object_get(msg, "result");
+    json_t *error = json_object_get(msg, "error");
+    if (json_is_object(res)) {
+        *result = json_incref(res);
+        st = KILN_E_OK;
+    } else if (json_is_object(error)) {
+        json_int_t code = json_integer_value(json_object_get(error, "code"));
+        const char *text = json_string_value(json_object_get(error, "message"));
+        st = kiln_error_set(err,
+                            code > 0 && code < KILN_E__COUNT ? (kiln_status)code : KILN_E_INTERNAL,
+                            "", "%s", text ? text : "the runner failed");
+    } else {
+        st = kiln_error_set(err, KILN_E_INTERNAL, "", "the runner's supervisor ended (%s%d)",
+                            WIFSIGNALED(status) ? "signal " : "status ",
+                            WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
+    }
+    json_decref(msg);
+    return st;
+}

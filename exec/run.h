@@ -1,0 +1,77 @@
+/*
+ * run.h - run untrusted code in a sandbox and get one JSON result back.
+ *
+ * The public face of exec/: the CLI (`kiln run`), the batch runner and the
+ * server call kiln_run_job() and nothing else here. Everything the job is allowed
+ * to do is in a kiln_run_options; everything that happened comes back as one
+ * JSON object (docs/run.md describes every member), built in result.c alone.
+ *
+ * kiln_run_job needs root (or CAP_SYS_ADMIN): it makes namespaces, mounts and
+ * cgroups. It forks one supervisor process that does all of that, so the
+ * caller's own process is never changed (no mounts, no namespaces, no
+ * signal handlers); the result travels back over a pipe.
+ */
+#ifndef KILN_EXEC_RUN_H
+#define KILN_EXEC_RUN_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/error.h"
+
+typedef enum { KILN_LANG_PYTHON, KILN_LANG_BASH } kiln_run_language;
+
+/* Every limit a job runs under. kiln_run_limits_default() fills the
+ * documented defaults (docs/run.md); a zero in a field passed to kiln_run_job_job
+ * means "the default". */
+typedef struct kiln_run_limits {
+    uint64_t memory_bytes;     /* cgroup memory (RAM + swap), default 1 GiB */
+    uint32_t processes;        /* cgroup pids.max, default 64 */
+    double cpu_seconds;        /* CPU time of all the job's processes, default 60 */
+    double wall_seconds;       /* wall clock, default 60 */
+    uint64_t file_bytes;       /* RLIMIT_FSIZE: largest file written, default 256 MiB */
+    uint32_t open_files;       /* RLIMIT_NOFILE, default 256 */
+    uint64_t job_dir_bytes;    /* size of /mnt/data (tmpfs), default 256 MiB */
+    uint64_t tmp_bytes;        /* size of /tmp (tmpfs), default 64 MiB */
+    uint64_t stream_keep_bytes;/* stdout and stderr kept each, default 1 MiB */
+    uint64_t stream_kill_bytes;/* stdout + stderr past this ends the job, default 256 MiB */
+    uint32_t output_files;     /* files collected, default 100 */
+    uint64_t output_file_bytes;/* one collected file, default 30 MiB (the ceiling) */
+    uint64_t output_total_bytes; /* all collected files, default 100 MiB */
+} kiln_run_limits;
+
+void kiln_run_limits_default(kiln_run_limits *limits);
+
+/* One input file, copied into /mnt/data before the code starts. */
+typedef struct kiln_run_input {
+    const char *host_path; /* read by the runner (not by the job) */
+    const char *name;      /* name under /mnt/data; NULL = host_path's last component */
+} kiln_run_input;
+
+typedef struct kiln_run_options {
+    kiln_run_language language;
+    const char *code;          /* the program text (not a path) */
+    size_t code_len;
+    const char *const *args;   /* extra argv for the program, NULL-terminated; may be NULL */
+    const kiln_run_input *inputs;
+    size_t input_count;
+    kiln_run_limits limits;
+    int render;                /* render the specs `import kiln` saved (--render) */
+    const char *out_dir;       /* host directory the collected files and rendered
+                                  documents are copied to; NULL = list them only */
+} kiln_run_options;
+
+/*
+ * Run the job. Returns KILN_E_OK whenever the job ran, whatever the job did:
+ * a timeout or a crash of the untrusted code is a result, not an error. Then
+ * *result is a new reference (the caller json_decref()s it) whose "status"
+ * says what happened. Any other status means the runner itself could not
+ * work (bad options: USAGE; unreadable input: INPUT; out_dir not writable:
+ * WRITE; no privileges or kernel support: INTERNAL), err says why, and
+ * *result is NULL. A sandbox that could not be set up is reported in the
+ * result as status "setup_failure" when the job had begun.
+ */
+kiln_status kiln_run_job(const kiln_run_options *opt, json_t **result, kiln_error *err);
+
+#endif
