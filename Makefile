@@ -87,7 +87,12 @@ demo: $(BIN) samples
 				echo "demo: out/$$n.$$f is refused by design (DEMO_REFUSED in the Makefile):"; \
 				$(BIN) render $$s -o out/$$n.$$f; test $$? -eq 3 || exit 1; \
 			else $(BIN) render $$s -o out/$$n.$$f || exit 1; fi; done; done
-	@ls -l out/
+	@mkdir -p out/jobs
+	@for j in samples/jobs/*.py; do n=$$(basename $$j .py); \
+		echo "demo: kiln run --render $$j -> out/jobs/ (result in out/jobs/$$n.result.json)"; \
+		$(BIN) run --render -o out/jobs -i samples/jobs/data/sales.csv \
+			-i samples/jobs/data/experiment.csv $$j > out/jobs/$$n.result.json || exit 1; done
+	@ls -l out/ out/jobs/
 
 unit: $(UNIT_BINS)
 	@for t in $(UNIT_BINS); do echo "== $$t"; $$t || exit 1; done

@@ -341,8 +341,8 @@ static int move_procs(const char *from, const char *to)
  * named CG_LEAF so a later job (our process now sits in the leaf) sees that
  * and uses the leaf's parent again. Every process in our group moves: they
  * are ours (the CLI, the server, other supervisors) in any deployment that
- * delegates a group to Kiln. The root group is exempt from the rule, so
- * there nothing moves.
+ * delegates a group to Kiln. The move is done once; the leaf stays (it
+ * holds the supervisor's own processes) and is never removed here.
  */
 static kiln_status base_v2(char *base, size_t cap, const char *mount, const char *self,
                            kiln_error *err)
@@ -358,12 +358,16 @@ static kiln_status base_v2(char *base, size_t cap, const char *mount, const char
         snprintf(base, cap, "%s", own);
     if (has_controllers(base, "cgroup.subtree_control", need))
         return KILN_E_OK;
+    /* The mount's root group is tried as it is first: the host's real root
+     * is exempt from the rule (and its kernel threads could not be moved).
+     * A container's cgroup-namespace root looks the same but is not
+     * exempt: its write fails with EBUSY and its processes move like any
+     * other group's. A process forked into the group between the move and
+     * the write also makes it fail with EBUSY: move again, a few times. */
     int is_root = strcmp(base, mount) == 0;
     int moved = 0;
-    /* A process forked into our group between the move and the write makes
-     * the write fail with EBUSY: move again and retry a few times. */
     for (int attempt = 0; attempt < 5; attempt++) {
-        if (!is_root) {
+        if (!is_root || attempt > 0) {
             char leaf[CG_PATH_MAX];
             if (path_join(leaf, sizeof leaf, base, CG_LEAF))
                 return kiln_error_set(err, KILN_E_INTERNAL, "", "cgroup path too long: %s", base);

@@ -40,8 +40,6 @@ static int set_limit(int resource, rlim_t value)
  * the job at the real limit; this one only fires if the supervisor cannot. */
 static rlim_t cpu_backstop(double seconds)
 {
-    if (!(seconds > 0))
-        return 1;
     if (seconds > 1e12)
         return RLIM_INFINITY;
     rlim_t whole = (rlim_t)seconds;
@@ -57,10 +55,12 @@ int kiln_rlimits_apply(const kiln_run_limits *limits, const char **what)
      * refused rather than applied. */
     static const char *const zero_what[] = {"RLIMIT_FSIZE: file_bytes is 0",
                                             "RLIMIT_NOFILE: open_files is 0",
-                                            "RLIMIT_NPROC: processes is 0"};
-    const uint64_t values[] = {limits->file_bytes, limits->open_files, limits->processes};
-    for (size_t i = 0; i < sizeof values / sizeof values[0]; i++) {
-        if (values[i] == 0) {
+                                            "RLIMIT_NPROC: processes is 0",
+                                            "RLIMIT_CPU: cpu_seconds is not positive"};
+    const int zero[] = {limits->file_bytes == 0, limits->open_files == 0, limits->processes == 0,
+                        !(limits->cpu_seconds > 0)};
+    for (size_t i = 0; i < sizeof zero / sizeof zero[0]; i++) {
+        if (zero[i]) {
             *what = zero_what[i];
             errno = EINVAL;
             return -1;

@@ -1,0 +1,173 @@
+"""`kiln run` as a command: options, exit statuses, where files go (docs/run.md).
+
+The attack and fault cases are in test_sandbox.py; the sample jobs in
+test_run_samples.py. These are the command's own contract.
+"""
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import KILN_BIN, describe, run_kiln
+
+
+def run_json(*args, **kw):
+    proc = run_kiln("run", *args, **kw)
+    try:
+        return proc, json.loads(proc.stdout)
+    except ValueError:
+        pytest.fail("kiln run printed no JSON\n" + describe(proc))
+
+
+def test_print_and_exit_zero(tmp_path):
+    proc, r = run_json("-n", "-c", "print(6 * 7)")
+    assert proc.returncode == 0, describe(proc)
+    assert r["status"] == "ok" and r["exit_code"] == 0 and r["signal"] is None
+    assert r["stdout"] == {"text": "42\n", "bytes": 3, "truncated": False}
+    assert r["language"] == "python" and r["out_dir"] is None
+    assert r["wall_seconds"] > 0 and r["cpu_seconds"] > 0 and r["peak_memory_bytes"] > 0
+
+
+def test_code_from_stdin_and_file_and_args(tmp_path):
+    proc, r = run_json("-n", "-", input="import sys; print('stdin', sys.argv[1:])")
+    assert r["stdout"]["text"] == "stdin []\n", describe(proc)
+    prog = tmp_path / "job.py"
+    prog.write_text("import sys\nprint(sys.argv[1:])\n")
+    proc, r = run_json("-n", prog, "--", "a b", "--flag")
+    assert r["stdout"]["text"] == "['a b', '--flag']\n", describe(proc)
+
+
+def test_bash_by_extension_and_by_flag(tmp_path):
+    prog = tmp_path / "job.sh"
+    prog.write_text('echo "$BASH_VERSION" | cut -c1; echo "args: $*"\n')
+    proc, r = run_json("-n", prog, "--", "x", "y")
+    assert r["language"] == "bash" and r["stdout"]["text"].endswith("args: x y\n"), describe(proc)
+    proc, r = run_json("-n", "-l", "bash", "-c", "exit 3")
+    assert proc.returncode == 1 and r["status"] == "error_exit" and r["exit_code"] == 3
+
+
+def test_pretty_is_indented():
+    proc = run_kiln("run", "-n", "--pretty", "-c", "pass")
+    assert proc.stdout.startswith(b"{\n  \"status\""), describe(proc)
+
+
+def test_inputs_and_out_dir(tmp_path):
+    data = tmp_path / "in.csv"
+    data.write_text("a,b\n1,2\n")
+    out = tmp_path / "out"
+    proc, r = run_json("-o", out, "-i", data, "-i", "%s:renamed.txt" % data, "-c",
+                       "import os\nprint(sorted(os.listdir('.')))\n"
+                       "open('result.txt', 'w').write(open('in.csv').read().upper())")
+    assert r["status"] == "ok", describe(proc)
+    assert r["stdout"]["text"] == "['in.csv', 'renamed.txt']\n"
+    names = [f["name"] for f in r["files"]]
+    assert names == ["in.csv", "renamed.txt", "result.txt"]
+    assert (out / "result.txt").read_text() == "A,B\n1,2\n"
+    assert r["out_dir"] == str(out.resolve())
+
+
+def test_default_out_dir_is_kiln_out(tmp_path):
+    proc, r = run_json("-c", "open('x.txt', 'w').write('x')", cwd=tmp_path)
+    assert r["status"] == "ok", describe(proc)
+    assert (tmp_path / "kiln-out" / "x.txt").read_text() == "x"
+
+
+def test_no_copy_lists_only(tmp_path):
+    proc, r = run_json("-n", "-c", "open('x.txt', 'w').write('x')", cwd=tmp_path)
+    assert [f["name"] for f in r["files"]] == ["x.txt"]
+    assert not (tmp_path / "kiln-out").exists()
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["-l", "ruby", "-c", "pass"], "unknown language"),
+    (["--timeout", "0", "-c", "pass"], "--timeout"),
+    (["--timeout", "abc", "-c", "pass"], "--timeout"),
+    (["--memory", "12Q", "-c", "pass"], "--memory"),
+    (["--processes", "-1", "-c", "pass"], "--processes"),
+    (["--memory", "1M", "-c", "pass"], "memory limit must be at least"),
+    (["--bogus"], "unknown option"),
+    (["-c"], "needs a value"),
+    (["-c", "pass", "file.py"], "not both"),
+    (["-c", "pass", "extra", "more"], "unexpected argument"),
+])
+def test_usage_errors_exit_2(args, needle):
+    proc = run_kiln("run", "-n", *args)
+    assert proc.returncode == 2, describe(proc)
+    assert needle in proc.stderr.decode(), describe(proc)
+
+
+def test_unreadable_program_and_input_exit_5(tmp_path):
+    proc = run_kiln("run", "-n", tmp_path / "missing.py")
+    assert proc.returncode == 5 and b"cannot read the program" in proc.stderr, describe(proc)
+    proc = run_kiln("run", "-n", "-i", tmp_path / "missing.csv", "-c", "pass")
+    assert proc.returncode == 5 and b"missing.csv" in proc.stderr, describe(proc)
+
+
+def test_two_inputs_with_one_name_is_a_usage_error(tmp_path):
+    a = tmp_path / "a"
+    a.mkdir()
+    (a / "x.csv").write_text("1")
+    proc = run_kiln("run", "-n", "-i", a / "x.csv", "-i", a / "x.csv", "-c", "pass")
+    assert proc.returncode == 2 and b"two inputs have that name" in proc.stderr, describe(proc)
+
+
+def test_out_dir_not_writable_exit_6(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    proc = run_kiln("run", "-o", blocker / "sub", "-c", "pass")
+    assert proc.returncode == 6, describe(proc)
+
+
+def test_not_root_is_a_setup_error_exit_70(tmp_path):
+    if os.geteuid() != 0:
+        pytest.skip("needs root to drop to another user")
+    proc = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                           str(KILN_BIN), "run", "-n", "-c", "pass"],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60,
+                          cwd="/")
+    assert proc.returncode == 70, describe(proc)
+    assert b"needs root" in proc.stderr, describe(proc)
+
+
+def test_help_lists_every_limit():
+    proc = run_kiln("run", "--help")
+    assert proc.returncode == 0
+    for flag in ["--timeout", "--cpu", "--memory", "--processes", "--disk", "--tmp",
+                 "--file-size", "--open-files", "--stream-keep", "--stream-kill",
+                 "--max-files", "--max-file-bytes", "--max-total-bytes", "--render"]:
+        assert flag.encode() in proc.stdout, flag
+    assert run_kiln("help", "run").stdout == proc.stdout
+
+
+def test_limits_echoed_in_result():
+    proc, r = run_json("-n", "--memory", "512M", "--timeout", "7.5", "--processes", "10",
+                       "--max-files", "3", "-c", "pass")
+    assert r["limits"]["memory_bytes"] == 512 << 20
+    assert r["limits"]["wall_seconds"] == 7.5
+    assert r["limits"]["processes"] == 10
+    assert r["limits"]["output_files"] == 3
+
+
+def test_render_errors_listed_and_exit_1(tmp_path):
+    code = ("import os, json\nos.makedirs('.kiln', exist_ok=True)\n"
+            "json.dump({'sheets': 'nope'}, open('.kiln/bad.xlsx.spec.json', 'w'))\n"
+            "json.dump({'sheets': []}, open('.kiln/odd.txt.spec.json', 'w'))\n")
+    proc, r = run_json("-n", "--render", "-c", code)
+    assert proc.returncode == 1 and r["status"] == "ok", describe(proc)
+    errs = {e["spec"]: e for e in r["render_errors"]}
+    assert set(errs) == {".kiln/bad.xlsx.spec.json", ".kiln/odd.txt.spec.json"}
+    bad = errs[".kiln/bad.xlsx.spec.json"]["errors"]
+    assert bad and bad[0]["pointer"] == "/sheets", bad
+    assert "must end in" in errs[".kiln/odd.txt.spec.json"]["errors"][0]["message"]
+    assert r["documents"] == [] and r["files"] == []
+
+
+def test_without_render_specs_are_plain_files(tmp_path):
+    code = ("import os, json\nos.makedirs('.kiln', exist_ok=True)\n"
+            "json.dump({'sheets': [{'name': 'S', 'rows': [[1]]}]}, "
+            "open('.kiln/a.xlsx.spec.json', 'w'))\n")
+    proc, r = run_json("-n", "-c", code)
+    assert [f["name"] for f in r["files"]] == [".kiln/a.xlsx.spec.json"], describe(proc)
+    assert r["documents"] == []
