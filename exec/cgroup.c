@@ -37,8 +37,10 @@
  * directory is never on cgroupfs, and a real group always is.
  */
 #include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/magic.h>
 #include <signal.h>
 #include <stddef.h>
@@ -398,6 +400,35 @@ static kiln_status limit_error(kiln_cgroup *cg, const char *dir, const char *fil
     return kiln_error_set(err, KILN_E_INTERNAL, "", "cannot write %s/%s: %s", dir, file, strerror(saved));
 }
 
+/* Groups a killed supervisor could not remove. Kiln names its groups
+ * "kiln-PID" and "kiln-PID-render-N" after the supervisor's pid; when that
+ * process is gone, so is the sandbox (its init dies with the supervisor),
+ * the group is empty and rmdir succeeds. A live process with a reused pid
+ * keeps its namesake; a group still in use refuses rmdir. */
+static void sweep_stale(const char *parent)
+{
+    if (is_fake(parent))
+        return;
+    DIR *dir = opendir(parent);
+    if (!dir)
+        return;
+    struct dirent *de;
+    while ((de = readdir(dir)) != NULL) {
+        if (strncmp(de->d_name, "kiln-", 5) != 0 || !isdigit((unsigned char)de->d_name[5]))
+            continue;
+        char *end;
+        long pid = strtol(de->d_name + 5, &end, 10);
+        if ((*end != '\0' && strncmp(end, "-render-", 8) != 0) || pid <= 0 || pid > INT_MAX)
+            continue;
+        if (kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+            continue;
+        char path[CG_PATH_MAX];
+        if (path_join(path, sizeof path, parent, de->d_name) == 0)
+            rmdir(path);
+    }
+    closedir(dir);
+}
+
 static kiln_status create_v2(kiln_cgroup *cg, const char *mount, const char *self, const char *name,
                              const kiln_run_limits *limits, kiln_error *err)
 {
@@ -407,6 +438,7 @@ static kiln_status create_v2(kiln_cgroup *cg, const char *mount, const char *sel
         return st;
     if (path_join(cg->v2_path, sizeof cg->v2_path, base, name))
         return kiln_error_set(err, KILN_E_INTERNAL, "", "cgroup path too long: %s/%s", base, name);
+    sweep_stale(base);
     if (mkdir(cg->v2_path, 0755) != 0) {
         int saved = errno;
         st = kiln_error_set(err, KILN_E_INTERNAL, "", "cannot create cgroup %s: %s", cg->v2_path,
@@ -454,6 +486,7 @@ static int make_v1(char *out, size_t cap, const char *fs_root, const char *proc_
         kiln_error_set(err, KILN_E_INTERNAL, "", "cgroup path too long: %s%s/%s", mount, self, name);
         return -1;
     }
+    sweep_stale(dir);
     if (mkdir(out, 0755) != 0) {
         kiln_error_set(err, KILN_E_INTERNAL, "", "cannot create cgroup %s: %s", out, strerror(errno));
         out[0] = '\0';

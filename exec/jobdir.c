@@ -11,7 +11,11 @@
  * a hard link to a host file in it (link() across file systems fails with
  * EXDEV), which is what makes collecting its files by name safe.
  */
+#include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
+#include <limits.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +26,29 @@
 
 #include "exec/exec_internal.h"
 
+/* Mount points a killed supervisor left: "kiln-job-PID-XXXXXX" whose PID
+ * is gone. The tmpfs went with the supervisor's mount namespace, so the
+ * host sees an empty directory, and rmdir removes only an empty one. */
+static void sweep_stale(const char *tmp)
+{
+    DIR *dir = opendir(tmp);
+    if (!dir)
+        return;
+    struct dirent *de;
+    while ((de = readdir(dir)) != NULL) {
+        if (strncmp(de->d_name, "kiln-job-", 9) != 0 || !isdigit((unsigned char)de->d_name[9]))
+            continue;
+        char *end;
+        long pid = strtol(de->d_name + 9, &end, 10);
+        if (*end != '-' || pid <= 0 || pid > INT_MAX)
+            continue;
+        if (kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+            continue;
+        unlinkat(dirfd(dir), de->d_name, AT_REMOVEDIR);
+    }
+    closedir(dir);
+}
+
 kiln_status kiln_jobdir_create(kiln_jobdir *jd, uint64_t size_bytes, uid_t owner, gid_t group,
                                kiln_error *err)
 {
@@ -30,7 +57,8 @@ kiln_status kiln_jobdir_create(kiln_jobdir *jd, uint64_t size_bytes, uid_t owner
     const char *tmp = getenv("TMPDIR");
     if (!tmp || tmp[0] != '/' || strlen(tmp) > 200)
         tmp = "/tmp";
-    snprintf(jd->path, sizeof jd->path, "%s/kiln-job-XXXXXX", tmp);
+    sweep_stale(tmp);
+    snprintf(jd->path, sizeof jd->path, "%s/kiln-job-%d-XXXXXX", tmp, (int)getpid());
     if (!mkdtemp(jd->path)) {
         jd->path[0] = '\0';
         return kiln_error_set(err, KILN_E_INTERNAL, "", "cannot create the job directory in %s: %s",

@@ -171,3 +171,35 @@ def test_without_render_specs_are_plain_files(tmp_path):
     proc, r = run_json("-n", "-c", code)
     assert [f["name"] for f in r["files"]] == [".kiln/a.xlsx.spec.json"], describe(proc)
     assert r["documents"] == []
+
+
+def test_leftovers_of_a_killed_supervisor_are_swept(tmp_path):
+    """A supervisor killed with SIGKILL cannot remove its cgroups or its
+    job directory's mount point; the next run removes them (only empty ones
+    whose supervisor pid is gone)."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root")
+    dead = subprocess.Popen(["true"])
+    dead.wait()  # a pid that no longer exists (reuse within the test is unlikely)
+    stale = []
+    for hierarchy in ["pids", "cpuacct"]:
+        base = Path("/sys/fs/cgroup") / hierarchy
+        if (base / "cgroup.procs").exists() and not (Path("/sys/fs/cgroup") / "cgroup.controllers").exists():
+            d = base / ("kiln-%d" % dead.pid)
+            d.mkdir()
+            stale.append(d)
+    job = Path("/tmp") / ("kiln-job-%d-test12" % dead.pid)
+    job.mkdir()
+    stale.append(job)
+    live = Path("/tmp") / ("kiln-job-%d-test12" % os.getpid())  # our own pid: alive
+    live.mkdir()
+    try:
+        proc, r = run_json("-n", "-c", "pass")
+        assert r["status"] == "ok", describe(proc)
+        for d in stale:
+            assert not d.exists(), d
+        assert live.exists()
+    finally:
+        for d in stale + [live]:
+            if d.exists():
+                d.rmdir()
