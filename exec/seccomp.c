@@ -30,7 +30,9 @@
  * 0x40000000 under the x86_64 audit arch) meets the bad-arch action,
  * KILL_PROCESS: libseccomp's x86_64 filter sends every number with the x32
  * bit there when x32 is not one of the filter's arches (the unit test checks
- * this with syscall(0x40000000 | __NR_getpid)). Deny-lists were bypassed
+ * this with syscall(0x40000000 | __NR_getpid); the i386 path is not tested:
+ * the machine the tests were written on faults on int 0x80 before seccomp
+ * sees it). Deny-lists were bypassed
  * through x32 numbers elsewhere; an allow-list keyed on exact numbers plus
  * that check leaves no such gap.
  *
@@ -167,10 +169,10 @@ static const char *const kill_always[] = {
     "open_by_handle_at", "name_to_handle_at",
 };
 
-/* The writers run in-process after fork: nothing in them execs or starts a
- * process, so either is an exploit at work. (clone is handled here too: it is
- * killed whatever its flags; clone3 as well, since no libc fallback is
- * needed where no process may be made.) */
+/* RENDER only: the writers run in-process after fork and neither exec nor
+ * start a process or thread, so any of these is an exploit at work. Here
+ * clone is killed whatever its flags, and clone3 too (no libc fallback is
+ * wanted where no process may be made). */
 static const char *const kill_render[] = {
     "execve", "execveat", "fork", "vfork", "clone", "clone3",
 };
@@ -284,9 +286,11 @@ static int add_socket_rules(scmp_filter_ctx ctx, kiln_seccomp_profile profile, c
  * reads cmd as 32 bits, so the kill rules mask the lower half.
  *
  * Rules of one call that overlap are tried in the order libseccomp lays them
- * out, which follows the order they were added here: the kill rules go in
- * first, then one allow rule for "anything but TIOCSTI" (an unconditional
- * allow would replace the conditional rules altogether). The unit test
+ * out; for these rules that is the order they are added (seen with
+ * seccomp_export_pfc, libseccomp 2.5.4): the kill rules go in first, then
+ * one allow rule for "anything but TIOCSTI" (an unconditional allow would
+ * replace the conditional rules altogether, and two comparisons of one
+ * argument cannot share a rule). The unit test
  * checks TIOCSTI with junk in the upper half and TIOCLINUX, so a libseccomp
  * that orders them differently fails the test rather than the sandbox. */
 static int add_ioctl_rules(scmp_filter_ctx ctx, const char **what)
