@@ -18,6 +18,7 @@
  *   collect.c  output files, found without following a symlink
  *   jobdir.c   the job directory (/mnt/data), a size-limited tmpfs
  *   render_job.c  rendering the specs a job saved, in a sandbox of its own
+ *   fontcache.c   matplotlib's font list, made once by Kiln's own code
  *   result.c   the JSON result
  *
  * None of these print. Functions that run inside the sandbox before exec
@@ -70,6 +71,8 @@ typedef struct kiln_file_blob {
     const char *data;
     size_t len;
     unsigned mode;
+    int job_owned;      /* file and its directory belong to the job's uid (under /tmp:
+                           a cache the job's program must be able to update) */
 } kiln_file_blob;
 
 typedef struct kiln_mount_plan {
@@ -276,6 +279,16 @@ typedef struct kiln_watch {
 /* Follow init_pid (from kiln_contain_spawn) until it and every process of
  * its sandbox have ended, killing it at a limit. */
 void kiln_watch_run(kiln_watch *w, pid_t init_pid);
+
+/* ---- fontcache.c ------------------------------------------------------- */
+
+/* matplotlib's font list, built once per host by Kiln's own code in a
+ * sandbox and handed to every job, so a job that plots does not spend a
+ * second scanning fonts. Fills *blob (path under /tmp/.matplotlib, data
+ * malloc'ed: free blob->data) and returns 1, or returns 0 when there is no
+ * cache and none could be made. */
+int kiln_fontcache_blob(const kiln_jobdir *jd, const kiln_idmap *map,
+                        const kiln_run_limits *limits, kiln_file_blob *blob);
 
 /* The embedded exec/python/kiln.py. */
 const char *kiln_python_lib(size_t *len);

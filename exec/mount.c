@@ -128,6 +128,21 @@ static int write_file(const char *path, const char *data, size_t len, mode_t mod
 
 /* Re-apply a bind mount's flags read-only, keeping the flags the kernel
  * locked when the mount was copied into this namespace. */
+/* chown a written file and its directory to the job's uid (KILN_SANDBOX_GID
+ * as group), before the job drops to it. */
+static int give_to_job(const char *path_in_root, uid_t owner)
+{
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s%s", NEWROOT, path_in_root);
+    if (lchown(buf, owner, KILN_SANDBOX_GID) < 0)
+        return -1;
+    char *slash = strrchr(buf, '/');
+    if (!slash)
+        return 0;
+    *slash = '\0';
+    return lchown(buf, owner, KILN_SANDBOX_GID);
+}
+
 static int remount_ro(const char *target, unsigned long extra)
 {
     struct statvfs sv;
@@ -304,6 +319,8 @@ int kiln_mount_root(const kiln_mount_plan *plan, const char **what)
         const kiln_file_blob *f = &plan->files[i];
         if (write_file(f->path, f->data, f->len, f->mode) < 0)
             return fail(what, "write the job's program and libraries");
+        if (f->job_owned && give_to_job(f->path, plan->job_dir_owner) < 0)
+            return fail(what, "hand a cache file to the job");
     }
 
     /* Swap roots: the host's tree ends up stacked under the new root and is

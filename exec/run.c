@@ -237,7 +237,7 @@ static json_t *supervise(supervisor *s, kiln_error *err)
     const kiln_run_options *opt = s->opt;
     const kiln_run_limits *l = s->limits;
     json_t *result = NULL, *files = NULL, *refused = NULL, *renders = NULL;
-    char **argv = NULL;
+    char **argv = NULL, *font_list = NULL;
     int out[2] = {-1, -1}, errp[2] = {-1, -1}, report[2] = {-1, -1};
 
     /* The job's processes must not inherit root's groups: the user
@@ -282,11 +282,15 @@ static json_t *supervise(supervisor *s, kiln_error *err)
     int bash = opt->language == KILN_LANG_BASH;
     size_t lib_len = 0;
     const char *lib = kiln_python_lib(&lib_len);
-    kiln_file_blob blobs[2] = {
+    kiln_file_blob blobs[3] = {
         {bash ? KILN_SANDBOX_CODE_DIR "/main.sh" : KILN_SANDBOX_CODE_DIR "/main.py", opt->code,
-         opt->code_len, 0644},
-        {KILN_SANDBOX_LIB_DIR "/kiln.py", lib ? lib : "", lib ? lib_len : 0, 0644},
+         opt->code_len, 0644, 0},
+        {KILN_SANDBOX_LIB_DIR "/kiln.py", lib ? lib : "", lib ? lib_len : 0, 0644, 0},
     };
+    size_t blob_count = 2;
+    if (!bash && kiln_fontcache_blob(&s->jd, &s->map, l, &blobs[2]))
+        blob_count = 3;
+    font_list = blob_count == 3 ? (char *)blobs[2].data : NULL;
     size_t argc = 0;
     while (opt->args && opt->args[argc])
         argc++;
@@ -302,7 +306,7 @@ static json_t *supervise(supervisor *s, kiln_error *err)
 
     kiln_contain_job job = {
         .mount = {.job_dir_host = s->jd.path, .tmp_bytes = l->tmp_bytes, .files = blobs,
-                  .file_count = 2, .job_dir_owner = KILN_SANDBOX_UID},
+                  .file_count = blob_count, .job_dir_owner = KILN_SANDBOX_UID},
         .limits = l,
         .profile = KILN_SECCOMP_CODE,
         .argv = argv,
@@ -378,6 +382,7 @@ close_pipes:
             close(report[i]);
     }
     free(argv);
+    free(font_list);
 release_streams:
     kiln_stream_release(&s->out);
     kiln_stream_release(&s->err);

@@ -203,3 +203,29 @@ def test_leftovers_of_a_killed_supervisor_are_swept(tmp_path):
         for d in stale + [live]:
             if d.exists():
                 d.rmdir()
+
+
+def test_matplotlib_font_list_is_made_once_and_never_taken_from_a_job(tmp_path):
+    """The font list comes from Kiln's own warm-up sandbox, is kept in
+    $KILN_CACHE_DIR, handed to each Python job in /tmp/.matplotlib (owned by
+    the job), and a job that rewrites its copy does not change the cache."""
+    cache = tmp_path / "cache"
+    env = dict(os.environ, KILN_CACHE_DIR=str(cache))
+    probe = ("import os, glob\n"
+             "fl = glob.glob('/tmp/.matplotlib/fontlist-*.json')\n"
+             "print(len(fl), os.stat(fl[0]).st_uid if fl else -1)\n"
+             "if fl: open(fl[0], 'w').write('poisoned')\n")
+    proc, r = run_json("-n", "-c", probe, env=env)
+    assert r["status"] == "ok", describe(proc)
+    lists = list(cache.glob("matplotlib-*/fontlist-*.json"))
+    assert len(lists) == 1, list(cache.rglob("*"))
+    assert r["stdout"]["text"] == "1 1000\n"
+    before = lists[0].read_bytes()
+    assert json.loads(before), "the cached list is matplotlib's JSON"
+    proc, r = run_json("-n", "-c", probe + "import matplotlib.pyplot\n", env=env)
+    assert r["status"] == "ok", describe(proc)
+    assert lists[0].read_bytes() == before
+    assert r["files"] == [], "the warm-up leaves nothing in /mnt/data"
+    # bash jobs get no copy
+    proc, r = run_json("-n", "-l", "bash", "-c", "ls -A /tmp", env=env)
+    assert r["stdout"]["text"] == "", describe(proc)
