@@ -37,7 +37,6 @@ recognised when the job has imported those packages itself (they are never impor
 here, so a job that does not use them does not pay for them).
 """
 
-import base64
 import datetime as _dt
 import decimal
 import hashlib
@@ -45,7 +44,6 @@ import json
 import math
 import os
 import re
-import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -166,6 +164,22 @@ def _walk_check(node, pointer):
             raise TypeError("%s: %s is not a JSON value; convert it first" % (p or "/", type(v).__name__))
 
 
+def _plain(v):
+    """A copy of a JSON-like value with numpy scalars and arrays and tuples made plain
+    Python (a raw spec written by hand often holds df.sum() results)."""
+    if isinstance(v, dict):
+        return {k: _plain(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_plain(x) for x in v]
+    np = _mod("numpy")
+    if np is not None:
+        if isinstance(v, np.ndarray):
+            return [_plain(x) for x in v.tolist()]
+        if isinstance(v, np.generic):
+            return v.item()
+    return v
+
+
 def save_spec(spec, out):
     """Save a raw spec dict (docs/spec.md) for output file `out` ("report.docx").
 
@@ -180,8 +194,27 @@ def save_spec(spec, out):
     if not any(isinstance(spec.get(k), list) and spec.get(k) for k in ("sheets", "blocks", "slides")):
         raise ValueError("spec: nothing to render; a spec needs a non-empty 'sheets', 'blocks' "
                          "or 'slides' list")
+    spec = _plain(spec)
     _walk_check(spec, "")
-    text = json.dumps(spec, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    return _write_spec(spec, name)
+
+
+# A JSON escape of a character XML forbids, preceded by an even run of backslashes
+# (json.dumps writes control characters as \b, \f or \u00XX; U+FFFE/U+FFFF stay raw).
+_JSON_BAD = re.compile(r"(?<!\\)(?:\\\\)*\\(?:b|f|u00(?:0[0-8bcef]|1[0-9a-f]))|[\ufffe\uffff]")
+
+
+def _write_spec(spec, name, checked=True):
+    """Write a spec dict as .kiln/NAME.spec.json atomically. Builders pass checked=False:
+    their values were converted one by one, so a scan of the JSON text stands in for the
+    (slower) walk, which runs only to name the culprit."""
+    try:
+        text = json.dumps(spec, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    except (TypeError, ValueError):
+        _walk_check(spec, "")
+        raise
+    if not checked and _JSON_BAD.search(text):
+        _walk_check(spec, "")
     d = _kiln_dir()
     target = d / (name + ".spec.json")
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=str(d))
@@ -249,11 +282,8 @@ def _datetime_cell(t, where):
         # The spec stores wall-clock times; a zone would be ignored, so drop it here.
         t = t.replace(tzinfo=None)
     _check_date_range(t, where)
-    if t.microsecond:
-        s = t.isoformat(timespec="milliseconds")
-    else:
-        s = t.isoformat(timespec="seconds")
-    return {"datetime": s}
+    # full microseconds: the renderer rounds to the millisecond Excel keeps
+    return {"datetime": t.isoformat(timespec="microseconds" if t.microsecond else "seconds")}
 
 
 def _to_pydatetime(v):
@@ -305,7 +335,10 @@ def _cell(v, where):
             t = _to_pydatetime(v)
             return None if t is None else _datetime_cell(t, where)
         if isinstance(v, np.timedelta64):
-            return None if np.isnat(v) else _text_cell(str(_mod("pandas").Timedelta(v)) if _mod("pandas") else str(v), where)
+            if np.isnat(v):
+                return None
+            pd = _mod("pandas")
+            return _text_cell(str(pd.Timedelta(v)) if pd is not None else str(v), where)
     if _is_missing(v):
         return None
     pd = _mod("pandas")
@@ -330,10 +363,14 @@ def _cell(v, where):
 
 
 _CELL_KINDS = ("formula", "date", "datetime", "url", "value")
+_CELL_KEYS = set(_CELL_KINDS) | {"text", "number_format", "style"}
 
 
 def _is_cell_object(d):
-    return sum(1 for k in _CELL_KINDS if k in d) == 1
+    """A spec cell object given as it is ({"formula": "=SUM(B2:B9)", "value": 42},
+    {"url": ..., "text": ...}, {"value": 0.1, "number_format": "0%"}); the renderer checks
+    its details."""
+    return bool(d) and set(d) <= _CELL_KEYS and any(k in d for k in _CELL_KINDS)
 
 
 def _text_cell(s, where):
@@ -387,6 +424,7 @@ class _Table:
         self.types = []        # spec column types (None = auto)
         self.values = []       # each column's raw python values (for charts)
         self.index_columns = 0
+        self.no_header = False     # list rows without column names: no header row
         if _is_series(data):
             data = data.to_frame(name=data.name if data.name is not None else "value")
         if _is_dataframe(data):
@@ -507,13 +545,16 @@ class _Table:
         """formats: {column header: type name or Excel number format}. Returns per-column
         (type, number_format)."""
         result = []
-        given = dict(formats or {})
-        if not isinstance(formats or {}, dict):
-            raise TypeError("formats: a dict {column: 'currency' | 'percent' | '0.0%' | ...}")
-        for k in given:
-            if str(k) not in self.headers:
+        if formats is not None and not isinstance(formats, dict):
+            raise TypeError("formats: a dict {column: 'currency' | 'percent' | '0.0%%' | ...}, not %s"
+                            % type(formats).__name__)
+        given = {}
+        for k, f in (formats or {}).items():
+            h = _label(k, "formats")
+            if h not in self.headers:
                 raise ValueError("formats: %r is not a column (columns: %s)"
-                                 % (k, ", ".join(repr(h) for h in self.headers)))
+                                 % (k, ", ".join(repr(x) for x in self.headers)))
+            given[h] = f
         for h, t, vals in zip(self.headers, self.types, self.values):
             fmt = None
             if h in given:
@@ -524,7 +565,7 @@ class _Table:
                 if f in COLUMN_TYPES:
                     t = f
                 else:
-                    fmt = f
+                    fmt = _text(f, "formats[%r]" % h)
             else:
                 t, fmt = _guess_format(h, t, vals)
             result.append((t, fmt))
@@ -533,7 +574,7 @@ class _Table:
     def spec_columns(self):
         cols = []
         for h, (t, fmt) in zip(self.headers, self.formats):
-            c = {"header": h}
+            c = {} if self.no_header else {"header": h}
             if t and t != "auto":
                 c["type"] = t
             if fmt:
@@ -546,7 +587,7 @@ class _Table:
 
     def column(self, name, arg):
         """Index of the column called `name` (or an int position)."""
-        if isinstance(name, int) and not isinstance(name, bool):
+        if isinstance(name, int) and not isinstance(name, bool) and str(name) not in self.headers:
             if not 0 <= name < len(self.headers):
                 raise ValueError("%s: column position %d out of range (0..%d)"
                                  % (arg, name, len(self.headers) - 1))
@@ -585,11 +626,19 @@ def _pandas_column(col, where, pd):
             return "integer", [None if _is_missing(v) else _cell(v, where) for v in col.tolist()]
         col = col.astype(cats.dtype if len(cats) else object)
         dtype = col.dtype
+    # Vectorised paths (a 100,000-row frame must not take seconds): numpy dtypes hold no
+    # missing values; pandas' nullable dtypes (Int64, boolean) hold pd.NA where missing.
+    nullable = isinstance(dtype, pd.api.extensions.ExtensionDtype)
     if api.is_bool_dtype(dtype):
-        vals = [None if _is_missing(v) else bool(v) for v in col.tolist()]
-        return "boolean", vals
+        if nullable:
+            return "boolean", [None if _is_missing(v) else bool(v) for v in col.tolist()]
+        return "boolean", [bool(v) for v in col.tolist()]
     if api.is_integer_dtype(dtype):
-        vals = [None if _is_missing(v) else _cell(int(v), where) for v in col.tolist()]
+        if nullable:
+            return "integer", [None if _is_missing(v) else _cell(int(v), where) for v in col.tolist()]
+        vals = col.tolist()
+        if len(vals) and str(dtype) == "uint64" and max(vals) > INT64_MAX:
+            vals = [_cell(v, where) for v in vals]
         return "integer", vals
     if api.is_float_dtype(dtype):
         vals = [None if (v is None or math.isnan(v) or math.isinf(v)) else float(v)
@@ -605,11 +654,13 @@ def _pandas_column(col, where, pd):
                              % (where, nn.min().date().isoformat()))
         dates_only = bool(len(nn) == 0 or (nn == nn.dt.normalize()).all())
         if dates_only:
-            vals = [None if _is_missing(v) else {"date": v.date().isoformat()} for v in s.tolist()]
-            return "date", vals
-        vals = [None if _is_missing(v) else _datetime_cell(v.to_pydatetime(warn=False), where)
-                for v in s.tolist()]
-        return "datetime", vals
+            text = s.dt.strftime("%Y-%m-%d")
+            return "date", [{"date": t} if isinstance(t, str) else None for t in text.tolist()]
+        fmt = "%Y-%m-%dT%H:%M:%S"
+        if (nn.dt.microsecond != 0).any() or (nn.dt.nanosecond != 0).any():
+            fmt += ".%f"            # microseconds; the spec rounds to milliseconds
+        text = s.dt.strftime(fmt)
+        return "datetime", [{"datetime": t} if isinstance(t, str) else None for t in text.tolist()]
     if api.is_timedelta64_dtype(dtype):
         return "string", [None if _is_missing(v) else str(v) for v in col.tolist()]
     if isinstance(dtype, pd.PeriodDtype):
@@ -658,7 +709,7 @@ def _guess_format(header, ctype, vals):
         nums = [v for v in vals if isinstance(v, (int, float)) and not isinstance(v, bool)]
         if not nums:
             return "number", None
-        if _PERCENT_NAME.search(header) and all(-1.5 <= v <= 1.5 for v in nums):
+        if _PERCENT_NAME.search(header) and all(-1 <= v <= 1 for v in nums):
             return "percent", None
         if all(float(v).is_integer() for v in nums):
             if _CODE_NAME.search(header):
@@ -741,8 +792,10 @@ def _chart_spec(data, kind="column", title=None, x=None, y=None, stacked=None, l
     series = []          # (name, list)
     if _is_series(data):
         name = data.name if data.name is not None else "Series 1"
-        if x is None and y is None:
-            categories = _seq(data.index, "%s categories" % where)
+        if x is not None:
+            categories = _seq(x, "x")
+        elif _meaningful_index(data.index):
+            categories = _index_labels(data.index, where)
         series = [(name, _seq(data, "%s series %r" % (where, name)))]
     elif _is_dataframe(data):
         pd = _mod("pandas")
@@ -752,6 +805,8 @@ def _chart_spec(data, kind="column", title=None, x=None, y=None, stacked=None, l
             df.columns = [_label(tuple(c), where) for c in df.columns]
         cols = [str(c) if not isinstance(c, str) else c for c in df.columns]
         df = df.set_axis(cols, axis=1)
+        if x is not None and not isinstance(x, str) and not hasattr(x, "__iter__"):
+            x = _label(x, "x")              # a numeric column label such as 2024
         if x is not None:
             if isinstance(x, str) and x in cols:
                 categories = _seq(df[x], "%s x" % where)
@@ -765,10 +820,7 @@ def _chart_spec(data, kind="column", title=None, x=None, y=None, stacked=None, l
                 if len(categories) != len(df):
                     raise ValueError("x: %d categories for %d rows" % (len(categories), len(df)))
         elif _meaningful_index(df.index):
-            if isinstance(df.index, pd.MultiIndex):
-                categories = [_label(tuple(t), where) for t in df.index]
-            else:
-                categories = _seq(df.index, "%s index" % where)
+            categories = _index_labels(df.index, where)
         else:
             text_cols = [c for c in cols if not pd.api.types.is_numeric_dtype(df[c].dtype)
                          or pd.api.types.is_bool_dtype(df[c].dtype)]
@@ -786,7 +838,7 @@ def _chart_spec(data, kind="column", title=None, x=None, y=None, stacked=None, l
                 raise ValueError("%s: the DataFrame has no numeric column to plot (columns: %s)"
                                  % (where, ", ".join(repr(c) for c in cols)))
         else:
-            ys = _as_list(y)
+            ys = [c if isinstance(c, str) else _label(c, "y") for c in _as_list(y)]
             for c in ys:
                 if c not in cols:
                     raise ValueError("y: %r is not a column of the DataFrame (columns: %s)"
@@ -813,9 +865,8 @@ def _chart_spec(data, kind="column", title=None, x=None, y=None, stacked=None, l
             items = [(k, data[k]) for k in ynames]
         if categories is None and items and _is_series(items[0][1]):
             idx = items[0][1].index
-            if _meaningful_index(idx) or not _mod("pandas").api.types.is_integer_dtype(idx.dtype) \
-                    or not isinstance(idx, _mod("pandas").RangeIndex):
-                categories = _seq(idx, "%s categories" % where)
+            if _meaningful_index(idx):
+                categories = _index_labels(idx, where)
         series = [(k, _seq(v, "%s series %r" % (where, k))) for k, v in items]
     else:
         raise TypeError("data: a chart takes a dict of series, a pandas DataFrame or a pandas "
@@ -878,6 +929,14 @@ def _chart_spec(data, kind="column", title=None, x=None, y=None, stacked=None, l
     if kind == "scatter" and "categories" not in spec:
         raise ValueError("x: a scatter chart needs numeric x values (give x=...)")
     return spec
+
+
+def _index_labels(index, where):
+    """Category labels from a pandas index (a MultiIndex's levels joined with ' / ')."""
+    pd = _mod("pandas")
+    if isinstance(index, pd.MultiIndex):
+        return [_label(tuple(t), where) for t in index]
+    return _seq(index, "%s index" % where)
 
 
 def _as_list(v):
@@ -964,8 +1023,8 @@ def _col_letters(i):
 
 
 def _quote_sheet(name):
-    if re.fullmatch(r"[A-Za-z0-9_.\u0080-\uffff]+", name) and not re.fullmatch(r"[A-Za-z]{1,3}[0-9]+", name):
-        return name
+    """A sheet name for a range, always quoted: Excel needs quotes for names with spaces,
+    names that look like cells (A1, R1C1) or start with a digit, and accepts them on any."""
     return "'" + name.replace("'", "''") + "'"
 
 
@@ -975,6 +1034,9 @@ def _image_spec(src, alt=None, dpi=150, arg="image"):
     """Save a matplotlib Figure/Axes (PNG), copy a PNG/JPEG file or write PNG/JPEG bytes into
     .kiln/ under a name from its content hash; returns the spec image object."""
     data = None
+    np = _mod("numpy")
+    if np is not None and isinstance(src, np.ndarray) and src.size and hasattr(src.flat[0], "get_figure"):
+        src = src.flat[0].get_figure()          # the axes array of plt.subplots(2, 2)
     if hasattr(src, "savefig") or (hasattr(src, "get_figure") and hasattr(src, "plot")):
         fig = src if hasattr(src, "savefig") else src.get_figure()
         import io
@@ -1037,7 +1099,35 @@ def _figure_title(fig):
         return None
 
 
-# --------------------------------------------------------------------------- list items
+# --------------------------------------------------------------------------- runs, list items
+
+_RUN_KEYS = {"text", "bold", "italic", "underline", "strike", "superscript", "subscript", "code",
+             "color", "size", "font", "link"}
+
+
+def _runs(runs, arg):
+    """Rich text: a list of strings and {"text": ..., "bold": True, ...} dicts."""
+    if not runs:
+        raise ValueError("%s: the list of runs is empty" % arg)
+    out = []
+    for i, r in enumerate(runs):
+        a = "%s[%d]" % (arg, i)
+        if isinstance(r, str):
+            out.append({"text": _text(r, a)})
+            continue
+        if not isinstance(r, dict) or "text" not in r:
+            raise TypeError("%s: a run is a string or a dict with 'text', not %r" % (a, r))
+        unknown = set(r) - _RUN_KEYS
+        if unknown:
+            raise ValueError("%s: unknown run member %r (allowed: %s)"
+                             % (a, sorted(unknown)[0], ", ".join(sorted(_RUN_KEYS))))
+        d = dict(r)
+        d["text"] = _text(d["text"], a + "['text']")
+        if "color" in d:
+            d["color"] = _color(d["color"], a + "['color']")
+        out.append(d)
+    return out
+
 
 def _list_items(items, arg, depth=1):
     if depth > MAX_LIST_DEPTH:
@@ -1051,9 +1141,17 @@ def _list_items(items, arg, depth=1):
         if isinstance(it, tuple) and len(it) == 2 and isinstance(it[1], (list, tuple)):
             out.append({"text": _text(it[0], a), "items": _list_items(it[1], a, depth + 1)})
         elif isinstance(it, dict):
-            d = dict(it)
-            if "items" in d:
-                d["items"] = _list_items(d["items"], a + "['items']", depth + 1)
+            unknown = set(it) - {"text", "runs", "items"}
+            if unknown or ("text" in it) == ("runs" in it):
+                raise ValueError("%s: a list item dict has 'text' or 'runs' (one of them) and "
+                                 "optionally 'items'; got %s" % (a, sorted(it)))
+            d = {}
+            if "text" in it:
+                d["text"] = _text(it["text"], a + "['text']")
+            else:
+                d["runs"] = _runs(it["runs"], a + "['runs']")
+            if "items" in it:
+                d["items"] = _list_items(it["items"], a + "['items']", depth + 1)
             out.append(d)
         elif isinstance(it, (list,)):
             # a bare list right after an item: the sub-items of the item before it
@@ -1134,7 +1232,7 @@ class _Builder:
         spec = self.to_spec()
         if not any(spec.get(k) for k in ("sheets", "blocks", "slides")):
             raise ValueError("%s is empty: add content before save()" % type(self).__name__)
-        return save_spec(spec, out)
+        return _write_spec(spec, _check_out_name(out)[0], checked=False)
 
 
 class Document(_Builder):
@@ -1193,11 +1291,7 @@ class Document(_Builder):
                 raise ValueError("align: not available with markdown=True")
             return self.markdown(text)
         if isinstance(text, list):
-            if not text:
-                raise ValueError("text: the list of runs is empty")
-            runs = [({"text": _text(r, "text[%d]" % i)} if isinstance(r, str) else dict(r))
-                    for i, r in enumerate(text)]
-            block = {"type": "paragraph", "runs": runs}
+            block = {"type": "paragraph", "runs": _runs(text, "text")}
         else:
             block = {"type": "paragraph", "text": _text(text, "text")}
         if align is not None:
@@ -1239,6 +1333,8 @@ class Document(_Builder):
         when rendered to .xlsx."""
         t = _Table(data, "data", index=index, formats=formats, columns=columns)
         block = {"type": "table", "columns": t.spec_columns(), "rows": t.spec_rows()}
+        if t.no_header:
+            block["header"] = False
         if caption is not None:
             block["caption"] = _text(caption, "caption")
         if name is not None:
@@ -1325,7 +1421,9 @@ class Sheet:
 
     def _range(self, col, nrows):
         letters = _col_letters(col)
-        return "%s!$%s$2:$%s$%d" % (_quote_sheet(self.name), letters, letters, nrows + 1)
+        first = 1 if self._table.no_header else 2      # data starts below the header row
+        return "%s!$%s$%d:$%s$%d" % (_quote_sheet(self.name), letters, first, letters,
+                                     first + nrows - 1)
 
     def chart(self, kind="column", x=None, y=None, title=None, anchor=None, stacked=False,
               legend=None, x_title=None, y_title=None, colors=None, width=None, height=None,
@@ -1345,10 +1443,6 @@ class Sheet:
                 raise ValueError("chart: the sheet %r has no data rows to chart" % self.name)
             # Build a literal chart first: it checks every value (no NaN, numeric series,
             # pie takes one series) with the same messages, then swap in cell ranges.
-            cols = dict(zip(t.headers, t.values))
-            if len(cols) != len(t.headers):
-                raise ValueError("chart: the sheet has repeated column headers; charts need "
-                                 "distinct ones")
             if x is None:
                 x = _default_x(t)
             xi = t.column(x, "x") if x is not None else None
@@ -1362,8 +1456,9 @@ class Sheet:
                 ys = [t.column(c, "y") for c in _as_list(y)]
             kind = _kind(kind)
             # blank cells are gaps in a range chart, so only the literal check sees them as 0
-            lit = {t.headers[i]: [0 if v is None else _chart_value(v) for v in t.values[i]]
-                   for i in ys}
+            # (keyed by position: headers may repeat or be empty)
+            lit = {"column %s" % _col_letters(i): [0 if v is None else _chart_value(v)
+                                                   for v in t.values[i]] for i in ys}
             xs = None
             if xi is not None:
                 xs = [_chart_value(v) for v in t.values[xi]]
@@ -1373,9 +1468,11 @@ class Sheet:
             n = t.nrows
             if xi is not None:
                 spec["categories"] = self._range(xi, n)
-            for s, i in zip(spec["series"], ys):
-                letters = _col_letters(i)
-                s["name"] = "%s!$%s$1" % (_quote_sheet(self.name), letters)
+            for k, (s, i) in enumerate(zip(spec["series"], ys)):
+                if t.no_header:
+                    s["name"] = "Series %d" % (k + 1)
+                else:
+                    s["name"] = "%s!$%s$1" % (_quote_sheet(self.name), _col_letters(i))
                 s["values"] = self._range(i, n)
         if anchor is not None:
             if not isinstance(anchor, str) or not re.fullmatch(r"\$?[A-Za-z]{1,3}\$?[1-9][0-9]{0,6}", anchor):
@@ -1451,7 +1548,7 @@ class Workbook(_Builder):
             t = _Table(data, "data", index=index, formats=formats, columns=columns)
             spec["columns"] = t.spec_columns()
             spec["rows"] = t.spec_rows()
-            if getattr(t, "no_header", False):
+            if t.no_header:
                 spec["header"] = False
             if widths:
                 for k, w in widths.items():
@@ -1465,7 +1562,17 @@ class Workbook(_Builder):
                     fr["columns"] = t.index_columns
                 spec["freeze"] = fr
             if table:
-                tb = True if table is True else dict(table)
+                if table is True:
+                    tb = True
+                elif isinstance(table, dict):
+                    unknown = set(table) - {"name", "style", "total_row"}
+                    if unknown:
+                        raise ValueError("table: unknown option %r (name, style, total_row)"
+                                         % sorted(unknown)[0])
+                    tb = dict(table)
+                else:
+                    raise TypeError("table: True or a dict {'name':..., 'style':..., "
+                                    "'total_row': bool}, not %s" % type(table).__name__)
                 spec["table"] = tb
             elif autofilter and t.nrows > 0:
                 spec["autofilter"] = True
@@ -1563,6 +1670,8 @@ class Deck(_Builder):
         continue on the next slides with the header repeated."""
         t = _Table(data, "data", index=index, formats=formats, columns=columns)
         tbl = {"columns": t.spec_columns(), "rows": t.spec_rows()}
+        if t.no_header:
+            tbl["header"] = False
         if name is not None:
             tbl["name"] = _check_sheet_name(name)
         s = self._title({"layout": "table", "table": tbl}, title)
