@@ -65,9 +65,11 @@ static _Noreturn void become_job(const kiln_contain_job *job)
         setup_failed(job, what, errno);
     if (kiln_user_drop(&what) < 0)
         setup_failed(job, what, errno);
-    /* Last, so that everything above could use any system call. */
-    if (kiln_seccomp_load(job->profile, &what) < 0)
+    /* Last, so that everything above could use any system call. The
+     * supervisor built the filter while we were setting up. */
+    if (kiln_seccomp_install(job->filter_fd, &what) < 0)
         setup_failed(job, what, errno);
+    close(job->filter_fd);
 
     if (job->payload)
         _exit(job->payload(job->payload_arg));
@@ -115,6 +117,7 @@ int kiln_contain(void *arg)
 
     close(job->stdout_fd);
     close(job->stderr_fd);
+    close(job->filter_fd);
 
     /* 7. Reap until the job's process ends, then end everything else. */
     kiln_contain_report r;
@@ -129,30 +132,35 @@ int kiln_contain(void *arg)
 pid_t kiln_contain_spawn(kiln_contain_job *job, const kiln_idmap *map, const kiln_cgroup *cg,
                          kiln_error *err)
 {
-    int go[2];
+    int go[2], filter[2];
     if (pipe2(go, O_CLOEXEC) < 0) {
         kiln_error_set(err, KILN_E_INTERNAL, "", "cannot make a pipe: %s", strerror(errno));
         return -1;
     }
+    if (pipe2(filter, O_CLOEXEC) < 0) {
+        kiln_error_set(err, KILN_E_INTERNAL, "", "cannot make a pipe: %s", strerror(errno));
+        goto close_go;
+    }
     job->go_fd = go[0];
+    job->filter_fd = filter[0];
 
     /* clone() with fork semantics (no new stack): the child gets a copy of
      * this process, as with fork, but in new namespaces. */
     pid_t pid = (pid_t)syscall(SYS_clone, KILN_SANDBOX_NAMESPACES | SIGCHLD, NULL, NULL, NULL, 0);
     if (pid < 0) {
         int saved = errno;
-        close(go[0]);
-        close(go[1]);
         kiln_error_set(err, KILN_E_INTERNAL, "",
                        "cannot create the sandbox's namespaces: %s%s", strerror(saved),
                        saved == EPERM ? " (kiln run needs root or CAP_SYS_ADMIN)" : "");
-        return -1;
+        goto close_filter;
     }
     if (pid == 0) {
         close(go[1]);
+        close(filter[1]);
         _exit(kiln_contain(job));
     }
     close(go[0]);
+    close(filter[0]);
 
     kiln_status st = kiln_user_write_maps(pid, map, err);
     if (st == KILN_E_OK && cg)
@@ -161,10 +169,24 @@ pid_t kiln_contain_spawn(kiln_contain_job *job, const kiln_idmap *map, const kil
         st = kiln_error_set(err, KILN_E_INTERNAL, "", "cannot start the sandbox: %s",
                             strerror(errno));
     close(go[1]);
+    /* Build the filter while the sandbox mounts its root. If this fails the
+     * job reads an empty program and ends as a setup failure. */
+    const char *what = NULL;
+    if (st == KILN_E_OK)
+        kiln_seccomp_export(job->profile, filter[1], &what);
+    close(filter[1]);
     if (st != KILN_E_OK) {
         kill(pid, SIGKILL);
         waitpid(pid, NULL, 0);
         return -1;
     }
     return pid;
+
+close_filter:
+    close(filter[0]);
+    close(filter[1]);
+close_go:
+    close(go[0]);
+    close(go[1]);
+    return -1;
 }

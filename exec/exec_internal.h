@@ -149,11 +149,16 @@ typedef enum {
     KILN_SECCOMP_RENDER, /* the writers, in-process: no exec, no new processes */
 } kiln_seccomp_profile;
 
-/* Load the allow-list into the calling thread (with TSYNC). Forbidden calls
- * (ptrace, mount, namespaces, keyring, bpf, ...) kill the process with
- * SIGSYS; other calls not on the list fail with ENOSYS; socket() works for
- * AF_UNIX only (EAFNOSUPPORT otherwise). */
-int kiln_seccomp_load(kiln_seccomp_profile profile, const char **what);
+/* Build the allow-list for a profile and write it to fd as a BPF program.
+ * Forbidden calls (ptrace, mount, namespaces, keyring, bpf, ...) kill the
+ * process with SIGSYS; other calls not on the list fail with ENOSYS;
+ * socket() works for AF_UNIX only (EAFNOSUPPORT otherwise). The supervisor
+ * builds it while the sandbox sets up its mounts, which takes the
+ * filter's compile time off the job's start. */
+int kiln_seccomp_export(kiln_seccomp_profile profile, int fd, const char **what);
+/* Read a BPF program from fd to its end and install it (TSYNC). Fails when
+ * nothing arrives: a job never runs without its filter. */
+int kiln_seccomp_install(int fd, const char **what);
 
 /* ---- streams.c --------------------------------------------------------- */
 
@@ -230,6 +235,7 @@ typedef struct kiln_contain_job {
     void *payload_arg;
     int stdout_fd, stderr_fd;  /* the job's streams (pipes to the supervisor) */
     int go_fd;                 /* read end: the supervisor has written the maps */
+    int filter_fd;             /* read end: the seccomp filter (BPF) from the supervisor */
     int report_fd;             /* write end: setup failures and main's status */
 } kiln_contain_job;
 

@@ -409,7 +409,21 @@ static _Noreturn void supervisor_main(const kiln_run_options *opt, const kiln_ru
     json_t *msg = result ? json_pack("{s:o}", "result", result)
                          : json_pack("{s:{s:i, s:s}}", "error", "code", (int)err.code, "message",
                                      err.message);
-    int rc = msg && json_dumpfd(msg, fd, JSON_COMPACT) == 0 ? 0 : 1;
+    /* One write of the whole text rather than jansson's many small ones. */
+    char *text = msg ? json_dumps(msg, JSON_COMPACT) : NULL;
+    int rc = text ? 0 : 1;
+    size_t len = text ? strlen(text) : 0, done = 0;
+    while (done < len) {
+        ssize_t n = write(fd, text + done, len - done);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            rc = 1;
+            break;
+        }
+        done += (size_t)n;
+    }
+    free(text);
     json_decref(msg);
     close(fd);
     _exit(rc);
@@ -464,9 +478,31 @@ kiln_status kiln_run_job(const kiln_run_options *opt, json_t **result, kiln_erro
     }
     close(pipefd[1]);
 
-    json_error_t jerr;
-    json_t *msg = json_loadfd(pipefd[0], JSON_DISABLE_EOF_CHECK, &jerr);
+    /* Read the supervisor's whole answer, then parse it in one go
+     * (json_loadfd would read it a byte at a time). */
+    size_t cap = 1 << 16, len = 0;
+    char *text = malloc(cap);
+    while (text) {
+        if (len == cap) {
+            char *grown = realloc(text, cap * 2);
+            if (!grown) {
+                free(text);
+                text = NULL;
+                break;
+            }
+            text = grown;
+            cap *= 2;
+        }
+        ssize_t n = read(pipefd[0], text + len, cap - len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        len += (size_t)n;
+    }
     close(pipefd[0]);
+    json_t *msg = text ? json_loadb(text, len, 0, NULL) : NULL;
+    free(text);
     int status = 0;
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
         ;
@@ -477,10 +513,10 @@ kiln_status kiln_run_job(const kiln_run_options *opt, json_t **result, kiln_erro
         st = KILN_E_OK;
     } else if (json_is_object(error)) {
         json_int_t code = json_integer_value(json_object_get(error, "code"));
-        const char *text = json_string_value(json_object_get(error, "message"));
+        const char *message = json_string_value(json_object_get(error, "message"));
         st = kiln_error_set(err,
                             code > 0 && code < KILN_E__COUNT ? (kiln_status)code : KILN_E_INTERNAL,
-                            "", "%s", text ? text : "the runner failed");
+                            "", "%s", message ? message : "the runner failed");
     } else {
         st = kiln_error_set(err, KILN_E_INTERNAL, "", "the runner's supervisor ended (%s%d)",
                             WIFSIGNALED(status) ? "signal " : "status ",

@@ -41,12 +41,16 @@
  * match the exact 64-bit value, deny rules mask the lower 32 bits.
  */
 #include <errno.h>
+#include <linux/filter.h>
 #include <linux/sched.h>
+#include <linux/seccomp.h>
 #include <seccomp.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "exec/exec_internal.h"
 
@@ -366,21 +370,23 @@ static int add_profile(scmp_filter_ctx ctx, kiln_seccomp_profile profile, const 
     return add_clone_rules(ctx, what);
 }
 
-int kiln_seccomp_load(kiln_seccomp_profile profile, const char **what)
+/* The filter for a profile, ready to load or export. NULL with errno and
+ * *what on failure. */
+static scmp_filter_ctx build_filter(kiln_seccomp_profile profile, const char **what)
 {
     /* The tables name x86_64 system calls, and the x32 check below relies on
      * the x86_64 filter: refuse to guess on any other machine. */
     if (seccomp_arch_native() != SCMP_ARCH_X86_64) {
         *what = "seccomp: the allow-list is written for x86_64 only";
         errno = ENOSYS;
-        return -1;
+        return NULL;
     }
     /* Unlisted calls fail with ENOSYS, so libc and Python fall back. */
     scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ERRNO(ENOSYS));
     if (!ctx) {
         *what = "seccomp_init";
         errno = ENOMEM;
-        return -1;
+        return NULL;
     }
     int rc;
     /* Another ABI (i386, x32) is an attempt to step around the list. */
@@ -404,15 +410,65 @@ int kiln_seccomp_load(kiln_seccomp_profile profile, const char **what)
         rc = -errno;
         goto fail_release_ctx;
     }
-    if ((rc = seccomp_load(ctx)) < 0) {
-        *what = "seccomp_load";
-        goto fail_release_ctx;
-    }
-    seccomp_release(ctx);
-    return 0;
+    return ctx;
 
 fail_release_ctx:
     seccomp_release(ctx);
     errno = -rc;
-    return -1;
+    return NULL;
+}
+
+int kiln_seccomp_export(kiln_seccomp_profile profile, int fd, const char **what)
+{
+    scmp_filter_ctx ctx = build_filter(profile, what);
+    if (!ctx)
+        return -1;
+    int rc = seccomp_export_bpf(ctx, fd);
+    seccomp_release(ctx);
+    if (rc < 0) {
+        *what = "seccomp_export_bpf";
+        errno = -rc;
+        return -1;
+    }
+    return 0;
+}
+
+/* Far above any filter Kiln builds (about 300 instructions), and the
+ * kernel's own limit (BPF_MAXINSNS). */
+#define KILN_SECCOMP_MAX_INSNS 4096
+
+int kiln_seccomp_install(int fd, const char **what)
+{
+    static struct sock_filter insns[KILN_SECCOMP_MAX_INSNS];
+    size_t got = 0, cap = sizeof insns;
+    for (;;) {
+        ssize_t n = read(fd, (char *)insns + got, cap - got);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            *what = "read the seccomp filter";
+            return -1;
+        }
+        if (n == 0)
+            break;
+        got += (size_t)n;
+        if (got == cap) {
+            *what = "read the seccomp filter (too long)";
+            errno = E2BIG;
+            return -1;
+        }
+    }
+    /* An empty or torn program means the supervisor could not build the
+     * filter: no filter is no sandbox, so this is a setup failure. */
+    if (got == 0 || got % sizeof insns[0] != 0) {
+        *what = "receive the seccomp filter";
+        errno = EPROTO;
+        return -1;
+    }
+    struct sock_fprog prog = {.len = (unsigned short)(got / sizeof insns[0]), .filter = insns};
+    if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, &prog) != 0) {
+        *what = "install the seccomp filter";
+        return -1;
+    }
+    return 0;
 }

@@ -66,10 +66,14 @@ static int teardown(void **state)
     return test_dir_remove(dir);
 }
 
-/* Fork; the child loads `profile` and exits with body()'s value. Returns
- * the child's wait status. */
+/* Fork; the child installs `profile` the way the sandbox does (the parent
+ * builds the BPF program and sends it over a pipe: kiln_seccomp_export /
+ * kiln_seccomp_install) and exits with body()'s value. Returns the child's
+ * wait status. */
 static int run_filtered(kiln_seccomp_profile profile, int (*body)(void))
 {
+    int pipefd[2];
+    assert_int_equal(pipe(pipefd), 0);
     fflush(NULL);
     pid_t pid = fork();
     assert_true(pid >= 0);
@@ -79,16 +83,46 @@ static int run_filtered(kiln_seccomp_profile profile, int (*body)(void))
         static const int crash[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT};
         for (size_t i = 0; i < sizeof crash / sizeof crash[0]; i++)
             signal(crash[i], SIG_DFL);
+        close(pipefd[1]);
         const char *what = "?";
-        if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 || kiln_seccomp_load(profile, &what) != 0) {
-            fprintf(stderr, "seccomp load failed: %s: %s\n", what, strerror(errno));
+        if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
+            kiln_seccomp_install(pipefd[0], &what) != 0) {
+            fprintf(stderr, "seccomp install failed: %s: %s\n", what, strerror(errno));
             _exit(SETUP_FAILED);
         }
+        close(pipefd[0]);
         _exit(body());
     }
+    close(pipefd[0]);
+    const char *what = "?";
+    int exported = kiln_seccomp_export(profile, pipefd[1], &what);
+    close(pipefd[1]);
     int status;
     assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_int_equal(exported, 0);
     return status;
+}
+
+/* A sandbox whose supervisor could not build the filter reads an empty
+ * program: installing it must fail, never leave the job unfiltered. */
+static void test_install_refuses_empty_program(void **state)
+{
+    (void)state;
+    int pipefd[2];
+    assert_int_equal(pipe(pipefd), 0);
+    close(pipefd[1]);
+    const char *what = NULL;
+    assert_int_equal(kiln_seccomp_install(pipefd[0], &what), -1);
+    assert_int_equal(errno, EPROTO);
+    assert_non_null(what);
+    close(pipefd[0]);
+    /* A torn program (not a whole number of instructions) too. */
+    assert_int_equal(pipe(pipefd), 0);
+    assert_int_equal(write(pipefd[1], "abc", 3), 3);
+    close(pipefd[1]);
+    assert_int_equal(kiln_seccomp_install(pipefd[0], &what), -1);
+    assert_int_equal(errno, EPROTO);
+    close(pipefd[0]);
 }
 
 /* The call's errno (0 on success) as the child's exit status. */
@@ -751,6 +785,7 @@ int main(void)
         cmocka_unit_test(test_personality_set_kills),
         cmocka_unit_test(test_render_no_exec_no_fork),
         cmocka_unit_test(test_render_all_formats),
+        cmocka_unit_test(test_install_refuses_empty_program),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
