@@ -165,7 +165,7 @@ bench/node_modules: bench/package.json
 	@touch $@
 
 bench: $(BIN) samples bench/node_modules
-	KILN_BIN=$(BIN) $(PYTHON) bench/run.py $(BENCH)
+	KILN_BIN=$(BIN) KILN_LIB=$(BUILD)/libkiln.a $(PYTHON) bench/run.py $(BENCH)
 
 clean:
 	rm -rf $(BUILD) build-asan bin fuzz/build

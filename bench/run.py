@@ -1,11 +1,14 @@
 #!/usr/bin/python3
 """Kiln's benchmarks (`make bench`; see bench/README.md).
 
-    /usr/bin/python3 bench/run.py [xlsx|docx|pdf|pptx|all] [--rows N] [--small-rows N]
+    /usr/bin/python3 bench/run.py [xlsx|docx|pdf|pptx|all|run] [--rows N] [--small-rows N]
                                   [--sections N] [--slides N] [--repeat N] [--kiln PATH]
-                                  [--no-python] [--no-node]
+                                  [--no-python] [--no-node] [--kiln-lib PATH]
+                                  [--runs-pass N] [--runs-pandas N]
 
-The workload is xlsx, docx, pdf, pptx or all (the default); each is described below.
+The workload is xlsx, docx, pdf, pptx or all (the default: those four); each is
+described below. `run` (not part of all: it needs root and bwrap) times `kiln run`'s
+sandbox against bare python3 and bubblewrap: see bench/sandbox_run.py.
 
 xlsx:
 1. Generates a deterministic ROWS x 10 mixed-type dataset into bench/out/
@@ -75,6 +78,7 @@ REPO = os.path.dirname(HERE)
 OUT = os.path.join(HERE, "out")
 sys.path.insert(0, HERE)
 from columns import COLUMNS  # noqa: E402
+from sandbox_run import run_run  # noqa: E402
 
 PYTHON = "/usr/bin/python3"
 DATA_VERSION = 1  # bump when the generator changes, to regenerate the files
@@ -958,9 +962,11 @@ def run_pptx(args):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("workload", nargs="?", choices=("xlsx", "docx", "pdf", "pptx", "all"),
-                    default="all",
-                    help="which benchmark to run (default: all)")
+    ap.add_argument("workload", nargs="?",
+                    choices=("xlsx", "docx", "pdf", "pptx", "all", "run"), default="all",
+                    help="which benchmark to run (default: all, the four document formats; "
+                         "run: the sandbox of `kiln run` against bare python3 and bubblewrap, "
+                         "needs root)")
     ap.add_argument("--rows", type=int, default=200_000, help="xlsx: rows of the big dataset")
     ap.add_argument("--small-rows", type=int, default=50_000, help="xlsx: rows of the small one")
     ap.add_argument("--sections", type=int, default=60,
@@ -969,6 +975,14 @@ def main():
     ap.add_argument("--repeat", type=int, default=3,
                     help="runs of each tool; the fastest counts (xlsx: the Python tools run once)")
     ap.add_argument("--kiln", default=os.environ.get("KILN_BIN", os.path.join(REPO, "bin/kiln")))
+    ap.add_argument("--kiln-lib",
+                    default=os.environ.get("KILN_LIB", os.path.join(REPO, "build/libkiln.a")),
+                    help="run: the libkiln.a bench/seccomp_export.c links against, to give "
+                         "bwrap Kiln's seccomp program")
+    ap.add_argument("--runs-pass", type=int, default=30,
+                    help="run: runs of each way for `python3 -c pass`")
+    ap.add_argument("--runs-pandas", type=int, default=10,
+                    help="run: runs of each way for the pandas + matplotlib import")
     ap.add_argument("--no-python", action="store_true",
                     help="skip XlsxWriter and openpyxl (xlsx), python-docx (docx) and "
                          "ReportLab (pdf)")
@@ -979,6 +993,10 @@ def main():
         ap.error("need 0 < --small-rows < --rows")
     if args.sections < 1 or args.repeat < 1 or args.slides < 1:
         ap.error("need --sections >= 1, --slides >= 1 and --repeat >= 1")
+    if args.runs_pass < 1 or args.runs_pandas < 1:
+        ap.error("need --runs-pass >= 1 and --runs-pandas >= 1")
+    if args.workload == "run":
+        return run_run(args)
     status = 0
     if args.workload in ("xlsx", "all"):
         status |= run_xlsx(args)
