@@ -1,7 +1,11 @@
 # Kiln - see README.md. `make` builds bin/kiln; `make check` runs every test.
 CC        ?= cc
-PKGS      := jansson xlsxwriter md4c libzip libxml-2.0 zlib libhpdf freetype2 libpng fribidi \
-	libseccomp libcrypto
+# The core (spec parser, sandbox runner, CLI) and the document writers link
+# against different libraries: the writers' are loaded only when a document
+# is rendered (artifacts/writers_dl.c says why).
+CORE_PKGS   := jansson md4c zlib libseccomp nettle
+WRITER_PKGS := xlsxwriter libzip libxml-2.0 zlib libhpdf freetype2 libpng fribidi
+PKGS        := $(sort $(CORE_PKGS) $(WRITER_PKGS))
 # Debian 12's libhpdf-dev ships no .pc file: mk/ holds one, searched after the
 # system's. (Set on the command, since make 4.3 does not export to $(shell).)
 PKG_CONFIG := PKG_CONFIG_PATH=$(if $(PKG_CONFIG_PATH),$(PKG_CONFIG_PATH):)$(CURDIR)/mk pkg-config
@@ -12,14 +16,29 @@ PYTHON    := /usr/bin/python3
 
 WARN      := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wformat=2
 OPT       ?= -O2 -g
-CFLAGS    += $(OPT) -std=c11 -D_GNU_SOURCE $(WARN) -I. $(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null)
+# -fPIC: the writer objects also go into a shared object.
+CFLAGS    += $(OPT) -std=c11 -D_GNU_SOURCE -fPIC $(WARN) -I. $(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null)
 LDLIBS    += $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null) -lm
+CORE_LDLIBS   := $(shell $(PKG_CONFIG) --libs $(CORE_PKGS) 2>/dev/null) -lm
+WRITER_LDLIBS := $(shell $(PKG_CONFIG) --libs $(WRITER_PKGS) 2>/dev/null) -lm
 
-LIB_SRCS  := $(sort $(wildcard common/*.c artifacts/*.c artifacts/xlsx/*.c artifacts/opc/*.c \
-	artifacts/docx/*.c artifacts/pdf/*.c artifacts/pptx/*.c exec/*.c))
+# libkiln.a holds everything, the writers linked in (writers_static.c): the
+# unit tests, the fuzzers and the benchmarks' helpers use it. The kiln
+# executable is the core (libkiln-core.a, with writers_dl.c) plus
+# kiln-writers.so beside it.
+LIB_SRCS  := $(sort $(filter-out artifacts/writers_dl.c,$(wildcard common/*.c artifacts/*.c \
+	artifacts/xlsx/*.c artifacts/opc/*.c artifacts/docx/*.c artifacts/pdf/*.c \
+	artifacts/pptx/*.c exec/*.c)))
+WRITER_SRCS := $(sort $(wildcard artifacts/writers.c artifacts/xlsx/*.c artifacts/opc/*.c \
+	artifacts/docx/*.c artifacts/pdf/*.c artifacts/pptx/*.c))
+CORE_SRCS := $(filter-out $(WRITER_SRCS) artifacts/writers_static.c,$(LIB_SRCS)) \
+	artifacts/writers_dl.c
 CLI_SRCS  := $(sort $(wildcard cli/*.c))
 LIB_OBJS  := $(LIB_SRCS:%.c=$(BUILD)/%.o)
+CORE_OBJS := $(CORE_SRCS:%.c=$(BUILD)/%.o)
+WRITER_OBJS := $(WRITER_SRCS:%.c=$(BUILD)/%.o)
 CLI_OBJS  := $(CLI_SRCS:%.c=$(BUILD)/%.o)
+WRITERS_SO := $(dir $(BIN))kiln-writers.so
 UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 TEMPLATES := $(shell find templates -type f) exec/python/kiln.py
@@ -31,9 +50,20 @@ $(BUILD)/libkiln.a: $(LIB_OBJS)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
 
-$(BIN): $(CLI_OBJS) $(BUILD)/libkiln.a
+$(BUILD)/libkiln-core.a: $(CORE_OBJS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	rm -f $@ && ar rcs $@ $^
+
+$(WRITERS_SO): $(WRITER_OBJS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) -shared -o $@ $^ $(WRITER_LDLIBS)
+
+# Every core object goes in (--whole-archive) and is exported (-rdynamic):
+# kiln-writers.so resolves its calls into the core against the executable.
+$(BIN): $(CLI_OBJS) $(BUILD)/libkiln-core.a $(WRITERS_SO)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) -rdynamic -o $@ $(CLI_OBJS) \
+		-Wl,--whole-archive $(BUILD)/libkiln-core.a -Wl,--no-whole-archive $(CORE_LDLIBS)
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -46,7 +76,7 @@ $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libkiln.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libkiln.a $(LDLIBS) $(shell pkg-config --libs cmocka 2>/dev/null)
 
--include $(LIB_OBJS:.o=.d) $(CLI_OBJS:.o=.d)
+-include $(LIB_OBJS:.o=.d) $(CLI_OBJS:.o=.d) $(BUILD)/artifacts/writers_dl.d
 
 # Debian packages for the build, the tests, the demo and the benchmark. The
 # fonts are the ones LibreOffice sets Kiln's documents in during the tests:
@@ -58,7 +88,7 @@ DEB_PKGS := build-essential pkg-config libjansson-dev libxlsxwriter-dev libmd4c-
 	python3-jsonschema python3-lxml python3-pytest libxml2-utils libreoffice-calc-nogui \
 	python3-pil poppler-utils fonts-dejavu-core fonts-dejavu-extra fonts-crosextra-carlito \
 	time unzip libhpdf-dev libfreetype-dev libpng-dev qpdf python3-pypdf python3-reportlab \
-	fonts-wqy-zenhei python3-fonttools libfribidi-dev libseccomp-dev libssl-dev bubblewrap \
+	fonts-wqy-zenhei python3-fonttools libfribidi-dev libseccomp-dev nettle-dev bubblewrap \
 	python3-numpy python3-pandas python3-matplotlib
 deps:
 	@missing=$$(for p in $(DEB_PKGS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null \

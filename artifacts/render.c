@@ -1,8 +1,9 @@
 /*
- * render.c - the writer table and the one render entry point (render.h).
+ * render.c - the format table and the one render entry point (render.h).
  *
- * Adding a format is adding a row here and a write function; the front ends
- * pick it up by name and extension without changes.
+ * Adding a format is adding a row here and its write function in
+ * writers.c; the front ends pick it up by name and extension without
+ * changes.
  */
 #include "render.h"
 
@@ -11,12 +12,12 @@
 
 static const kiln_writer writers[KILN_FORMAT__COUNT] = {
     {KILN_FORMAT_XLSX, "xlsx", ".xlsx",
-     "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet", kiln_xlsx_write},
+     "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"},
     {KILN_FORMAT_DOCX, "docx", ".docx",
-     "application/vnd.openxmlformats-officedocument.wordprocessingml.document", kiln_docx_write},
-    {KILN_FORMAT_PDF, "pdf", ".pdf", "application/pdf", kiln_pdf_write},
+     "application/vnd.openxmlformats-officedocument.wordprocessingml.document"},
+    {KILN_FORMAT_PDF, "pdf", ".pdf", "application/pdf"},
     {KILN_FORMAT_PPTX, "pptx", ".pptx",
-     "application/vnd.openxmlformats-officedocument.presentationml.presentation", kiln_pptx_write},
+     "application/vnd.openxmlformats-officedocument.presentationml.presentation"},
 };
 
 const kiln_writer *kiln_writer_for(kiln_format format)
@@ -62,15 +63,16 @@ kiln_status kiln_render(const kiln_doc *doc, kiln_format format, const char *out
         opt = &defaults;
     if (!w)
         return kiln_error_set(err, KILN_E_USAGE, NULL, "unknown output format");
-    if (!w->write)
-        return kiln_error_set(err, KILN_E_USAGE, NULL,
-                              "this build of Kiln cannot write %s files yet", w->name);
+    kiln_error load_err;
+    kiln_write_fn write_fn = kiln_writer_write_fn(format, err ? err : &load_err);
+    if (!write_fn)
+        return (err ? err : &load_err)->code;
     st = kiln_output_open(&out, out_path, opt->max_bytes, err);
     if (st != KILN_E_OK)
         return st;
     kiln_render_result report;
     memset(&report, 0, sizeof report);
-    st = w->write(doc, &out, opt, &report, err);
+    st = write_fn(doc, &out, opt, &report, err);
     if (st != KILN_E_OK)
         goto fail_abort;
     st = kiln_output_commit(&out, &bytes, err);

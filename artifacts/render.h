@@ -47,10 +47,16 @@ typedef struct kiln_writer {
     const char *name;        /* "xlsx" */
     const char *extension;   /* ".xlsx" */
     const char *media_type;
-    kiln_write_fn write;     /* NULL: this build has no writer for the format yet */
 } kiln_writer;
 
-/* The writer for a format; never NULL for a valid format. */
+/* The write function for a format, or NULL with err set. Programs linking
+ * libkiln.a get the writers linked in (writers_static.c); the kiln
+ * executable loads them from kiln-writers.so on first use (writers_dl.c,
+ * which says why). */
+kiln_write_fn kiln_writer_write_fn(kiln_format format, kiln_error *err);
+
+/* The name, extension and media type of a format; never NULL for a valid
+ * format. */
 const kiln_writer *kiln_writer_for(kiln_format format);
 /* Look a format up by name ("xlsx") or by a file name's extension. 0 / -1. */
 int kiln_format_from_name(const char *name, kiln_format *out);

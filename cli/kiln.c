@@ -282,9 +282,14 @@ static int cmd_render(int argc, char **argv)
 
     /* A format this build cannot write is a usage error whatever the spec
      * holds, so say it before reading the spec. */
-    if (!kiln_writer_for(format)->write)
-        return usage_error(NULL, "this build of Kiln cannot write %s files yet",
-                           kiln_writer_for(format)->name);
+    {
+        /* The writers load on demand (artifacts/writers_dl.c): a broken
+         * installation is reported before the spec is read. */
+        kiln_error load_err;
+        memset(&load_err, 0, sizeof load_err);
+        if (!kiln_writer_write_fn(format, &load_err))
+            return report_error(&load_err, as_json);
+    }
 
     kiln_errors errs;
     kiln_doc *doc = NULL;

@@ -36,7 +36,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include <openssl/evp.h>
+#include <nettle/sha2.h>
 
 #include "common/output.h"
 #include "exec/exec_internal.h"
@@ -321,7 +321,7 @@ static kiln_status make_parents(collect_walk *w, const char *rel)
  * know the file grew. Returns 0, or -1 when the file could not be read
  * (a refusal), or a kiln_status > 0 from the output (an error).
  */
-static int read_hash_copy(int fd, uint64_t expect, EVP_MD_CTX *md, kiln_output *out,
+static int read_hash_copy(int fd, uint64_t expect, struct sha256_ctx *md, kiln_output *out,
                           uint64_t *got, kiln_status *st, kiln_error *err)
 {
     unsigned char buf[1 << 16];
@@ -340,10 +340,7 @@ static int read_hash_copy(int fd, uint64_t expect, EVP_MD_CTX *md, kiln_output *
         *got += (uint64_t)n;
         if (*got > expect)
             break; /* grew since fstat: refused, nothing more to copy */
-        if (EVP_DigestUpdate(md, buf, (size_t)n) != 1) {
-            *st = kiln_error_set(err, KILN_E_INTERNAL, NULL, "SHA-256 update failed");
-            return 1;
-        }
+        sha256_update(md, (size_t)n, buf);
         if (out) {
             *st = kiln_output_write(out, buf, (size_t)n, err);
             if (*st != KILN_E_OK)
@@ -394,50 +391,37 @@ static kiln_status take_file(collect_walk *w, int fd, const struct stat *sb, con
         have_out = 1;
     }
 
-    EVP_MD_CTX *md = EVP_MD_CTX_new();
-    if (!md) {
-        st = no_memory(w);
-        goto out_abort;
-    }
-    if (EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1) {
-        st = kiln_error_set(w->err, KILN_E_INTERNAL, NULL, "SHA-256 is not available");
-        goto md_free;
-    }
+    struct sha256_ctx md;
+    sha256_init(&md);
     uint64_t got;
-    int rc = read_hash_copy(fd, size, md, have_out ? &out : NULL, &got, &st, w->err);
+    int rc = read_hash_copy(fd, size, &md, have_out ? &out : NULL, &got, &st, w->err);
     if (rc > 0)
-        goto md_free;
+        goto out_abort;
     if (rc < 0 || got != size) {
         /* A read error, or the file changed size under us: what we would
          * list would not be what was there. */
         st = refuse(w, rel, R_UNREADABLE, 0);
-        goto md_free;
+        goto out_abort;
     }
-    unsigned char digest[EVP_MAX_MD_SIZE];
-    unsigned dlen = 0;
-    if (EVP_DigestFinal_ex(md, digest, &dlen) != 1 || dlen != 32) {
-        st = kiln_error_set(w->err, KILN_E_INTERNAL, NULL, "SHA-256 final failed");
-        goto md_free;
-    }
-    char hex[65];
-    hex_digest(digest, dlen, hex);
+    unsigned char digest[SHA256_DIGEST_SIZE];
+    sha256_digest(&md, sizeof digest, digest);
+    char hex[2 * SHA256_DIGEST_SIZE + 1];
+    hex_digest(digest, sizeof digest, hex);
     if (have_out) {
         have_out = 0; /* commit frees it, whatever it returns */
         st = kiln_output_commit(&out, NULL, w->err);
         if (st != KILN_E_OK)
-            goto md_free;
+            goto out_abort;
     }
     json_t *item = json_pack("{s:s,s:I,s:s,s:s}", "name", rel, "bytes", (json_int_t)size,
                              "media_type", kiln_media_type(rel), "sha256", hex);
     if (!item || json_array_append_new(w->files, item) != 0) {
         st = no_memory(w);
-        goto md_free;
+        goto out_abort;
     }
     w->file_count++;
     w->total_bytes += size;
 
-md_free:
-    EVP_MD_CTX_free(md);
 out_abort:
     if (have_out)
         kiln_output_abort(&out);

@@ -83,32 +83,37 @@ int kiln_contain(void *arg)
     const char *what = NULL;
 
     /* 1. Die with the supervisor, and wait until it has written our id
-     *    maps and moved us into the job's cgroup. */
+     *    maps. */
     if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
         setup_failed(job, "set the parent-death signal", errno);
     char go;
-    if (read(job->go_fd, &go, 1) != 1)
+    if (read(job->go_fd, &go, 1) != 1 || go != 'g')
         _exit(127); /* the supervisor gave up on us */
-    close(job->go_fd);
 
     /* 2. Become uid 0 of the new user namespace (mapped to an unprivileged
      *    host uid) with its capabilities, for the steps below only. */
     if (setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0)
         setup_failed(job, "become root of the user namespace", errno);
 
-    /* 3. A cgroup namespace rooted at the job's cgroup, now that we are in it. */
-    if (unshare(CLONE_NEWCGROUP) < 0)
-        setup_failed(job, "enter a cgroup namespace", errno);
-
-    /* 4. UTS and network: our own host name; no interface but loopback. */
+    /* 3. UTS and network: our own host name; no interface but loopback. */
     if (kiln_uts_set(&what) < 0 || kiln_net_check_isolated(&what) < 0)
         setup_failed(job, what, errno);
 
-    /* 5. The minimal read-only root, /proc, /dev, /tmp and /mnt/data. */
+    /* 4. The minimal read-only root, /proc, /dev, /tmp and /mnt/data.
+     *    Meanwhile the supervisor moves us into the job's cgroup. */
     if (kiln_mount_root(&job->mount, &what) < 0)
         setup_failed(job, what, errno);
 
-    /* 6. The job's process; this one stays as init. */
+    /* 5. Nothing of the job may start outside its cgroup: wait until we
+     *    are in it, then take a cgroup namespace rooted there. */
+    if (read(job->go_fd, &go, 1) != 1 || go != 'c')
+        _exit(127);
+    close(job->go_fd);
+    if (unshare(CLONE_NEWCGROUP) < 0)
+        setup_failed(job, "enter a cgroup namespace", errno);
+
+    /* 6. The job's process (it installs the seccomp filter last, just
+     *    before exec); this one stays as init. */
     pid_t main_child = fork();
     if (main_child < 0)
         setup_failed(job, "start the job's process", errno);
@@ -162,18 +167,25 @@ pid_t kiln_contain_spawn(kiln_contain_job *job, const kiln_idmap *map, const kil
     close(go[0]);
     close(filter[0]);
 
+    /* Maps first: the child cannot set up anything before them. The
+     * cgroup move (slow on v1, where each hierarchy migrates the task) then
+     * runs while the child mounts its root. */
     kiln_status st = kiln_user_write_maps(pid, map, err);
-    if (st == KILN_E_OK && cg)
-        st = kiln_cgroup_attach(cg, pid, err);
     if (st == KILN_E_OK && write(go[1], "g", 1) != 1)
         st = kiln_error_set(err, KILN_E_INTERNAL, "", "cannot start the sandbox: %s",
                             strerror(errno));
+    if (st == KILN_E_OK && cg)
+        st = kiln_cgroup_attach(cg, pid, err);
+    if (st == KILN_E_OK && write(go[1], "c", 1) != 1)
+        st = kiln_error_set(err, KILN_E_INTERNAL, "", "cannot start the sandbox: %s",
+                            strerror(errno));
     close(go[1]);
-    /* Build the filter while the sandbox mounts its root. If this fails the
-     * job reads an empty program and ends as a setup failure. */
-    const char *what = NULL;
-    if (st == KILN_E_OK)
-        kiln_seccomp_export(job->profile, filter[1], &what);
+    /* The filter: a few kilobytes, well within a pipe's buffer. Without it
+     * the job reads an empty program and ends as a setup failure. */
+    if (st == KILN_E_OK && job->filter && job->filter->len > 0 &&
+        write(filter[1], job->filter->bpf, job->filter->len) != (ssize_t)job->filter->len)
+        st = kiln_error_set(err, KILN_E_INTERNAL, "", "cannot send the seccomp filter: %s",
+                            strerror(errno));
     close(filter[1]);
     if (st != KILN_E_OK) {
         kill(pid, SIGKILL);

@@ -156,6 +156,16 @@ typedef enum {
  * builds it while the sandbox sets up its mounts, which takes the
  * filter's compile time off the job's start. */
 int kiln_seccomp_export(kiln_seccomp_profile profile, int fd, const char **what);
+/* A built filter, in memory: the supervisor builds each profile's once
+ * (on a thread of its own while it prepares the job) and sends the bytes to
+ * every sandbox it spawns. */
+typedef struct kiln_seccomp_program {
+    char *bpf;
+    size_t len;
+} kiln_seccomp_program;
+int kiln_seccomp_build(kiln_seccomp_profile profile, kiln_seccomp_program *prog,
+                       const char **what);
+void kiln_seccomp_program_release(kiln_seccomp_program *prog);
 /* Read a BPF program from fd to its end and install it (TSYNC). Fails when
  * nothing arrives: a job never runs without its filter. */
 int kiln_seccomp_install(int fd, const char **what);
@@ -226,6 +236,7 @@ typedef struct kiln_contain_job {
     kiln_mount_plan mount;
     const kiln_run_limits *limits;
     kiln_seccomp_profile profile;
+    const kiln_seccomp_program *filter; /* profile's program, built by the supervisor */
     /* CODE: exec this argv/envp as the job's main process. */
     char *const *argv;
     char *const *envp;
@@ -234,7 +245,7 @@ typedef struct kiln_contain_job {
     int (*payload)(void *arg);
     void *payload_arg;
     int stdout_fd, stderr_fd;  /* the job's streams (pipes to the supervisor) */
-    int go_fd;                 /* read end: the supervisor has written the maps */
+    int go_fd;                 /* read end: 'g' the maps are written, 'c' we are in the cgroup */
     int filter_fd;             /* read end: the seccomp filter (BPF) from the supervisor */
     int report_fd;             /* write end: setup failures and main's status */
 } kiln_contain_job;
@@ -294,7 +305,8 @@ void kiln_watch_run(kiln_watch *w, pid_t init_pid);
  * malloc'ed: free blob->data) and returns 1, or returns 0 when there is no
  * cache and none could be made. */
 int kiln_fontcache_blob(const kiln_jobdir *jd, const kiln_idmap *map,
-                        const kiln_run_limits *limits, kiln_file_blob *blob);
+                        const kiln_run_limits *limits, const kiln_seccomp_program *filter,
+                        kiln_file_blob *blob);
 
 /* The embedded exec/python/kiln.py. */
 const char *kiln_python_lib(size_t *len);

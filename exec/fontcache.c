@@ -135,7 +135,8 @@ static void store(const char *path, const kiln_file_blob *blob)
 
 /* Run Kiln's own warm-up in a sandbox over the job directory: matplotlib
  * writes its list to /mnt/data/.kiln-fontcache. */
-static int warm_up(const kiln_jobdir *jd, const kiln_idmap *map, const kiln_run_limits *limits)
+static int warm_up(const kiln_jobdir *jd, const kiln_idmap *map, const kiln_run_limits *limits,
+                   const kiln_seccomp_program *filter)
 {
     static char *const argv[] = {"/usr/bin/python3", "-c", "import matplotlib.font_manager",
                                  NULL};
@@ -160,6 +161,7 @@ static int warm_up(const kiln_jobdir *jd, const kiln_idmap *map, const kiln_run_
                   .job_dir_owner = KILN_SANDBOX_UID},
         .limits = &l,
         .profile = KILN_SECCOMP_CODE,
+        .filter = filter,
         .argv = argv,
         .envp = envp,
         .stdout_fd = o[1],
@@ -221,7 +223,8 @@ static void remove_warm_up_dir(int job_fd)
 }
 
 int kiln_fontcache_blob(const kiln_jobdir *jd, const kiln_idmap *map,
-                        const kiln_run_limits *limits, kiln_file_blob *blob)
+                        const kiln_run_limits *limits, const kiln_seccomp_program *filter,
+                        kiln_file_blob *blob)
 {
     char path[512];
     memset(blob, 0, sizeof *blob);
@@ -230,7 +233,7 @@ int kiln_fontcache_blob(const kiln_jobdir *jd, const kiln_idmap *map,
     if (load_cached(path, blob))
         return 1;
     int ok = 0;
-    if (warm_up(jd, map, limits)) {
+    if (warm_up(jd, map, limits, filter)) {
         struct open_how how = {.flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC,
                                .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
                                           RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV};

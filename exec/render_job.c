@@ -110,7 +110,8 @@ static int render_payload(void *arg)
 }
 
 static json_t *render_one(const kiln_jobdir *jd, const kiln_idmap *map,
-                          const kiln_run_limits *job_limits, render_task *t, int index)
+                          const kiln_run_limits *job_limits, const kiln_seccomp_program *filter,
+                          render_task *t, int index)
 {
     json_t *entry = json_pack("{s:s, s:s+, s:s, s:b}", "name", t->out, "spec",
                               KILN_SPEC_DIR "/", t->spec, "format",
@@ -143,6 +144,7 @@ static json_t *render_one(const kiln_jobdir *jd, const kiln_idmap *map,
                   .job_dir_owner = KILN_SANDBOX_UID},
         .limits = &l,
         .profile = KILN_SECCOMP_RENDER,
+        .filter = filter,
         .payload = render_payload,
         .payload_arg = t,
         .stdout_fd = o[1],
@@ -239,6 +241,12 @@ json_t *kiln_render_job_specs(const kiln_jobdir *jd, const kiln_idmap *map,
     closedir(dir);
     qsort(names, count, sizeof names[0], compare_names);
 
+    /* One filter for every render of the job. */
+    kiln_seccomp_program filter = {NULL, 0};
+    const char *filter_what = NULL;
+    int filter_ok = count == 0 || kiln_seccomp_build(KILN_SECCOMP_RENDER, &filter, &filter_what) == 0;
+    int filter_errno = errno;
+
     for (size_t i = 0; i < count; i++) {
         render_task t;
         memset(&t, 0, sizeof t);
@@ -258,12 +266,27 @@ json_t *kiln_render_job_specs(const kiln_jobdir *jd, const kiln_idmap *map,
                               "pointer", "", "message",
                               "the output name must end in .xlsx, .docx, .pdf or .pptx");
         } else {
-            entry = render_one(jd, map, limits, &t, (int)i);
+            /* The writers must be in this process before the fork: the
+             * render sandbox's root holds no Kiln files to load them from. */
+            kiln_error load_err;
+            memset(&load_err, 0, sizeof load_err);
+            if (!filter_ok)
+                kiln_error_set(&load_err, KILN_E_INTERNAL, "",
+                               "cannot build the render sandbox's seccomp filter: %s: %s",
+                               filter_what ? filter_what : "?", strerror(filter_errno));
+            if (!filter_ok || !kiln_writer_write_fn(t.format, &load_err))
+                entry = json_pack("{s:s, s:s+, s:s, s:b, s:[o]}", "name", t.out, "spec",
+                                  KILN_SPEC_DIR "/", t.spec, "format",
+                                  kiln_writer_for(t.format)->name, "ok", 0, "errors",
+                                  error_json(&load_err));
+            else
+                entry = render_one(jd, map, limits, &filter, &t, (int)i);
         }
         if (entry)
             json_array_append_new(renders, entry);
         free(names[i]);
     }
+    kiln_seccomp_program_release(&filter);
     if (extra > 0)
         json_array_append_new(
             renders, json_pack("{s:s, s:s, s:b, s:[{s:s, s:s, s:s}]}", "name", "", "spec",

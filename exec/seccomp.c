@@ -47,6 +47,8 @@
 #include <seccomp.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <sys/mman.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -436,6 +438,49 @@ int kiln_seccomp_export(kiln_seccomp_profile profile, int fd, const char **what)
 /* Far above any filter Kiln builds (about 300 instructions), and the
  * kernel's own limit (BPF_MAXINSNS). */
 #define KILN_SECCOMP_MAX_INSNS 4096
+
+int kiln_seccomp_build(kiln_seccomp_profile profile, kiln_seccomp_program *prog,
+                       const char **what)
+{
+    prog->bpf = NULL;
+    prog->len = 0;
+    /* libseccomp 2.5 exports to a file descriptor only. */
+    int fd = memfd_create("kiln-seccomp", MFD_CLOEXEC);
+    if (fd < 0) {
+        *what = "memfd_create for the seccomp filter";
+        return -1;
+    }
+    int rc = -1;
+    if (kiln_seccomp_export(profile, fd, what) < 0)
+        goto close_fd;
+    off_t size = lseek(fd, 0, SEEK_END);
+    if (size <= 0 || size > (off_t)(KILN_SECCOMP_MAX_INSNS * sizeof(struct sock_filter))) {
+        *what = "export the seccomp filter";
+        errno = E2BIG;
+        goto close_fd;
+    }
+    prog->bpf = malloc((size_t)size);
+    if (!prog->bpf || pread(fd, prog->bpf, (size_t)size, 0) != size) {
+        *what = "read back the seccomp filter";
+        free(prog->bpf);
+        prog->bpf = NULL;
+        if (errno == 0)
+            errno = EIO;
+        goto close_fd;
+    }
+    prog->len = (size_t)size;
+    rc = 0;
+close_fd:
+    close(fd);
+    return rc;
+}
+
+void kiln_seccomp_program_release(kiln_seccomp_program *prog)
+{
+    free(prog->bpf);
+    prog->bpf = NULL;
+    prog->len = 0;
+}
 
 int kiln_seccomp_install(int fd, const char **what)
 {
