@@ -229,3 +229,23 @@ def test_matplotlib_font_list_is_made_once_and_never_taken_from_a_job(tmp_path):
     # bash jobs get no copy
     proc, r = run_json("-n", "-l", "bash", "-c", "ls -A /tmp", env=env)
     assert r["stdout"]["text"] == "", describe(proc)
+
+
+def test_writers_are_loaded_on_demand(tmp_path):
+    """The writers live in kiln-writers.so beside the executable: `kiln run`
+    without --render never needs them, and a missing one is a clear error
+    (exit 70 from render; a render_errors entry from run --render)."""
+    env = dict(os.environ, KILN_WRITERS=str(tmp_path / "missing.so"))
+    proc, r = run_json("-n", "-c", "print('no writers needed')", env=env)
+    assert r["status"] == "ok" and proc.returncode == 0, describe(proc)
+    spec = tmp_path / "s.json"
+    spec.write_text('{"sheets": [{"name": "S", "rows": [[1]]}]}')
+    proc = run_kiln("render", spec, "-o", tmp_path / "s.xlsx", env=env)
+    assert proc.returncode == 70, describe(proc)
+    assert b"cannot load the document writers" in proc.stderr
+    assert not (tmp_path / "s.xlsx").exists()
+    code = ("import os, json\nos.makedirs('.kiln', exist_ok=True)\n"
+            "json.dump({'sheets': [{'name': 'S', 'rows': [[1]]}]}, open('.kiln/a.xlsx.spec.json', 'w'))\n")
+    proc, r = run_json("-n", "--render", "-c", code, env=env)
+    assert proc.returncode == 1, describe(proc)
+    assert "cannot load the document writers" in r["render_errors"][0]["errors"][0]["message"]
