@@ -600,6 +600,8 @@ static int cmd_run(int argc, char **argv)
     kiln_error err;
     memset(&err, 0, sizeof err);
     json_t *result = NULL;
+    /* This process does nothing else: let it be the supervisor. */
+    opt.in_process = 1;
     kiln_status st = kiln_run_job(&opt, &result, &err);
     if (st != KILN_E_OK) {
         fprintf(stderr, "kiln: error: %s\n", err.message);

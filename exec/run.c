@@ -502,6 +502,18 @@ kiln_status kiln_run_job(const kiln_run_options *opt, json_t **result, kiln_erro
     if (st != KILN_E_OK)
         return st;
 
+    if (opt->in_process) {
+        supervisor s;
+        memset(&s, 0, sizeof s);
+        s.opt = opt;
+        s.limits = &l;
+        s.jd.fd = -1;
+        kiln_error local;
+        memset(&local, 0, sizeof local);
+        *result = supervise(&s, err ? err : &local);
+        return *result ? KILN_E_OK : (err ? err : &local)->code;
+    }
+
     int pipefd[2];
     if (pipe2(pipefd, O_CLOEXEC) < 0)
         return kiln_error_set(err, KILN_E_INTERNAL, "", "cannot make a pipe: %s",

@@ -9,7 +9,9 @@
  * kiln_run_job needs root (or CAP_SYS_ADMIN): it makes namespaces, mounts and
  * cgroups. It forks one supervisor process that does all of that, so the
  * caller's own process is never changed (no mounts, no namespaces, no
- * signal handlers); the result travels back over a pipe.
+ * signal handlers); the result travels back over a pipe. A caller that
+ * exists only to run one job can ask for the supervisor to be itself
+ * (in_process).
  */
 #ifndef KILN_EXEC_RUN_H
 #define KILN_EXEC_RUN_H
@@ -60,6 +62,11 @@ typedef struct kiln_run_options {
     int render;                /* render the specs `import kiln` saved (--render) */
     const char *out_dir;       /* host directory the collected files and rendered
                                   documents are copied to; NULL = list them only */
+    int in_process;            /* supervise in the calling process instead of a forked
+                                  one: it drops its supplementary groups and moves to a
+                                  private mount namespace for good. For a process that
+                                  runs one job and exits (the CLI): saves a fork and
+                                  the result's trip over a pipe. */
 } kiln_run_options;
 
 /*
