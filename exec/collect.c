@@ -575,7 +575,8 @@ static kiln_status walk_dir(collect_walk *w, int dir_fd, const char *prefix, uin
     }
     if (st != KILN_E_OK)
         goto names_free;
-    qsort(names, count, sizeof *names, name_cmp);
+    if (count > 1)
+        qsort(names, count, sizeof *names, name_cmp);
     for (size_t i = 0; i < count && st == KILN_E_OK; i++)
         st = walk_entry(w, dirfd(d), prefix, depth, names[i]);
 
