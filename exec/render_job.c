@@ -219,6 +219,7 @@ json_t *kiln_render_job_specs(const kiln_jobdir *jd, const kiln_idmap *map,
         close(dir_fd);
         return renders;
     }
+    json_t *skipped = json_array();
     char *names[KILN_RUN_MAX_DOCUMENTS + 1];
     size_t count = 0, extra = 0;
     struct dirent *de;
@@ -228,8 +229,19 @@ json_t *kiln_render_job_specs(const kiln_jobdir *jd, const kiln_idmap *map,
         if (len <= suffix_len || strcmp(de->d_name + len - suffix_len, KILN_SPEC_SUFFIX) != 0)
             continue;
         struct stat st;
-        if (fstatat(dirfd(dir), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
+        if (fstatat(dirfd(dir), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode)) {
+            /* Never followed nor read; said, so a job is not left guessing
+             * why its document is missing. */
+            json_t *entry = json_pack(
+                "{s:s#, s:s+, s:b, s:[{s:s, s:s, s:s}]}", "name", de->d_name,
+                (int)(len - suffix_len), "spec",
+                KILN_SPEC_DIR "/", de->d_name, "ok", 0, "errors", "code", "unreadable_input",
+                "pointer", "", "message",
+                "the spec is not a regular file (a symlink, a directory or a device); not read");
+            if (entry)
+                json_array_append_new(skipped, entry);
             continue;
+        }
         if (count == KILN_RUN_MAX_DOCUMENTS) {
             extra++;
             continue;
@@ -287,6 +299,8 @@ json_t *kiln_render_job_specs(const kiln_jobdir *jd, const kiln_idmap *map,
         free(names[i]);
     }
     kiln_seccomp_program_release(&filter);
+    json_array_extend(renders, skipped);
+    json_decref(skipped);
     if (extra > 0)
         json_array_append_new(
             renders, json_pack("{s:s, s:s, s:b, s:[{s:s, s:s, s:s}]}", "name", "", "spec",

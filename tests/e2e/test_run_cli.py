@@ -249,3 +249,17 @@ def test_writers_are_loaded_on_demand(tmp_path):
     proc, r = run_json("-n", "--render", "-c", code, env=env)
     assert proc.returncode == 1, describe(proc)
     assert "cannot load the document writers" in r["render_errors"][0]["errors"][0]["message"]
+
+
+def test_a_spec_that_is_not_a_regular_file_is_reported_not_read(tmp_path):
+    code = ("import os, json\nos.makedirs('.kiln', exist_ok=True)\n"
+            "json.dump({'sheets': [{'name': 'S', 'rows': [[1]]}]}, open('real.json', 'w'))\n"
+            "os.symlink('/mnt/data/real.json', '.kiln/linked.xlsx.spec.json')\n"
+            "os.mkdir('.kiln/dir.xlsx.spec.json')\n")
+    proc, r = run_json("-n", "--render", "-c", code)
+    assert proc.returncode == 1, describe(proc)
+    errs = {e["spec"]: e for e in r["render_errors"]}
+    assert set(errs) == {".kiln/linked.xlsx.spec.json", ".kiln/dir.xlsx.spec.json"}, errs
+    assert errs[".kiln/linked.xlsx.spec.json"]["name"] == "linked.xlsx"
+    assert "not a regular file" in errs[".kiln/linked.xlsx.spec.json"]["errors"][0]["message"]
+    assert r["documents"] == []
