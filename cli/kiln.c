@@ -100,9 +100,9 @@ static const char usage_run[] =
     "  -h, --help             show this help\n"
     "\n"
     "exit status: 0 the job's status is ok; 1 the job ran and ended otherwise, or a\n"
-    "document could not be rendered (the JSON says which); 2 usage error; 5\n"
-    "unreadable code or input; 6 the output directory cannot be written; 70 the\n"
-    "sandbox cannot be set up (kiln run needs root).\n";
+    "document could not be rendered (the JSON says which); 2 usage error; 3 the\n"
+    "inputs do not fit in --disk; 5 unreadable code or input; 6 the output directory\n"
+    "cannot be written; 70 the sandbox cannot be set up (kiln run needs root).\n";
 
 /* Set before any command runs when --json / -j is anywhere on the command
  * line, so even a usage error is reported as JSON to a caller that asked. */

@@ -305,6 +305,40 @@ static int self_group(const char *proc_file, const char *controller, char *path,
     return found;
 }
 
+/* Is pid Kiln's: this process, its parent (a kiln_run_job caller), or
+ * another process of the same executable (another supervisor, the server)? */
+static int process_is_kiln(long pid)
+{
+    if (pid == (long)getpid() || pid == (long)getppid())
+        return 1;
+    char path[64], exe[PATH_MAX], self[PATH_MAX];
+    snprintf(path, sizeof path, "/proc/%ld/exe", pid);
+    ssize_t n = readlink(path, exe, sizeof exe - 1);
+    ssize_t m = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n <= 0 || m <= 0)
+        return 0;
+    exe[n] = '\0';
+    self[m] = '\0';
+    return strcmp(exe, self) == 0;
+}
+
+/* The first process in dir/cgroup.procs that is not Kiln's, or 0. */
+static long foreign_process(const char *dir)
+{
+    char path[CG_PATH_MAX];
+    if (path_join(path, sizeof path, dir, "cgroup.procs"))
+        return 0;
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return 0;
+    long pid, foreign = 0;
+    while (!foreign && fscanf(f, "%ld", &pid) == 1)
+        if (!process_is_kiln(pid))
+            foreign = pid;
+    fclose(f);
+    return foreign;
+}
+
 /* Move every process listed in from/cgroup.procs to to/cgroup.procs. A
  * process that exits meanwhile (ESRCH) is fine. */
 static int move_procs(const char *from, const char *to)
@@ -341,10 +375,12 @@ static int move_procs(const char *from, const char *to)
  * on our group, which is what container runtimes do in a delegated
  * subtree. We do (b): the job stays inside our own limits, and the leaf is
  * named CG_LEAF so a later job (our process now sits in the leaf) sees that
- * and uses the leaf's parent again. Every process in our group moves: they
- * are ours (the CLI, the server, other supervisors) in any deployment that
- * delegates a group to Kiln. The move is done once; the leaf stays (it
- * holds the supervisor's own processes) and is never removed here.
+ * and uses the leaf's parent again. Only when every process in our group is
+ * Kiln's (this one, its caller, other kiln processes) do they move; a group
+ * that holds anything else (a login shell, another service) was not
+ * delegated to Kiln and is left as it is, with an error that says how to
+ * run Kiln. The move is done once; the leaf stays (it holds the
+ * supervisor's own processes) and is never removed here.
  */
 static kiln_status base_v2(char *base, size_t cap, const char *mount, const char *self,
                            kiln_error *err)
@@ -368,6 +404,17 @@ static kiln_status base_v2(char *base, size_t cap, const char *mount, const char
      * the write also makes it fail with EBUSY: move again, a few times. */
     int is_root = strcmp(base, mount) == 0;
     int moved = 0;
+    /* Only Kiln's own processes are ever moved: a group that also holds a
+     * user's shell or another service's processes was not delegated to
+     * Kiln, and rearranging it would change the host. */
+    long foreign = is_root || is_fake(base) ? 0 : foreign_process(base);
+    if (foreign)
+        return kiln_error_set(err, KILN_E_INTERNAL, "",
+                              "cgroup v2: %s also holds processes that are not Kiln's (pid %ld), "
+                              "so Kiln cannot enable memory and pids limits below it; run Kiln in "
+                              "a cgroup of its own, e.g. `systemd-run --scope -p Delegate=yes "
+                              "kiln run ...`",
+                              base, foreign);
     for (int attempt = 0; attempt < 5; attempt++) {
         if (!is_root || attempt > 0) {
             char leaf[CG_PATH_MAX];
@@ -401,7 +448,7 @@ static kiln_status limit_error(kiln_cgroup *cg, const char *dir, const char *fil
 }
 
 /* Groups a killed supervisor could not remove. Kiln names its groups
- * "kiln-PID" and "kiln-PID-render-N" after the supervisor's pid; when that
+ * "kiln-PID", "kiln-PID-render-N" and "kiln-PID-fonts" after the supervisor's pid; when that
  * process is gone, so is the sandbox (its init dies with the supervisor),
  * the group is empty and rmdir succeeds. A live process with a reused pid
  * keeps its namesake; a group still in use refuses rmdir. */
@@ -418,7 +465,8 @@ static void sweep_stale(const char *parent)
             continue;
         char *end;
         long pid = strtol(de->d_name + 5, &end, 10);
-        if ((*end != '\0' && strncmp(end, "-render-", 8) != 0) || pid <= 0 || pid > INT_MAX)
+        if ((*end != '\0' && strncmp(end, "-render-", 8) != 0 && strcmp(end, "-fonts") != 0) ||
+            pid <= 0 || pid > INT_MAX)
             continue;
         if (kill((pid_t)pid, 0) == 0 || errno != ESRCH)
             continue;

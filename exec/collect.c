@@ -291,28 +291,59 @@ static kiln_status open_failure(collect_walk *w, const char *path, int errnum,
 
 /* ---- copying ----------------------------------------------------------- */
 
-/* mkdir -p of rel's directories under out_dir (mode 0755). */
-static kiln_status make_parents(collect_walk *w, const char *rel)
+/*
+ * Open the directory rel's file goes in, below out_dir, making the missing
+ * ones (mode 0755), and return it as *dir_fd. Every component is opened
+ * with RESOLVE_NO_SYMLINKS: the copy runs as root, and a symlink someone
+ * else planted in a shared output directory ("sub" -> /etc) must not
+ * carry a job's "sub/passwd" out of it. Such a directory is an error of
+ * the runner's environment (KILN_E_WRITE), not something the job did.
+ */
+static kiln_status open_out_parent(collect_walk *w, const char *rel, int *dir_fd)
 {
-    size_t ol = strlen(w->out_dir);
-    char *p = malloc(ol + strlen(rel) + 2);
-    if (!p)
+    *dir_fd = -1;
+    int fd = open(w->out_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return kiln_error_set(w->err, KILN_E_WRITE, NULL, "cannot open the output directory '%s': %s",
+                              w->out_dir, strerror(errno));
+    char *copy = strdup(rel);
+    if (!copy) {
+        close(fd);
         return no_memory(w);
-    memcpy(p, w->out_dir, ol);
-    p[ol] = '/';
-    strcpy(p + ol + 1, rel);
+    }
     kiln_status st = KILN_E_OK;
-    for (char *slash = strchr(p + ol + 1, '/'); slash; slash = strchr(slash + 1, '/')) {
+    char *part = copy;
+    for (char *slash = strchr(part, '/'); slash; part = slash + 1, slash = strchr(part, '/')) {
         *slash = '\0';
-        if (mkdir(p, 0755) != 0 && errno != EEXIST) {
-            st = kiln_error_set(w->err, KILN_E_WRITE, NULL, "cannot create directory '%s': %s", p,
-                                strerror(errno));
+        if (mkdirat(fd, part, 0755) != 0 && errno != EEXIST) {
+            st = kiln_error_set(w->err, KILN_E_WRITE, NULL, "cannot create directory '%s' in '%s': %s",
+                                copy, w->out_dir, strerror(errno));
             break;
         }
+        struct open_how how = {.flags = O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC,
+                               .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
+                                          RESOLVE_NO_MAGICLINKS};
+        int next = (int)syscall(SYS_openat2, fd, part, &how, sizeof how);
+        if (next < 0) {
+            int e = errno;
+            st = kiln_error_set(w->err, KILN_E_WRITE, NULL,
+                                "'%s' in the output directory '%s' is %s", copy, w->out_dir,
+                                e == ELOOP || e == ENOTDIR ? "a symlink or not a directory; "
+                                                             "nothing is written through it"
+                                                           : strerror(e));
+            break;
+        }
+        close(fd);
+        fd = next;
         *slash = '/';
     }
-    free(p);
-    return st;
+    free(copy);
+    if (st != KILN_E_OK) {
+        close(fd);
+        return st;
+    }
+    *dir_fd = fd;
+    return KILN_E_OK;
 }
 
 /*
@@ -378,14 +409,24 @@ static kiln_status take_file(collect_walk *w, int fd, const struct stat *sb, con
     if (w->out_dir) {
         if (strlen(w->out_dir) + 1 + strlen(rel) >= PATH_MAX)
             return refuse(w, rel, R_DEPTH, 0); /* no name for it in out_dir */
-        st = make_parents(w, rel);
+        int parent_fd;
+        st = open_out_parent(w, rel, &parent_fd);
         if (st != KILN_E_OK)
             return st;
-        target = path_join(w->out_dir, rel);
-        if (!target)
+        /* The output goes through the directory just opened, by its
+         * descriptor: no path is resolved again. */
+        const char *base = strrchr(rel, '/');
+        base = base ? base + 1 : rel;
+        char fd_dir[32];
+        snprintf(fd_dir, sizeof fd_dir, "/proc/self/fd/%d", parent_fd);
+        target = path_join(fd_dir, base);
+        if (!target) {
+            close(parent_fd);
             return no_memory(w);
+        }
         st = kiln_output_open(&out, target, w->lim.file_bytes, w->err);
         free(target);
+        close(parent_fd);
         if (st != KILN_E_OK)
             return st;
         have_out = 1;

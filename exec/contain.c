@@ -55,10 +55,10 @@ static _Noreturn void become_job(const kiln_contain_job *job)
     if (devnull < 0 || dup2(devnull, 0) < 0 || dup2(job->stdout_fd, 1) < 0 ||
         dup2(job->stderr_fd, 2) < 0)
         setup_failed(job, "connect standard input and output", errno);
-    /* Every other descriptor the supervisor had stays behind, except the
-     * report pipe, which is close-on-exec. */
-    if (syscall(SYS_close_range, 3, ~0u, CLOSE_RANGE_CLOEXEC) < 0)
-        setup_failed(job, "close inherited descriptors", errno);
+    if (devnull != 0)
+        close(devnull);
+    close(job->stdout_fd);
+    close(job->stderr_fd);
     if (chdir(KILN_JOB_DIR) < 0)
         setup_failed(job, "enter the job directory", errno);
     if (kiln_rlimits_apply(job->limits, &what) < 0)
@@ -71,16 +71,51 @@ static _Noreturn void become_job(const kiln_contain_job *job)
         setup_failed(job, what, errno);
     close(job->filter_fd);
 
-    if (job->payload)
+    if (job->payload) {
+        /* No exec follows, so nothing of the supervisor's may stay: its
+         * environment goes, and the report pipe (the outcome leaves on
+         * stdout). */
+        clearenv();
+        close(job->report_fd);
         _exit(job->payload(job->payload_arg));
+    }
     execve(job->argv[0], job->argv, job->envp);
     setup_failed(job, "start the interpreter", errno);
+}
+
+/* Keep only the five pipes the sandbox uses, renumbered 3..7 and
+ * close-on-exec, and close every other descriptor the supervisor had: a
+ * server's sockets, the job directory's O_PATH descriptor in the
+ * supervisor's mount namespace. Close-on-exec alone would not do: the
+ * init and a render never exec. */
+static int keep_only_own_descriptors(kiln_contain_job *job)
+{
+    int *fds[] = {&job->go_fd, &job->filter_fd, &job->report_fd, &job->stdout_fd,
+                  &job->stderr_fd};
+    enum { COUNT = sizeof fds / sizeof fds[0], FIRST = 3, PARK = 64 };
+    /* Out of the way first, so no dup3 below overwrites one still needed. */
+    for (int i = 0; i < COUNT; i++) {
+        int moved = fcntl(*fds[i], F_DUPFD_CLOEXEC, PARK);
+        if (moved < 0)
+            return -1;
+        *fds[i] = moved;
+    }
+    for (int i = 0; i < COUNT; i++) {
+        if (dup3(*fds[i], FIRST + i, O_CLOEXEC) < 0)
+            return -1;
+        *fds[i] = FIRST + i;
+    }
+    return (int)syscall(SYS_close_range, FIRST + COUNT, ~0u, 0);
 }
 
 int kiln_contain(void *arg)
 {
     kiln_contain_job *job = arg;
     const char *what = NULL;
+
+    /* 0. Nothing of the supervisor's open files comes along. */
+    if (keep_only_own_descriptors(job) < 0)
+        setup_failed(job, "close the supervisor's descriptors", errno);
 
     /* 1. Die with the supervisor, and wait until it has written our id
      *    maps. */

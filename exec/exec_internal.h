@@ -300,11 +300,15 @@ void kiln_watch_run(kiln_watch *w, pid_t init_pid);
 /* ---- fontcache.c ------------------------------------------------------- */
 
 /* matplotlib's font list, built once per host by Kiln's own code in a
- * sandbox and handed to every job, so a job that plots does not spend a
- * second scanning fonts. Fills *blob (path under /tmp/.matplotlib, data
- * malloc'ed: free blob->data) and returns 1, or returns 0 when there is no
- * cache and none could be made. */
-int kiln_fontcache_blob(const kiln_jobdir *jd, const kiln_idmap *map,
+ * sandbox and handed to every Python job, so a job that plots does not
+ * spend a second scanning fonts. kiln_fontcache_load fills *blob (a path
+ * under /tmp/.matplotlib, data malloc'ed: free blob->data) from the cache
+ * and returns 1, or returns 0. kiln_fontcache_make runs the warm-up
+ * sandbox over the job directory, which must still be empty (no input
+ * copied yet), stores the list in the cache when it can, and fills *blob
+ * the same way. */
+int kiln_fontcache_load(kiln_file_blob *blob);
+int kiln_fontcache_make(const kiln_jobdir *jd, const kiln_idmap *map,
                         const kiln_run_limits *limits, const kiln_seccomp_program *filter,
                         kiln_file_blob *blob);
 

@@ -138,7 +138,10 @@ static void store(const char *path, const kiln_file_blob *blob)
 static int warm_up(const kiln_jobdir *jd, const kiln_idmap *map, const kiln_run_limits *limits,
                    const kiln_seccomp_program *filter)
 {
-    static char *const argv[] = {"/usr/bin/python3", "-c", "import matplotlib.font_manager",
+    /* -I: isolated mode, so nothing in the working directory (/mnt/data)
+     * or the environment can stand in for a module; the supervisor also
+     * runs this before any input is copied into the job directory. */
+    static char *const argv[] = {"/usr/bin/python3", "-I", "-c", "import matplotlib.font_manager",
                                  NULL};
     static char *const envp[] = {"PATH=/usr/bin:/bin", "HOME=/tmp", "LANG=C.UTF-8",
                                  "MPLBACKEND=Agg",
@@ -152,6 +155,13 @@ static int warm_up(const kiln_jobdir *jd, const kiln_idmap *map, const kiln_run_
     int ok = 0;
     memset(&out, 0, sizeof out);
     memset(&err, 0, sizeof err);
+    /* Under the job's limits, in a cgroup of its own, like any sandbox. */
+    kiln_cgroup cg;
+    char cg_name[64];
+    snprintf(cg_name, sizeof cg_name, "kiln-%d-fonts", (int)getpid());
+    kiln_cgroup_roots roots = {.fs_root = "/sys/fs/cgroup", .proc_self_cgroup = "/proc/self/cgroup"};
+    if (kiln_cgroup_create(&cg, &roots, cg_name, &l, &e) != KILN_E_OK)
+        goto release;
     if (kiln_stream_init(&out, 4096, &e) != KILN_E_OK ||
         kiln_stream_init(&err, 4096, &e) != KILN_E_OK || pipe2(o, O_CLOEXEC) < 0 ||
         pipe2(x, O_CLOEXEC) < 0 || pipe2(r, O_CLOEXEC) < 0)
@@ -168,7 +178,7 @@ static int warm_up(const kiln_jobdir *jd, const kiln_idmap *map, const kiln_run_
         .stderr_fd = x[1],
         .report_fd = r[1],
     };
-    pid_t pid = kiln_contain_spawn(&job, map, NULL, &e);
+    pid_t pid = kiln_contain_spawn(&job, map, &cg, &e);
     if (pid < 0)
         goto release;
     close(o[1]);
@@ -176,7 +186,7 @@ static int warm_up(const kiln_jobdir *jd, const kiln_idmap *map, const kiln_run_
     close(r[1]);
     o[1] = x[1] = r[1] = -1;
     kiln_watch w = {.out_fd = o[0], .err_fd = x[0], .report_fd = r[0], .out = &out, .err = &err,
-                    .limits = &l};
+                    .limits = &l, .cg = &cg};
     o[0] = x[0] = r[0] = -1;
     kiln_watch_run(&w, pid);
     ok = w.exited && WIFEXITED(w.wait_status) && WEXITSTATUS(w.wait_status) == 0;
@@ -191,6 +201,7 @@ release:
     }
     kiln_stream_release(&out);
     kiln_stream_release(&err);
+    kiln_cgroup_release(&cg);
     return ok;
 }
 
@@ -222,7 +233,14 @@ static void remove_warm_up_dir(int job_fd)
     }
 }
 
-int kiln_fontcache_blob(const kiln_jobdir *jd, const kiln_idmap *map,
+int kiln_fontcache_load(kiln_file_blob *blob)
+{
+    char path[512];
+    memset(blob, 0, sizeof *blob);
+    return cache_path(path, sizeof path) == 0 && load_cached(path, blob);
+}
+
+int kiln_fontcache_make(const kiln_jobdir *jd, const kiln_idmap *map,
                         const kiln_run_limits *limits, const kiln_seccomp_program *filter,
                         kiln_file_blob *blob)
 {
@@ -230,8 +248,6 @@ int kiln_fontcache_blob(const kiln_jobdir *jd, const kiln_idmap *map,
     memset(blob, 0, sizeof *blob);
     if (cache_path(path, sizeof path) < 0)
         return 0;
-    if (load_cached(path, blob))
-        return 1;
     int ok = 0;
     if (warm_up(jd, map, limits, filter)) {
         struct open_how how = {.flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC,

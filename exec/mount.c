@@ -255,7 +255,15 @@ int kiln_mount_root(const kiln_mount_plan *plan, const char **what)
     if (job_fd < 0)
         return fail(what, "open the job directory");
 
-    if (mount("tmpfs", NEWROOT, "tmpfs", MS_NOSUID | MS_NODEV, "size=4m,mode=0755") < 0)
+    /* The root holds directories, a few /etc files and the blobs (the
+     * program, up to 16 MiB, the helper module, the font list): sized to
+     * fit them, read-only once they are written. */
+    uint64_t root_bytes = 4u << 20;
+    for (size_t i = 0; i < plan->file_count; i++)
+        root_bytes += plan->files[i].len + 4096;
+    char root_opts[64];
+    snprintf(root_opts, sizeof root_opts, "size=%llu,mode=0755", (unsigned long long)root_bytes);
+    if (mount("tmpfs", NEWROOT, "tmpfs", MS_NOSUID | MS_NODEV, root_opts) < 0)
         goto close_job_fd_fail_root;
 
     /* /usr and the top level mirrored from the host. */

@@ -212,8 +212,18 @@ json_t *kiln_render_job_specs(const kiln_jobdir *jd, const kiln_idmap *map,
         .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV,
     };
     int dir_fd = (int)syscall(SYS_openat2, jd->fd, KILN_SPEC_DIR, &how, sizeof how);
-    if (dir_fd < 0)
-        return renders; /* no specs saved (or .kiln is not a plain directory) */
+    if (dir_fd < 0) {
+        /* No .kiln: nothing was saved. Anything else there (a symlink, a
+         * file) is said, never followed. */
+        if (errno != ENOENT)
+            json_array_append_new(
+                renders, json_pack("{s:s, s:s, s:b, s:[{s:s, s:s, s:s}]}", "name", "", "spec",
+                                   KILN_SPEC_DIR, "ok", 0, "errors", "code", "unreadable_input",
+                                   "pointer", "", "message",
+                                   KILN_SPEC_DIR " is not a directory (a symlink or a file); "
+                                   "no spec in it was read"));
+        return renders;
+    }
     DIR *dir = fdopendir(dir_fd);
     if (!dir) {
         close(dir_fd);

@@ -160,7 +160,7 @@ json_t *kiln_result_build(const kiln_run_report *r)
                       : r->timeout == KILN_TIMEOUT_CPU ? json_string("cpu")
                                                        : json_null();
     json_t *root = json_pack(
-        "{s:s, s:s, s:o, s:o, s:o, s:f, s:f, s:I, s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:I, s:o,"
+        "{s:s, s:s, s:o, s:o, s:o, s:f, s:f, s:o, s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:I, s:o,"
         " s:o}",
         "status", status,
         "message", message,
@@ -169,7 +169,8 @@ json_t *kiln_result_build(const kiln_run_report *r)
         "timeout", timeout,
         "wall_seconds", r->wall_seconds,
         "cpu_seconds", (double)r->usage.cpu_usec / 1e6,
-        "peak_memory_bytes", (json_int_t)r->usage.peak_bytes,
+        "peak_memory_bytes", r->usage.peak_bytes ? json_integer((json_int_t)r->usage.peak_bytes)
+                                                  : json_null(),
         "language", r->language == KILN_LANG_BASH ? "bash" : "python",
         "limits", limits_json(l),
         "stdout", r->out ? kiln_stream_json(r->out) : json_null(),

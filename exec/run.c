@@ -282,7 +282,27 @@ static json_t *supervise(supervisor *s, kiln_error *err)
     gid_t job_gid = s->map.host_gid_base + 1;
 
     if (kiln_jobdir_create(&s->jd, l->job_dir_bytes, job_uid, job_gid, err) != KILN_E_OK)
-        return NULL;
+        goto join_builder;
+
+    /* matplotlib's font list: from the cache, else made now by Kiln's own
+     * warm-up sandbox, while the job directory is still empty. */
+    kiln_file_blob font_blob;
+    int have_font_list = 0;
+    memset(&font_blob, 0, sizeof font_blob);
+    if (opt->language == KILN_LANG_PYTHON) {
+        have_font_list = kiln_fontcache_load(&font_blob);
+        if (!have_font_list) {
+            /* The warm-up forks: the builder thread must be done first. */
+            if (building) {
+                pthread_join(builder, NULL);
+                building = 0;
+            }
+            if (fb.rc == 0)
+                have_font_list =
+                    kiln_fontcache_make(&s->jd, &s->map, l, &fb.prog, &font_blob);
+        }
+    }
+    font_list = have_font_list ? (char *)font_blob.data : NULL;
     for (size_t i = 0; i < opt->input_count; i++)
         if (kiln_jobdir_add_input(&s->jd, &opt->inputs[i], job_uid, job_gid, err) != KILN_E_OK)
             goto release_jobdir;
@@ -324,9 +344,8 @@ static json_t *supervise(supervisor *s, kiln_error *err)
         goto close_pipes;
     }
     size_t blob_count = 2;
-    if (!bash && kiln_fontcache_blob(&s->jd, &s->map, l, &fb.prog, &blobs[2]))
-        blob_count = 3;
-    font_list = blob_count == 3 ? (char *)blobs[2].data : NULL;
+    if (have_font_list)
+        blobs[blob_count++] = font_blob;
     size_t argc = 0;
     while (opt->args && opt->args[argc])
         argc++;
@@ -419,13 +438,14 @@ close_pipes:
             close(report[i]);
     }
     free(argv);
-    free(font_list);
 release_streams:
     kiln_stream_release(&s->out);
     kiln_stream_release(&s->err);
     kiln_cgroup_release(&s->cg);
 release_jobdir:
     kiln_jobdir_release(&s->jd);
+    free(font_list);
+join_builder:
     if (building)
         pthread_join(builder, NULL);
     kiln_seccomp_program_release(&fb.prog);
@@ -477,17 +497,17 @@ static kiln_status check_options(const kiln_run_options *opt, const kiln_run_lim
     if (opt->language != KILN_LANG_PYTHON && opt->language != KILN_LANG_BASH)
         return kiln_error_set(err, KILN_E_USAGE, "", "unknown language");
     if (!(l->wall_seconds > 0 && l->wall_seconds <= 86400 && isfinite(l->wall_seconds)))
-        return kiln_error_set(err, KILN_E_USAGE, "", "the wall-clock limit must be 0 < s <= 86400");
+        return kiln_error_set(err, KILN_E_USAGE, "", "limits.wall_seconds (--timeout) must be more than 0 and at most 86400");
     if (!(l->cpu_seconds > 0 && l->cpu_seconds <= 86400 && isfinite(l->cpu_seconds)))
-        return kiln_error_set(err, KILN_E_USAGE, "", "the CPU limit must be 0 < s <= 86400");
+        return kiln_error_set(err, KILN_E_USAGE, "", "limits.cpu_seconds (--cpu) must be more than 0 and at most 86400");
     if (l->memory_bytes < (16ull << 20))
-        return kiln_error_set(err, KILN_E_USAGE, "", "the memory limit must be at least 16 MiB");
+        return kiln_error_set(err, KILN_E_USAGE, "", "limits.memory_bytes (--memory): the memory limit must be at least 16 MiB");
     if (l->processes < 2)
-        return kiln_error_set(err, KILN_E_USAGE, "", "the process limit must be at least 2");
+        return kiln_error_set(err, KILN_E_USAGE, "", "limits.processes (--processes) must be at least 2");
     if (l->open_files < 16)
-        return kiln_error_set(err, KILN_E_USAGE, "", "the open-file limit must be at least 16");
+        return kiln_error_set(err, KILN_E_USAGE, "", "limits.open_files (--open-files) must be at least 16");
     if (l->stream_keep_bytes > (64ull << 20))
-        return kiln_error_set(err, KILN_E_USAGE, "", "at most 64 MiB of each stream can be kept");
+        return kiln_error_set(err, KILN_E_USAGE, "", "limits.stream_keep_bytes (--stream-keep): at most 64 MiB of each stream can be kept");
     if (opt->out_dir && opt->out_dir[0] != '/')
         return kiln_error_set(err, KILN_E_USAGE, "", "the output directory must be absolute");
     return KILN_E_OK;

@@ -263,3 +263,79 @@ def test_a_spec_that_is_not_a_regular_file_is_reported_not_read(tmp_path):
     assert errs[".kiln/linked.xlsx.spec.json"]["name"] == "linked.xlsx"
     assert "not a regular file" in errs[".kiln/linked.xlsx.spec.json"]["errors"][0]["message"]
     assert r["documents"] == []
+
+
+def test_a_symlinked_directory_in_the_out_dir_is_never_written_through(tmp_path):
+    """The copy runs as root: a directory symlink someone planted in a shared
+    output directory must not carry a job's file out of it."""
+    out = tmp_path / "out"
+    out.mkdir()
+    target = tmp_path / "elsewhere"
+    target.mkdir()
+    (out / "sub").symlink_to(target)
+    proc = run_kiln("run", "-o", out, "-c",
+                    "import os\nos.makedirs('sub', exist_ok=True)\nopen('sub/x.txt', 'w').write('x')")
+    assert proc.returncode == 6, describe(proc)
+    assert b"symlink" in proc.stderr, describe(proc)
+    assert list(target.iterdir()) == []
+
+
+def test_the_font_list_warm_up_cannot_be_steered_by_inputs(tmp_path):
+    """The warm-up runs before the inputs are copied in, in isolated mode: an
+    input named like the module it imports cannot run in its place and put
+    its own list in the host-wide cache."""
+    cache = tmp_path / "cache"
+    env = dict(os.environ, KILN_CACHE_DIR=str(cache))
+    fake = tmp_path / "matplotlib.py"
+    fake.write_text("import os\nos.makedirs(os.environ['MPLCONFIGDIR'], exist_ok=True)\n"
+                    "open(os.path.join(os.environ['MPLCONFIGDIR'], 'fontlist-v999.json'), 'w')"
+                    ".write('{\"poisoned\": true}')\n"
+                    "font_manager = None\n")
+    proc, r = run_json("-n", "-i", fake, "-c", "print('job ran')", env=env)
+    assert r["status"] == "ok", describe(proc)
+    lists = list(cache.glob("matplotlib-*/fontlist-*.json"))
+    assert len(lists) == 1, lists
+    assert "poisoned" not in lists[0].read_text()
+    assert "ttflist" in lists[0].read_text()
+    assert [f["name"] for f in r["files"]] == ["matplotlib.py"]
+
+
+def test_descriptors_the_caller_left_open_do_not_reach_the_job(tmp_path):
+    secret = tmp_path / "secret.txt"
+    secret.write_text("host secret")
+    with open(secret) as f:
+        proc = subprocess.run([str(KILN_BIN), "run", "-n", "-c",
+                               "import os\nprint(sorted(os.listdir('/proc/self/fd')))"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60,
+                              pass_fds=(f.fileno(),))
+    r = json.loads(proc.stdout)
+    # 0, 1, 2 and the descriptor listdir itself opens
+    assert r["stdout"]["text"] == "['0', '1', '2', '3']\n", describe(proc)
+
+
+def test_a_program_near_the_16_mib_limit_runs_and_one_past_it_is_refused(tmp_path):
+    big = tmp_path / "big.py"
+    filler = "# " + "x" * 1000 + "\n"
+    big.write_text(filler * (15 * 1024) + "print('big ran')\n")   # about 15 MiB
+    proc, r = run_json("-n", big)
+    assert r["status"] == "ok" and r["stdout"]["text"] == "big ran\n", describe(proc)
+    big.write_text(filler * (17 * 1024))
+    proc = run_kiln("run", "-n", big)
+    assert proc.returncode == 5 and b"larger than 16 MiB" in proc.stderr, describe(proc)
+
+
+def test_inputs_larger_than_the_job_directory_exit_3(tmp_path):
+    big = tmp_path / "big.bin"
+    with open(big, "wb") as f:
+        f.truncate(20 << 20)
+    proc = run_kiln("run", "-n", "--disk", "16M", "-i", big, "-c", "pass")
+    assert proc.returncode == 3, describe(proc)
+    assert b"does not fit in the job directory" in proc.stderr
+
+
+def test_a_kiln_dir_that_is_a_symlink_is_reported(tmp_path):
+    code = "import os\nos.makedirs('real')\nos.symlink('real', '.kiln')\n"
+    proc, r = run_json("-n", "--render", "-c", code)
+    assert proc.returncode == 1, describe(proc)
+    assert r["render_errors"][0]["spec"] == ".kiln"
+    assert "not a directory" in r["render_errors"][0]["errors"][0]["message"]
