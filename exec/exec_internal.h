@@ -312,6 +312,13 @@ int kiln_fontcache_make(const kiln_jobdir *jd, const kiln_idmap *map,
                         const kiln_run_limits *limits, const kiln_seccomp_program *filter,
                         kiln_file_blob *blob);
 
+/* Spawn job (kiln_contain_spawn) with its stdout and stderr captured into
+ * out and err_stream, and watch it to its end (kiln_watch_run): *w says
+ * how it ended. Not OK only when it could not be spawned (err set). */
+kiln_status kiln_sandbox_run(kiln_contain_job *job, const kiln_idmap *map, const kiln_cgroup *cg,
+                             kiln_stream *out, kiln_stream *err_stream, kiln_watch *w,
+                             kiln_error *err);
+
 /* The embedded exec/python/kiln.py. */
 const char *kiln_python_lib(size_t *len);
 

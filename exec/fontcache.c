@@ -151,7 +151,6 @@ static int warm_up(const kiln_jobdir *jd, const kiln_idmap *map, const kiln_run_
         l.wall_seconds = 30;
     kiln_stream out, err;
     kiln_error e;
-    int o[2] = {-1, -1}, x[2] = {-1, -1}, r[2] = {-1, -1};
     int ok = 0;
     memset(&out, 0, sizeof out);
     memset(&err, 0, sizeof err);
@@ -163,8 +162,7 @@ static int warm_up(const kiln_jobdir *jd, const kiln_idmap *map, const kiln_run_
     if (kiln_cgroup_create(&cg, &roots, cg_name, &l, &e) != KILN_E_OK)
         goto release;
     if (kiln_stream_init(&out, 4096, &e) != KILN_E_OK ||
-        kiln_stream_init(&err, 4096, &e) != KILN_E_OK || pipe2(o, O_CLOEXEC) < 0 ||
-        pipe2(x, O_CLOEXEC) < 0 || pipe2(r, O_CLOEXEC) < 0)
+        kiln_stream_init(&err, 4096, &e) != KILN_E_OK)
         goto release;
     kiln_contain_job job = {
         .mount = {.job_dir_host = jd->path, .tmp_bytes = l.tmp_bytes,
@@ -174,31 +172,11 @@ static int warm_up(const kiln_jobdir *jd, const kiln_idmap *map, const kiln_run_
         .filter = filter,
         .argv = argv,
         .envp = envp,
-        .stdout_fd = o[1],
-        .stderr_fd = x[1],
-        .report_fd = r[1],
     };
-    pid_t pid = kiln_contain_spawn(&job, map, &cg, &e);
-    if (pid < 0)
-        goto release;
-    close(o[1]);
-    close(x[1]);
-    close(r[1]);
-    o[1] = x[1] = r[1] = -1;
-    kiln_watch w = {.out_fd = o[0], .err_fd = x[0], .report_fd = r[0], .out = &out, .err = &err,
-                    .limits = &l, .cg = &cg};
-    o[0] = x[0] = r[0] = -1;
-    kiln_watch_run(&w, pid);
-    ok = w.exited && WIFEXITED(w.wait_status) && WEXITSTATUS(w.wait_status) == 0;
+    kiln_watch w;
+    if (kiln_sandbox_run(&job, map, &cg, &out, &err, &w, &e) == KILN_E_OK)
+        ok = w.exited && WIFEXITED(w.wait_status) && WEXITSTATUS(w.wait_status) == 0;
 release:
-    for (int i = 0; i < 2; i++) {
-        if (o[i] >= 0)
-            close(o[i]);
-        if (x[i] >= 0)
-            close(x[i]);
-        if (r[i] >= 0)
-            close(r[i]);
-    }
     kiln_stream_release(&out);
     kiln_stream_release(&err);
     kiln_cgroup_release(&cg);

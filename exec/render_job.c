@@ -127,7 +127,6 @@ static json_t *render_one(const kiln_jobdir *jd, const kiln_idmap *map,
     kiln_stream out, errs;
     memset(&out, 0, sizeof out);
     memset(&errs, 0, sizeof errs);
-    int o[2] = {-1, -1}, e[2] = {-1, -1}, r[2] = {-1, -1};
     char cg_name[64];
     snprintf(cg_name, sizeof cg_name, "kiln-%d-render-%d", (int)getpid(), index);
     kiln_cgroup_roots roots = {.fs_root = "/sys/fs/cgroup", .proc_self_cgroup = "/proc/self/cgroup"};
@@ -135,10 +134,6 @@ static json_t *render_one(const kiln_jobdir *jd, const kiln_idmap *map,
         kiln_stream_init(&out, l.stream_keep_bytes, &err) != KILN_E_OK ||
         kiln_stream_init(&errs, 64 * 1024, &err) != KILN_E_OK)
         goto report_error;
-    if (pipe2(o, O_CLOEXEC) < 0 || pipe2(e, O_CLOEXEC) < 0 || pipe2(r, O_CLOEXEC) < 0) {
-        kiln_error_set(&err, KILN_E_INTERNAL, "", "cannot make pipes: %s", strerror(errno));
-        goto report_error;
-    }
     kiln_contain_job job = {
         .mount = {.job_dir_host = jd->path, .tmp_bytes = l.tmp_bytes,
                   .job_dir_owner = KILN_SANDBOX_UID},
@@ -147,21 +142,10 @@ static json_t *render_one(const kiln_jobdir *jd, const kiln_idmap *map,
         .filter = filter,
         .payload = render_payload,
         .payload_arg = t,
-        .stdout_fd = o[1],
-        .stderr_fd = e[1],
-        .report_fd = r[1],
     };
-    pid_t pid = kiln_contain_spawn(&job, map, &cg, &err);
-    if (pid < 0)
+    kiln_watch w;
+    if (kiln_sandbox_run(&job, map, &cg, &out, &errs, &w, &err) != KILN_E_OK)
         goto report_error;
-    close(o[1]);
-    close(e[1]);
-    close(r[1]);
-    o[1] = e[1] = r[1] = -1;
-    kiln_watch w = {.out_fd = o[0], .err_fd = e[0], .report_fd = r[0], .out = &out, .err = &errs,
-                    .limits = &l, .cg = &cg};
-    o[0] = e[0] = r[0] = -1;
-    kiln_watch_run(&w, pid);
     kiln_cgroup_usage usage;
     kiln_cgroup_read_usage(&cg, &usage);
 
@@ -184,14 +168,6 @@ static json_t *render_one(const kiln_jobdir *jd, const kiln_idmap *map,
 report_error:
     json_object_set_new(entry, "errors", json_pack("[o]", error_json(&err)));
 release:
-    for (int i = 0; i < 2; i++) {
-        if (o[i] >= 0)
-            close(o[i]);
-        if (e[i] >= 0)
-            close(e[i]);
-        if (r[i] >= 0)
-            close(r[i]);
-    }
     kiln_stream_release(&out);
     kiln_stream_release(&errs);
     kiln_cgroup_release(&cg);

@@ -205,6 +205,53 @@ void kiln_watch_run(kiln_watch *w, pid_t init_pid)
         kiln_cgroup_kill_all(w->cg);
 }
 
+kiln_status kiln_sandbox_run(kiln_contain_job *job, const kiln_idmap *map, const kiln_cgroup *cg,
+                             kiln_stream *out, kiln_stream *err_stream, kiln_watch *w,
+                             kiln_error *err)
+{
+    int o[2] = {-1, -1}, e[2] = {-1, -1}, r[2] = {-1, -1};
+    kiln_status st = KILN_E_OK;
+    memset(w, 0, sizeof *w);
+    if (pipe2(o, O_CLOEXEC) < 0 || pipe2(e, O_CLOEXEC) < 0 || pipe2(r, O_CLOEXEC) < 0) {
+        st = kiln_error_set(err, KILN_E_INTERNAL, "", "cannot make pipes: %s", strerror(errno));
+        goto close_pipes;
+    }
+    job->stdout_fd = o[1];
+    job->stderr_fd = e[1];
+    job->report_fd = r[1];
+    pid_t init_pid = kiln_contain_spawn(job, map, cg, err);
+    if (init_pid < 0) {
+        st = err && err->code != KILN_E_OK ? err->code : KILN_E_INTERNAL;
+        goto close_pipes;
+    }
+    /* Only the sandbox holds the write ends now: end of file on them means
+     * every process of the job is gone. */
+    close(o[1]);
+    close(e[1]);
+    close(r[1]);
+    o[1] = e[1] = r[1] = -1;
+    w->out_fd = o[0];
+    w->err_fd = e[0];
+    w->report_fd = r[0];
+    w->out = out;
+    w->err = err_stream;
+    w->limits = job->limits;
+    w->cg = cg;
+    o[0] = e[0] = r[0] = -1; /* kiln_watch_run closes them */
+    kiln_watch_run(w, init_pid);
+
+close_pipes:
+    for (int i = 0; i < 2; i++) {
+        if (o[i] >= 0)
+            close(o[i]);
+        if (e[i] >= 0)
+            close(e[i]);
+        if (r[i] >= 0)
+            close(r[i]);
+    }
+    return st;
+}
+
 /* ---- the supervisor --------------------------------------------------- */
 
 static const char *const job_env[] = {
@@ -257,7 +304,6 @@ static json_t *supervise(supervisor *s, kiln_error *err)
     const kiln_run_limits *l = s->limits;
     json_t *result = NULL, *files = NULL, *refused = NULL, *renders = NULL;
     char **argv = NULL, *font_list = NULL;
-    int out[2] = {-1, -1}, errp[2] = {-1, -1}, report[2] = {-1, -1};
 
     /* The job's processes must not inherit root's groups: the user
      * namespace will forbid setgroups, so they would keep them. */
@@ -316,11 +362,6 @@ static json_t *supervise(supervisor *s, kiln_error *err)
         kiln_stream_init(&s->err, l->stream_keep_bytes, err) != KILN_E_OK)
         goto release_streams;
 
-    if (pipe2(out, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0 || pipe2(report, O_CLOEXEC) < 0) {
-        kiln_error_set(err, KILN_E_INTERNAL, "", "cannot make pipes: %s", strerror(errno));
-        goto close_pipes;
-    }
-
     /* The program and the helper module go into the root before it turns
      * read-only: the job can read them, not change them, and they are not
      * in /mnt/data among its outputs. */
@@ -341,7 +382,7 @@ static json_t *supervise(supervisor *s, kiln_error *err)
     if (fb.rc != 0) {
         kiln_error_set(err, KILN_E_INTERNAL, "", "cannot build the seccomp filter: %s: %s",
                        fb.what ? fb.what : "?", strerror(fb.err_no));
-        goto close_pipes;
+        goto free_argv;
     }
     size_t blob_count = 2;
     if (have_font_list)
@@ -352,7 +393,7 @@ static json_t *supervise(supervisor *s, kiln_error *err)
     argv = calloc(argc + 3, sizeof *argv);
     if (!argv) {
         kiln_error_set(err, KILN_E_NOMEM, "", "out of memory");
-        goto close_pipes;
+        goto free_argv;
     }
     argv[0] = bash ? "/bin/bash" : "/usr/bin/python3";
     argv[1] = (char *)blobs[0].path;
@@ -367,22 +408,10 @@ static json_t *supervise(supervisor *s, kiln_error *err)
         .filter = &fb.prog,
         .argv = argv,
         .envp = (char *const *)job_env,
-        .stdout_fd = out[1],
-        .stderr_fd = errp[1],
-        .report_fd = report[1],
     };
-    pid_t init_pid = kiln_contain_spawn(&job, &s->map, &s->cg, err);
-    if (init_pid < 0)
-        goto close_pipes;
-    close(out[1]);
-    close(errp[1]);
-    close(report[1]);
-    out[1] = errp[1] = report[1] = -1;
-
-    kiln_watch w = {.out_fd = out[0], .err_fd = errp[0], .report_fd = report[0],
-                    .out = &s->out, .err = &s->err, .limits = l, .cg = &s->cg};
-    out[0] = errp[0] = report[0] = -1; /* kiln_watch_run closes them */
-    kiln_watch_run(&w, init_pid);
+    kiln_watch w;
+    if (kiln_sandbox_run(&job, &s->map, &s->cg, &s->out, &s->err, &w, err) != KILN_E_OK)
+        goto free_argv;
 
     kiln_run_report r;
     memset(&r, 0, sizeof r);
@@ -428,15 +457,7 @@ free_json:
     json_decref(files);
     json_decref(refused);
     json_decref(renders);
-close_pipes:
-    for (int i = 0; i < 2; i++) {
-        if (out[i] >= 0)
-            close(out[i]);
-        if (errp[i] >= 0)
-            close(errp[i]);
-        if (report[i] >= 0)
-            close(report[i]);
-    }
+free_argv:
     free(argv);
 release_streams:
     kiln_stream_release(&s->out);
