@@ -1012,6 +1012,13 @@ def main():
         if args.workload == "all":
             print()
         status |= run_pptx(args)
+    if args.workload == "all":
+        print()
+        # The sandbox benchmark makes namespaces and cgroups: root only.
+        if os.geteuid() == 0:
+            status |= run_run(args)
+        else:
+            print("bench: run: skipped (kiln run needs root; run `make bench BENCH=run` as root)")
     return status
 
 
