@@ -1,0 +1,123 @@
+/*
+ * store.h - the service's files: bodies on disk, metadata in SQLite.
+ *
+ * The file API of `kiln serve` (issue 7) stands on this: every uploaded
+ * input, produced file and rendered document is one stored file owned by
+ * one tenant. What it promises:
+ *
+ *   - Nothing half-written is ever visible or left behind. A body is
+ *     written to an unnamed temporary file in the content directory,
+ *     fsynced, linked under its final name, the directory fsynced, and only
+ *     then is the row committed (SQLite in WAL mode). A crash at any point
+ *     leaves either the complete body with its row, or a body with no row
+ *     (an orphan, removed by kiln_store_open's startup pass), never a row
+ *     without a body.
+ *   - No client-supplied name ever reaches the file system: a body's file
+ *     name is its id, and ids are 128 random bits (getrandom) in hex.
+ *   - Another tenant's file looks exactly like a missing one
+ *     (KILN_STORE_NOT_FOUND), so ids cannot be probed across tenants.
+ *   - Files expire (default 24 hours after creation). An expired file keeps
+ *     its row, marked, so a request for it can say "gone" (410) rather than
+ *     "not found"; kiln_store_sweep removes expired bodies.
+ *
+ * Thread safety: a kiln_store may be used from several threads at once
+ * (the server's thread pool); each call takes what it needs.
+ */
+#ifndef KILN_SERVICE_STORE_H
+#define KILN_SERVICE_STORE_H
+
+#include <stdint.h>
+#include <time.h>
+
+#include "common/error.h"
+
+#define KILN_STORE_ID_LEN 32            /* hex characters of an id */
+#define KILN_STORE_DEFAULT_TTL (24 * 3600)
+#define KILN_STORE_FILENAME_MAX 255     /* bytes of a client's file name (kept as metadata only) */
+#define KILN_STORE_TENANT_MAX 64        /* bytes of a tenant name */
+
+typedef struct kiln_store kiln_store;
+
+typedef struct kiln_store_file {
+    char id[KILN_STORE_ID_LEN + 1];
+    char tenant[KILN_STORE_TENANT_MAX + 1];
+    char filename[KILN_STORE_FILENAME_MAX + 1]; /* UTF-8, as the client gave it */
+    char media_type[128];
+    char sha256[65];                            /* lowercase hex */
+    uint64_t bytes;
+    int64_t created_at;                         /* Unix seconds */
+    int64_t expires_at;
+    int expired;                                /* the body is gone (410) */
+} kiln_store_file;
+
+/* Outcomes a caller maps to HTTP: OK, NOT_FOUND (404, also for another
+ * tenant's file), GONE (410), TOO_LARGE (413), and kiln_status errors. */
+typedef enum {
+    KILN_STORE_OK = 0,
+    KILN_STORE_NOT_FOUND,
+    KILN_STORE_GONE,
+    KILN_STORE_TOO_LARGE,
+    KILN_STORE_ERROR,      /* err says what: I/O, database, out of memory */
+} kiln_store_result;
+
+typedef struct kiln_store_options {
+    const char *dir;         /* holds kiln.db and content/; created if missing */
+    int64_t ttl_seconds;     /* 0 = KILN_STORE_DEFAULT_TTL */
+    uint64_t max_bytes;      /* largest body; 0 = KILN_DEFAULT_MAX_BYTES (30 MiB) */
+} kiln_store_options;
+
+/* Open (creating) the store, and remove orphans: bodies without a row, and
+ * temporary files a crash left. *store is new: kiln_store_close it. */
+kiln_status kiln_store_open(kiln_store **store, const kiln_store_options *opt, kiln_error *err);
+void kiln_store_close(kiln_store *store);
+
+/* A body being written: kiln_store_begin, kiln_store_write as data arrives
+ * (TOO_LARGE as soon as max_bytes would be passed, nothing kept), then
+ * kiln_store_commit (which fills *file) or kiln_store_abort. */
+typedef struct kiln_store_upload kiln_store_upload;
+kiln_store_result kiln_store_begin(kiln_store *store, const char *tenant, const char *filename,
+                                   const char *media_type, kiln_store_upload **up,
+                                   kiln_error *err);
+kiln_store_result kiln_store_write(kiln_store_upload *up, const void *data, size_t len,
+                                   kiln_error *err);
+kiln_store_result kiln_store_commit(kiln_store_upload *up, kiln_store_file *file,
+                                    kiln_error *err);
+void kiln_store_abort(kiln_store_upload *up);
+
+/* Store a file that already exists on disk (a produced file, a rendered
+ * document), copying it in through the same path. */
+kiln_store_result kiln_store_put_path(kiln_store *store, const char *tenant, const char *path,
+                                      const char *filename, const char *media_type,
+                                      kiln_store_file *file, kiln_error *err);
+
+/* Metadata of a tenant's file: OK, NOT_FOUND or GONE (file still filled,
+ * with expired set, for the 410's message). */
+kiln_store_result kiln_store_get(kiln_store *store, const char *tenant, const char *id,
+                                 kiln_store_file *file, kiln_error *err);
+
+/* Open a tenant's body for reading (O_RDONLY, for sendfile / MHD's
+ * file-descriptor responses): fills *file and returns the fd in *fd. */
+kiln_store_result kiln_store_open_body(kiln_store *store, const char *tenant, const char *id,
+                                       kiln_store_file *file, int *fd, kiln_error *err);
+
+/* A tenant's files, newest first, at most `limit` (1..1000) after `offset`;
+ * calls fn for each; returns the total count in *total. */
+kiln_store_result kiln_store_list(kiln_store *store, const char *tenant, int64_t offset,
+                                  int64_t limit,
+                                  void (*fn)(const kiln_store_file *file, void *arg), void *arg,
+                                  int64_t *total, kiln_error *err);
+
+/* Delete a tenant's file (row and body): OK or NOT_FOUND. */
+kiln_store_result kiln_store_delete(kiln_store *store, const char *tenant, const char *id,
+                                    kiln_error *err);
+
+/* Remove the bodies of files past their expiry (rows stay, marked expired,
+ * for 410s; rows older than 7 days past expiry go too). now = time(NULL)
+ * in production; tests pass their own clock. *removed counts bodies. */
+kiln_store_result kiln_store_sweep(kiln_store *store, int64_t now, uint64_t *removed,
+                                   kiln_error *err);
+
+/* Bytes of all live bodies (for /metrics). */
+uint64_t kiln_store_bytes(kiln_store *store);
+
+#endif
