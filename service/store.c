@@ -1,0 +1,1090 @@
+/*
+ * store.c - see store.h for what the store promises.
+ *
+ * Layout of DIR:
+ *   kiln.db      the metadata (SQLite, WAL mode), one row per file;
+ *   kiln.lock    held with flock() while a process has the store open;
+ *   content/ID   one body per file, named by its id, mode 0600.
+ *
+ * The order of every change is what keeps "never a row without a body":
+ *   upload: body written to an unnamed O_TMPFILE (or ".tmp-RANDOM") in
+ *           content/, fsynced, linked as content/ID, content/ fsynced, and
+ *           only then the row inserted and committed;
+ *   delete: row deleted and committed, then the body unlinked;
+ *   sweep:  rows marked expired and committed, then the bodies unlinked.
+ * Whatever a crash interrupts leaves at worst a body with no live row or a
+ * named temporary, and kiln_store_open's orphan pass removes both. That pass
+ * would also remove the body of an upload another process is committing at
+ * that moment, so one process at a time holds a store: kiln.lock is taken
+ * with flock(LOCK_EX | LOCK_NB) and a second opener is refused.
+ *
+ * Connections: two SQLite connections, one for writes and one for reads,
+ * each behind its own mutex. A single writer is all SQLite allows anyway,
+ * and serializing writers in-process avoids SQLITE_BUSY between them; the
+ * separate reader means a download's lookup never waits for a commit's
+ * fsync (WAL lets a reader run beside the writer). A connection per thread
+ * would let reads run in parallel too, but the server's pool threads are not
+ * ours to hook, and a lookup by primary key takes microseconds. busy_timeout
+ * covers any other process (sqlite3 on the command line) touching the
+ * database.
+ *
+ * Uploads: kiln_store_commit frees the upload whatever it returns, as
+ * kiln_store_abort does; after a failed kiln_store_write (TOO_LARGE or an
+ * I/O error) the temporary file is already gone and the only thing left to
+ * do with the upload is kiln_store_abort (kiln_store_commit refuses it).
+ */
+#include "service/store.h"
+#include "service/store_testing.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <nettle/sha2.h>
+#include <sqlite3.h>
+
+#include "common/output.h"
+
+#define GRACE_SECONDS (7 * 24 * 3600) /* an expired row answers 410 this long */
+#define TEMP_PREFIX ".tmp-"
+#define BUSY_TIMEOUT_MS 5000
+
+struct kiln_store {
+    sqlite3 *wdb; /* writes: insert, delete, sweep */
+    sqlite3 *rdb; /* reads: get, open_body, list, bytes */
+    pthread_mutex_t wlock;
+    pthread_mutex_t rlock;
+    int content_fd; /* DIR/content, O_DIRECTORY */
+    int lock_fd;    /* DIR/kiln.lock, flocked */
+    int64_t ttl;
+    uint64_t max_bytes;
+    int64_t (*now)(void *arg);
+    void *now_arg;
+    int force_named_temp;
+    kiln_store_recovery recovery;
+};
+
+struct kiln_store_upload {
+    kiln_store *store;
+    char tenant[KILN_STORE_TENANT_MAX + 1];
+    char filename[KILN_STORE_FILENAME_MAX + 1];
+    char media_type[128];
+    int fd;                             /* the temporary body, -1 once dropped */
+    char temp_name[sizeof TEMP_PREFIX + KILN_STORE_ID_LEN]; /* "" for O_TMPFILE */
+    uint64_t bytes;
+    struct sha256_ctx sha;
+    int failed;                         /* a write failed: only abort is left */
+};
+
+static const char SCHEMA[] =
+    "CREATE TABLE IF NOT EXISTS files ("
+    "  id TEXT NOT NULL UNIQUE,"
+    "  tenant TEXT NOT NULL,"
+    "  filename TEXT NOT NULL,"
+    "  media_type TEXT NOT NULL,"
+    "  sha256 TEXT NOT NULL,"
+    "  bytes INTEGER NOT NULL,"
+    "  created_at INTEGER NOT NULL,"
+    "  expires_at INTEGER NOT NULL,"
+    "  expired INTEGER NOT NULL DEFAULT 0);"
+    "CREATE INDEX IF NOT EXISTS files_tenant ON files (tenant, created_at);"
+    "CREATE INDEX IF NOT EXISTS files_expiry ON files (expired, expires_at);"
+    "PRAGMA user_version = 1;";
+
+/* The columns every lookup reads, in the order row_to_file expects. */
+#define FILE_COLUMNS "id, tenant, filename, media_type, sha256, bytes, created_at, expires_at, expired"
+
+static int64_t system_clock(void *arg)
+{
+    (void)arg;
+    return (int64_t)time(NULL);
+}
+
+static int64_t store_now(const kiln_store *store)
+{
+    return store->now(store->now_arg);
+}
+
+/* ---- validation ---------------------------------------------------------- */
+
+/* Exactly 32 lowercase hex digits: checked before an id goes near a query
+ * or the file system, so "../x" can never name a path. */
+static int valid_id(const char *id)
+{
+    if (!id)
+        return 0;
+    for (int i = 0; i < KILN_STORE_ID_LEN; i++) {
+        char c = id[i];
+        if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')))
+            return 0;
+    }
+    return id[KILN_STORE_ID_LEN] == '\0';
+}
+
+static int valid_tenant(const char *tenant)
+{
+    return tenant && *tenant && strlen(tenant) <= KILN_STORE_TENANT_MAX;
+}
+
+/* Strict UTF-8: no overlong forms, no surrogates, nothing past U+10FFFF. */
+static int valid_utf8(const char *s)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    while (*p) {
+        unsigned c = *p;
+        int n;
+        unsigned cp, min;
+        if (c < 0x80) {
+            p++;
+            continue;
+        } else if ((c & 0xe0) == 0xc0) {
+            n = 1, cp = c & 0x1f, min = 0x80;
+        } else if ((c & 0xf0) == 0xe0) {
+            n = 2, cp = c & 0x0f, min = 0x800;
+        } else if ((c & 0xf8) == 0xf0) {
+            n = 3, cp = c & 0x07, min = 0x10000;
+        } else {
+            return 0;
+        }
+        for (int i = 1; i <= n; i++) {
+            if ((p[i] & 0xc0) != 0x80)
+                return 0;
+            cp = (cp << 6) | (p[i] & 0x3f);
+        }
+        if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+            return 0;
+        p += n + 1;
+    }
+    return 1;
+}
+
+static int random_hex(char out[KILN_STORE_ID_LEN + 1])
+{
+    unsigned char raw[KILN_STORE_ID_LEN / 2];
+    size_t got = 0;
+    while (got < sizeof raw) {
+        ssize_t n = getrandom(raw + got, sizeof raw - got, 0);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return -1;
+        got += (size_t)n;
+    }
+    static const char hex[] = "0123456789abcdef";
+    for (size_t i = 0; i < sizeof raw; i++) {
+        out[2 * i] = hex[raw[i] >> 4];
+        out[2 * i + 1] = hex[raw[i] & 15];
+    }
+    out[KILN_STORE_ID_LEN] = '\0';
+    return 0;
+}
+
+/* ---- database helpers ---------------------------------------------------- */
+
+static kiln_store_result db_fail(sqlite3 *db, kiln_error *err, const char *what)
+{
+    kiln_error_set(err, KILN_E_INTERNAL, NULL, "store database: %s: %s", what,
+                   sqlite3_errmsg(db));
+    return KILN_STORE_ERROR;
+}
+
+static void copy_text(char *dst, size_t cap, const unsigned char *src)
+{
+    snprintf(dst, cap, "%s", src ? (const char *)src : "");
+}
+
+static void row_to_file(sqlite3_stmt *st, kiln_store_file *file)
+{
+    memset(file, 0, sizeof *file);
+    copy_text(file->id, sizeof file->id, sqlite3_column_text(st, 0));
+    copy_text(file->tenant, sizeof file->tenant, sqlite3_column_text(st, 1));
+    copy_text(file->filename, sizeof file->filename, sqlite3_column_text(st, 2));
+    copy_text(file->media_type, sizeof file->media_type, sqlite3_column_text(st, 3));
+    copy_text(file->sha256, sizeof file->sha256, sqlite3_column_text(st, 4));
+    file->bytes = (uint64_t)sqlite3_column_int64(st, 5);
+    file->created_at = sqlite3_column_int64(st, 6);
+    file->expires_at = sqlite3_column_int64(st, 7);
+    file->expired = sqlite3_column_int(st, 8) != 0;
+}
+
+/* A file whose row is marked, or whose time is up but the sweep has not yet
+ * come by, is gone either way: its row says expired from then on. */
+static kiln_store_result file_state(const kiln_store *store, kiln_store_file *file)
+{
+    if (file->expired || file->expires_at <= store_now(store)) {
+        file->expired = 1;
+        return KILN_STORE_GONE;
+    }
+    return KILN_STORE_OK;
+}
+
+static kiln_status open_db(sqlite3 **db, const char *path, int writer, kiln_error *err)
+{
+    /* Our own mutexes serialize each connection, so SQLite's are not needed. */
+    int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
+    if (sqlite3_open_v2(path, db, flags, NULL) != SQLITE_OK) {
+        kiln_status st = kiln_error_set(err, KILN_E_INTERNAL, NULL,
+                                        "cannot open the store database '%s': %s", path,
+                                        *db ? sqlite3_errmsg(*db) : "out of memory");
+        sqlite3_close(*db);
+        *db = NULL;
+        return st;
+    }
+    sqlite3_busy_timeout(*db, BUSY_TIMEOUT_MS);
+    /* WAL: readers never block the writer nor it them. synchronous=FULL:
+     * every commit reaches the disk before it returns, so a row the server
+     * has answered with survives a power cut, like its fsynced body. */
+    const char *pragmas = writer ? "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;"
+                                 : "PRAGMA synchronous=FULL;";
+    char *msg = NULL;
+    if (sqlite3_exec(*db, pragmas, NULL, NULL, &msg) != SQLITE_OK ||
+        (writer && sqlite3_exec(*db, SCHEMA, NULL, NULL, &msg) != SQLITE_OK)) {
+        kiln_status st = kiln_error_set(err, KILN_E_INTERNAL, NULL,
+                                        "cannot set up the store database '%s': %s", path,
+                                        msg ? msg : sqlite3_errmsg(*db));
+        sqlite3_free(msg);
+        sqlite3_close(*db);
+        *db = NULL;
+        return st;
+    }
+    if (writer) {
+        /* journal_mode=WAL answers with the mode it got, and does not fail
+         * when it cannot switch (a file system without shared memory). */
+        sqlite3_stmt *q = NULL;
+        int wal = 0;
+        if (sqlite3_prepare_v2(*db, "PRAGMA journal_mode", -1, &q, NULL) == SQLITE_OK &&
+            sqlite3_step(q) == SQLITE_ROW)
+            wal = sqlite3_column_text(q, 0) &&
+                  strcmp((const char *)sqlite3_column_text(q, 0), "wal") == 0;
+        sqlite3_finalize(q);
+        if (!wal) {
+            sqlite3_close(*db);
+            *db = NULL;
+            return kiln_error_set(err, KILN_E_INTERNAL, NULL,
+                                  "the store database '%s' cannot use WAL mode", path);
+        }
+    }
+    return KILN_E_OK;
+}
+
+/* ---- open, orphan pass, close -------------------------------------------- */
+
+/* mkdir -p, mode 0700: the store is the server's alone. */
+static int mkdir_p(const char *path)
+{
+    char buf[PATH_MAX];
+    snprintf(buf, sizeof buf, "%s", path);
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(buf, 0700) != 0 && errno != EEXIST)
+            return -1;
+        *p = '/';
+    }
+    return mkdir(buf, 0700) == 0 || errno == EEXIST ? 0 : -1;
+}
+
+/* Is there a live (not expired) row for this id? 1, 0, -1 on error. */
+static int live_row(kiln_store *store, const char *id)
+{
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(store->wdb, "SELECT 1 FROM files WHERE id = ? AND expired = 0", -1,
+                           &st, NULL) != SQLITE_OK)
+        return -1;
+    sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(st);
+    sqlite3_finalize(st);
+    return rc == SQLITE_ROW ? 1 : rc == SQLITE_DONE ? 0 : -1;
+}
+
+/*
+ * Remove what a crash left: named temporaries, bodies with no live row
+ * (killed between link and commit, or between the row's delete or expiry
+ * mark and the unlink). A live row without a body cannot come from any
+ * crash; if the disk lost one anyway, the row is deleted so the file
+ * answers 404 instead of failing every download. Runs before any other
+ * thread can see the store, so it needs no lock.
+ */
+static kiln_status recover(kiln_store *store, kiln_error *err)
+{
+    int removed = 0;
+    int dup = fcntl(store->content_fd, F_DUPFD_CLOEXEC, 0);
+    DIR *dir = dup >= 0 ? fdopendir(dup) : NULL;
+    if (!dir) {
+        if (dup >= 0)
+            close(dup);
+        return kiln_error_set(err, KILN_E_INTERNAL, NULL, "cannot read the content directory: %s",
+                              strerror(errno));
+    }
+    struct dirent *de;
+    kiln_status st = KILN_E_OK;
+    sqlite3_stmt *q = NULL, *del = NULL;
+    char (*lost)[KILN_STORE_ID_LEN + 1] = NULL;
+    size_t nlost = 0, cap = 0;
+    int rc;
+    while ((de = readdir(dir)) != NULL) {
+        if (strncmp(de->d_name, TEMP_PREFIX, strlen(TEMP_PREFIX)) == 0) {
+            if (unlinkat(store->content_fd, de->d_name, 0) == 0) {
+                store->recovery.temporaries++;
+                removed = 1;
+            }
+            continue;
+        }
+        if (!valid_id(de->d_name))
+            continue; /* not ours: left alone */
+        int live = live_row(store, de->d_name);
+        if (live < 0) {
+            st = kiln_error_set(err, KILN_E_INTERNAL, NULL, "store database: %s",
+                                sqlite3_errmsg(store->wdb));
+            goto cleanup_statements;
+        }
+        if (!live && unlinkat(store->content_fd, de->d_name, 0) == 0) {
+            store->recovery.orphan_bodies++;
+            removed = 1;
+        }
+    }
+
+    /* Live rows whose body is missing. */
+    if (sqlite3_prepare_v2(store->wdb, "SELECT id FROM files WHERE expired = 0", -1, &q,
+                           NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(store->wdb, "DELETE FROM files WHERE id = ?", -1, &del, NULL) !=
+            SQLITE_OK) {
+        st = kiln_error_set(err, KILN_E_INTERNAL, NULL, "store database: %s",
+                            sqlite3_errmsg(store->wdb));
+        goto cleanup_statements;
+    }
+    /* Collect first: deleting while stepping the same table is allowed in
+     * SQLite, but a plain list is easier to reason about. */
+    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+        const char *id = (const char *)sqlite3_column_text(q, 0);
+        struct stat sb;
+        if (!id || !valid_id(id) ||
+            (fstatat(store->content_fd, id, &sb, AT_SYMLINK_NOFOLLOW) != 0 && errno == ENOENT)) {
+            if (nlost == cap) {
+                size_t ncap = cap ? cap * 2 : 16;
+                void *grown = realloc(lost, ncap * sizeof *lost);
+                if (!grown) {
+                    st = kiln_error_set(err, KILN_E_NOMEM, NULL, "out of memory");
+                    goto cleanup_lost;
+                }
+                lost = grown;
+                cap = ncap;
+            }
+            snprintf(lost[nlost++], sizeof lost[0], "%s", id ? id : "");
+        }
+    }
+    if (rc != SQLITE_DONE) {
+        st = kiln_error_set(err, KILN_E_INTERNAL, NULL, "store database: %s",
+                            sqlite3_errmsg(store->wdb));
+        goto cleanup_lost;
+    }
+    sqlite3_reset(q);
+    for (size_t i = 0; i < nlost; i++) {
+        sqlite3_bind_text(del, 1, lost[i], -1, SQLITE_STATIC);
+        if (sqlite3_step(del) != SQLITE_DONE) {
+            st = kiln_error_set(err, KILN_E_INTERNAL, NULL, "store database: %s",
+                                sqlite3_errmsg(store->wdb));
+            goto cleanup_lost;
+        }
+        sqlite3_reset(del);
+        store->recovery.lost_rows++;
+    }
+    if (removed && fsync(store->content_fd) != 0)
+        st = kiln_error_set(err, KILN_E_WRITE, NULL, "cannot sync the content directory: %s",
+                            strerror(errno));
+
+cleanup_lost:
+    free(lost);
+cleanup_statements:
+    sqlite3_finalize(q);
+    sqlite3_finalize(del);
+    closedir(dir);
+    return st;
+}
+
+kiln_status kiln_store_open(kiln_store **out, const kiln_store_options *opt, kiln_error *err)
+{
+    kiln_status st;
+    *out = NULL;
+    if (!opt || !opt->dir || !*opt->dir || strlen(opt->dir) > PATH_MAX - 32)
+        return kiln_error_set(err, KILN_E_USAGE, NULL, "the store needs a directory");
+    if (opt->ttl_seconds < 0)
+        return kiln_error_set(err, KILN_E_USAGE, NULL, "a file lifetime cannot be negative");
+
+    kiln_store *store = calloc(1, sizeof *store);
+    if (!store)
+        return kiln_error_set(err, KILN_E_NOMEM, NULL, "out of memory");
+    store->content_fd = -1;
+    store->lock_fd = -1;
+    store->ttl = opt->ttl_seconds ? opt->ttl_seconds : KILN_STORE_DEFAULT_TTL;
+    store->max_bytes = opt->max_bytes ? opt->max_bytes : KILN_DEFAULT_MAX_BYTES;
+    store->now = system_clock;
+    if (pthread_mutex_init(&store->wlock, NULL) != 0) {
+        free(store);
+        return kiln_error_set(err, KILN_E_INTERNAL, NULL, "cannot create a mutex");
+    }
+    if (pthread_mutex_init(&store->rlock, NULL) != 0) {
+        pthread_mutex_destroy(&store->wlock);
+        free(store);
+        return kiln_error_set(err, KILN_E_INTERNAL, NULL, "cannot create a mutex");
+    }
+
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/content", opt->dir);
+    if (mkdir_p(opt->dir) != 0 || mkdir_p(path) != 0) {
+        st = kiln_error_set(err, KILN_E_WRITE, NULL, "cannot create the store directory '%s': %s",
+                            path, strerror(errno));
+        goto fail_close;
+    }
+    store->content_fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (store->content_fd < 0) {
+        st = kiln_error_set(err, KILN_E_WRITE, NULL, "cannot open '%s': %s", path,
+                            strerror(errno));
+        goto fail_close;
+    }
+    snprintf(path, sizeof path, "%s/kiln.lock", opt->dir);
+    store->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (store->lock_fd < 0) {
+        st = kiln_error_set(err, KILN_E_WRITE, NULL, "cannot open '%s': %s", path,
+                            strerror(errno));
+        goto fail_close;
+    }
+    if (flock(store->lock_fd, LOCK_EX | LOCK_NB) != 0) {
+        st = kiln_error_set(err, KILN_E_USAGE, NULL,
+                            "the store '%s' is in use by another process", opt->dir);
+        goto fail_close;
+    }
+
+    snprintf(path, sizeof path, "%s/kiln.db", opt->dir);
+    st = open_db(&store->wdb, path, 1, err);
+    if (st != KILN_E_OK)
+        goto fail_close;
+    st = open_db(&store->rdb, path, 0, err);
+    if (st != KILN_E_OK)
+        goto fail_close;
+    st = recover(store, err);
+    if (st != KILN_E_OK)
+        goto fail_close;
+    *out = store;
+    return KILN_E_OK;
+
+fail_close:
+    kiln_store_close(store);
+    return st;
+}
+
+void kiln_store_close(kiln_store *store)
+{
+    if (!store)
+        return;
+    /* The last connection to close checkpoints the WAL into kiln.db. */
+    sqlite3_close(store->rdb);
+    sqlite3_close(store->wdb);
+    if (store->content_fd >= 0)
+        close(store->content_fd);
+    if (store->lock_fd >= 0)
+        close(store->lock_fd); /* releases the flock */
+    pthread_mutex_destroy(&store->rlock);
+    pthread_mutex_destroy(&store->wlock);
+    free(store);
+}
+
+void kiln_store_set_clock(kiln_store *store, int64_t (*now)(void *arg), void *arg)
+{
+    store->now = now ? now : system_clock;
+    store->now_arg = now ? arg : NULL;
+}
+
+void kiln_store_force_named_temp(kiln_store *store, int on)
+{
+    store->force_named_temp = on;
+}
+
+void kiln_store_last_recovery(const kiln_store *store, kiln_store_recovery *out)
+{
+    *out = store->recovery;
+}
+
+/* ---- uploads ------------------------------------------------------------- */
+
+/* Drop the temporary body: nothing of it stays on disk. */
+static void drop_temp(kiln_store_upload *up)
+{
+    if (up->temp_name[0]) {
+        unlinkat(up->store->content_fd, up->temp_name, 0);
+        up->temp_name[0] = '\0';
+    }
+    if (up->fd >= 0) {
+        close(up->fd);
+        up->fd = -1;
+    }
+}
+
+static kiln_store_result create_temp(kiln_store_upload *up, kiln_error *err)
+{
+    int dir = up->store->content_fd;
+    if (!up->store->force_named_temp) {
+        up->fd = openat(dir, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+        if (up->fd >= 0)
+            return KILN_STORE_OK;
+        if (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL && errno != ENOENT) {
+            kiln_error_set(err, KILN_E_WRITE, NULL, "cannot create a file in the store: %s",
+                           strerror(errno));
+            return KILN_STORE_ERROR;
+        }
+    }
+    for (int attempt = 0; attempt < 10; attempt++) {
+        char rnd[KILN_STORE_ID_LEN + 1];
+        if (random_hex(rnd) != 0)
+            break;
+        snprintf(up->temp_name, sizeof up->temp_name, TEMP_PREFIX "%s", rnd);
+        up->fd = openat(dir, up->temp_name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW,
+                        0600);
+        if (up->fd >= 0)
+            return KILN_STORE_OK;
+        if (errno != EEXIST)
+            break;
+    }
+    up->temp_name[0] = '\0';
+    kiln_error_set(err, KILN_E_WRITE, NULL, "cannot create a file in the store: %s",
+                   strerror(errno));
+    return KILN_STORE_ERROR;
+}
+
+kiln_store_result kiln_store_begin(kiln_store *store, const char *tenant, const char *filename,
+                                   const char *media_type, kiln_store_upload **out,
+                                   kiln_error *err)
+{
+    *out = NULL;
+    if (!filename)
+        filename = "";
+    if (!media_type || !*media_type)
+        media_type = "application/octet-stream";
+    if (!valid_tenant(tenant)) {
+        kiln_error_set(err, KILN_E_USAGE, NULL, "a tenant name is 1 to %d bytes",
+                       KILN_STORE_TENANT_MAX);
+        return KILN_STORE_ERROR;
+    }
+    if (strlen(filename) > KILN_STORE_FILENAME_MAX || !valid_utf8(filename)) {
+        kiln_error_set(err, KILN_E_USAGE, NULL, "a file name is UTF-8 of at most %d bytes",
+                       KILN_STORE_FILENAME_MAX);
+        return KILN_STORE_ERROR;
+    }
+    if (strlen(media_type) >= sizeof ((kiln_store_upload *)0)->media_type) {
+        kiln_error_set(err, KILN_E_USAGE, NULL, "the media type is too long");
+        return KILN_STORE_ERROR;
+    }
+    kiln_store_upload *up = calloc(1, sizeof *up);
+    if (!up) {
+        kiln_error_set(err, KILN_E_NOMEM, NULL, "out of memory");
+        return KILN_STORE_ERROR;
+    }
+    up->store = store;
+    up->fd = -1;
+    snprintf(up->tenant, sizeof up->tenant, "%s", tenant);
+    snprintf(up->filename, sizeof up->filename, "%s", filename);
+    snprintf(up->media_type, sizeof up->media_type, "%s", media_type);
+    sha256_init(&up->sha);
+    kiln_store_result r = create_temp(up, err);
+    if (r != KILN_STORE_OK) {
+        free(up);
+        return r;
+    }
+    *out = up;
+    return KILN_STORE_OK;
+}
+
+kiln_store_result kiln_store_write(kiln_store_upload *up, const void *data, size_t len,
+                                   kiln_error *err)
+{
+    if (up->failed) {
+        kiln_error_set(err, KILN_E_INTERNAL, NULL, "this upload already failed");
+        return KILN_STORE_ERROR;
+    }
+    uint64_t max = up->store->max_bytes;
+    if (len > max || up->bytes > max - len) {
+        kiln_error_limit(err, KILN_E_TOO_LARGE, NULL, max, up->bytes + len,
+                         "the file is larger than the limit of %llu bytes",
+                         (unsigned long long)max);
+        up->failed = 1;
+        drop_temp(up);
+        return KILN_STORE_TOO_LARGE;
+    }
+    sha256_update(&up->sha, len, data);
+    const unsigned char *p = data;
+    while (len > 0) {
+        ssize_t n = pwrite(up->fd, p, len, (off_t)up->bytes);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            kiln_error_set(err, KILN_E_WRITE, NULL, "cannot write a file in the store: %s",
+                           strerror(errno));
+            up->failed = 1;
+            drop_temp(up);
+            return KILN_STORE_ERROR;
+        }
+        p += n;
+        len -= (size_t)n;
+        up->bytes += (uint64_t)n;
+    }
+    return KILN_STORE_OK;
+}
+
+/* Give the temporary body its final name, content/ID, with a fresh id. */
+static kiln_store_result link_body(kiln_store_upload *up, char id[KILN_STORE_ID_LEN + 1],
+                                   kiln_error *err)
+{
+    int dir = up->store->content_fd;
+    char proc[64];
+    snprintf(proc, sizeof proc, "/proc/self/fd/%d", up->fd);
+    for (int attempt = 0; attempt < 10; attempt++) {
+        if (random_hex(id) != 0) {
+            kiln_error_set(err, KILN_E_INTERNAL, NULL, "getrandom failed: %s", strerror(errno));
+            return KILN_STORE_ERROR;
+        }
+        /* linkat never replaces: a (128-bit, so never seen) collision is
+         * EEXIST and another id, not an overwritten file. */
+        int rc = up->temp_name[0]
+                     ? linkat(dir, up->temp_name, dir, id, 0)
+                     : linkat(AT_FDCWD, proc, dir, id, AT_SYMLINK_FOLLOW);
+        if (rc == 0) {
+            if (up->temp_name[0]) {
+                unlinkat(dir, up->temp_name, 0);
+                up->temp_name[0] = '\0';
+            }
+            return KILN_STORE_OK;
+        }
+        if (errno != EEXIST)
+            break;
+    }
+    kiln_error_set(err, KILN_E_WRITE, NULL, "cannot name a file in the store: %s",
+                   strerror(errno));
+    return KILN_STORE_ERROR;
+}
+
+static kiln_store_result insert_row(kiln_store *store, const kiln_store_file *f,
+                                    kiln_error *err)
+{
+    kiln_store_result r = KILN_STORE_OK;
+    pthread_mutex_lock(&store->wlock);
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(store->wdb,
+                           "INSERT INTO files (" FILE_COLUMNS ") VALUES (?,?,?,?,?,?,?,?,0)", -1,
+                           &st, NULL) != SQLITE_OK) {
+        r = db_fail(store->wdb, err, "insert");
+        goto cleanup_unlock;
+    }
+    sqlite3_bind_text(st, 1, f->id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, f->tenant, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 3, f->filename, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 4, f->media_type, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 5, f->sha256, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 6, (sqlite3_int64)f->bytes);
+    sqlite3_bind_int64(st, 7, f->created_at);
+    sqlite3_bind_int64(st, 8, f->expires_at);
+    /* Autocommit: the statement is its own transaction, durable on return. */
+    if (sqlite3_step(st) != SQLITE_DONE)
+        r = db_fail(store->wdb, err, "insert");
+    sqlite3_finalize(st);
+cleanup_unlock:
+    pthread_mutex_unlock(&store->wlock);
+    return r;
+}
+
+kiln_store_result kiln_store_commit(kiln_store_upload *up, kiln_store_file *file,
+                                    kiln_error *err)
+{
+    kiln_store *store = up->store;
+    kiln_store_result r;
+    kiln_store_file f;
+    memset(&f, 0, sizeof f);
+    if (up->failed) {
+        kiln_error_set(err, KILN_E_INTERNAL, NULL, "this upload already failed");
+        r = KILN_STORE_ERROR;
+        goto cleanup_upload;
+    }
+    /* Durable before named: a crash must not leave a linked body whose
+     * blocks never reached the disk. */
+    if (fsync(up->fd) != 0) {
+        kiln_error_set(err, KILN_E_WRITE, NULL, "cannot sync a file in the store: %s",
+                       strerror(errno));
+        r = KILN_STORE_ERROR;
+        goto cleanup_upload;
+    }
+    r = link_body(up, f.id, err);
+    if (r != KILN_STORE_OK)
+        goto cleanup_upload;
+    /* The name itself durable before the row that points at it. */
+    if (fsync(store->content_fd) != 0) {
+        kiln_error_set(err, KILN_E_WRITE, NULL, "cannot sync the content directory: %s",
+                       strerror(errno));
+        r = KILN_STORE_ERROR;
+        goto cleanup_body;
+    }
+
+    unsigned char digest[SHA256_DIGEST_SIZE];
+    sha256_digest(&up->sha, sizeof digest, digest);
+    for (size_t i = 0; i < sizeof digest; i++)
+        snprintf(f.sha256 + 2 * i, 3, "%02x", digest[i]);
+    snprintf(f.tenant, sizeof f.tenant, "%s", up->tenant);
+    snprintf(f.filename, sizeof f.filename, "%s", up->filename);
+    snprintf(f.media_type, sizeof f.media_type, "%s", up->media_type);
+    f.bytes = up->bytes;
+    f.created_at = store_now(store);
+    f.expires_at = f.created_at + store->ttl;
+    r = insert_row(store, &f, err);
+    if (r != KILN_STORE_OK)
+        goto cleanup_body;
+    if (file)
+        *file = f;
+    goto cleanup_upload;
+
+cleanup_body:
+    /* No row: the body must not stay (a crash here is the orphan pass's). */
+    unlinkat(store->content_fd, f.id, 0);
+cleanup_upload:
+    kiln_store_abort(up);
+    return r;
+}
+
+void kiln_store_abort(kiln_store_upload *up)
+{
+    if (!up)
+        return;
+    drop_temp(up);
+    free(up);
+}
+
+kiln_store_result kiln_store_put_path(kiln_store *store, const char *tenant, const char *path,
+                                      const char *filename, const char *media_type,
+                                      kiln_store_file *file, kiln_error *err)
+{
+    kiln_store_result r;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        kiln_error_set(err, KILN_E_INPUT, NULL, "cannot open '%s': %s", path, strerror(errno));
+        return KILN_STORE_ERROR;
+    }
+    struct stat sb;
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        kiln_error_set(err, KILN_E_INPUT, NULL, "'%s' is not a regular file", path);
+        r = KILN_STORE_ERROR;
+        goto cleanup_fd;
+    }
+    /* Refuse an oversized file before copying any of it. */
+    if ((uint64_t)sb.st_size > store->max_bytes) {
+        kiln_error_limit(err, KILN_E_TOO_LARGE, NULL, store->max_bytes, (uint64_t)sb.st_size,
+                         "the file is larger than the limit of %llu bytes",
+                         (unsigned long long)store->max_bytes);
+        r = KILN_STORE_TOO_LARGE;
+        goto cleanup_fd;
+    }
+    kiln_store_upload *up = NULL;
+    r = kiln_store_begin(store, tenant, filename, media_type, &up, err);
+    if (r != KILN_STORE_OK)
+        goto cleanup_fd;
+    char buf[1 << 16];
+    for (;;) {
+        ssize_t n = read(fd, buf, sizeof buf);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            kiln_error_set(err, KILN_E_INPUT, NULL, "cannot read '%s': %s", path,
+                           strerror(errno));
+            r = KILN_STORE_ERROR;
+            goto cleanup_upload;
+        }
+        if (n == 0)
+            break;
+        r = kiln_store_write(up, buf, (size_t)n, err);
+        if (r != KILN_STORE_OK)
+            goto cleanup_upload; /* the file grew past the limit while read */
+    }
+    r = kiln_store_commit(up, file, err); /* frees up */
+    goto cleanup_fd;
+
+cleanup_upload:
+    kiln_store_abort(up);
+cleanup_fd:
+    close(fd);
+    return r;
+}
+
+/* ---- lookups ------------------------------------------------------------- */
+
+/* The row of a tenant's file under the reader's lock. OK (whatever its
+ * expiry), NOT_FOUND, or ERROR. */
+static kiln_store_result lookup(kiln_store *store, const char *tenant, const char *id,
+                                kiln_store_file *file, kiln_error *err)
+{
+    if (!valid_id(id) || !valid_tenant(tenant))
+        return KILN_STORE_NOT_FOUND;
+    kiln_store_result r;
+    pthread_mutex_lock(&store->rlock);
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(store->rdb,
+                           "SELECT " FILE_COLUMNS " FROM files WHERE id = ? AND tenant = ?", -1,
+                           &st, NULL) != SQLITE_OK) {
+        r = db_fail(store->rdb, err, "lookup");
+        goto cleanup_unlock;
+    }
+    sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, tenant, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+        row_to_file(st, file);
+        r = KILN_STORE_OK;
+    } else if (rc == SQLITE_DONE) {
+        r = KILN_STORE_NOT_FOUND;
+    } else {
+        r = db_fail(store->rdb, err, "lookup");
+    }
+    sqlite3_finalize(st);
+cleanup_unlock:
+    pthread_mutex_unlock(&store->rlock);
+    return r;
+}
+
+kiln_store_result kiln_store_get(kiln_store *store, const char *tenant, const char *id,
+                                 kiln_store_file *file, kiln_error *err)
+{
+    kiln_store_result r = lookup(store, tenant, id, file, err);
+    return r == KILN_STORE_OK ? file_state(store, file) : r;
+}
+
+kiln_store_result kiln_store_open_body(kiln_store *store, const char *tenant, const char *id,
+                                       kiln_store_file *file, int *fd, kiln_error *err)
+{
+    *fd = -1;
+    kiln_store_result r = kiln_store_get(store, tenant, id, file, err);
+    if (r != KILN_STORE_OK)
+        return r;
+    /* id is 32 hex digits (lookup checked), so this names content/ID only. */
+    int body = openat(store->content_fd, id, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (body < 0) {
+        int saved = errno;
+        /* A delete or a sweep between the lookup and the open: answer what
+         * the row says now. */
+        if (saved == ENOENT) {
+            r = kiln_store_get(store, tenant, id, file, err);
+            if (r != KILN_STORE_OK)
+                return r;
+        }
+        kiln_error_set(err, KILN_E_INTERNAL, NULL, "cannot open the body of %s: %s", id,
+                       strerror(saved));
+        return KILN_STORE_ERROR;
+    }
+    *fd = body;
+    return KILN_STORE_OK;
+}
+
+kiln_store_result kiln_store_list(kiln_store *store, const char *tenant, int64_t offset,
+                                  int64_t limit,
+                                  void (*fn)(const kiln_store_file *file, void *arg), void *arg,
+                                  int64_t *total, kiln_error *err)
+{
+    if (total)
+        *total = 0;
+    if (limit < 1 || limit > 1000 || offset < 0) {
+        kiln_error_set(err, KILN_E_USAGE, NULL, "limit is 1 to 1000 and offset at least 0");
+        return KILN_STORE_ERROR;
+    }
+    if (!valid_tenant(tenant))
+        return KILN_STORE_OK; /* nobody's files: an empty list */
+    /* Only live files are listed; an expired one still answers 410 by id. */
+    int64_t now = store_now(store);
+    kiln_store_result r = KILN_STORE_OK;
+    pthread_mutex_lock(&store->rlock);
+    sqlite3_stmt *count = NULL, *page = NULL;
+    /* Both statements in one read transaction, so total and page agree. */
+    if (sqlite3_exec(store->rdb, "BEGIN", NULL, NULL, NULL) != SQLITE_OK) {
+        r = db_fail(store->rdb, err, "list");
+        goto cleanup_unlock;
+    }
+    if (sqlite3_prepare_v2(store->rdb,
+                           "SELECT count(*) FROM files WHERE tenant = ? AND expired = 0 "
+                           "AND expires_at > ?",
+                           -1, &count, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(store->rdb,
+                           "SELECT " FILE_COLUMNS " FROM files WHERE tenant = ? AND expired = 0 "
+                           "AND expires_at > ? ORDER BY created_at DESC, rowid DESC "
+                           "LIMIT ? OFFSET ?",
+                           -1, &page, NULL) != SQLITE_OK) {
+        r = db_fail(store->rdb, err, "list");
+        goto cleanup_transaction;
+    }
+    sqlite3_bind_text(count, 1, tenant, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(count, 2, now);
+    if (sqlite3_step(count) != SQLITE_ROW) {
+        r = db_fail(store->rdb, err, "list");
+        goto cleanup_transaction;
+    }
+    if (total)
+        *total = sqlite3_column_int64(count, 0);
+    sqlite3_bind_text(page, 1, tenant, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(page, 2, now);
+    sqlite3_bind_int64(page, 3, limit);
+    sqlite3_bind_int64(page, 4, offset);
+    int rc;
+    kiln_store_file f;
+    while ((rc = sqlite3_step(page)) == SQLITE_ROW) {
+        row_to_file(page, &f);
+        if (fn)
+            fn(&f, arg);
+    }
+    if (rc != SQLITE_DONE)
+        r = db_fail(store->rdb, err, "list");
+cleanup_transaction:
+    sqlite3_finalize(count);
+    sqlite3_finalize(page);
+    sqlite3_exec(store->rdb, "COMMIT", NULL, NULL, NULL);
+cleanup_unlock:
+    pthread_mutex_unlock(&store->rlock);
+    return r;
+}
+
+/* ---- changes ------------------------------------------------------------- */
+
+kiln_store_result kiln_store_delete(kiln_store *store, const char *tenant, const char *id,
+                                    kiln_error *err)
+{
+    if (!valid_id(id) || !valid_tenant(tenant))
+        return KILN_STORE_NOT_FOUND;
+    kiln_store_result r;
+    pthread_mutex_lock(&store->wlock);
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(store->wdb, "DELETE FROM files WHERE id = ? AND tenant = ?", -1, &st,
+                           NULL) != SQLITE_OK) {
+        r = db_fail(store->wdb, err, "delete");
+        goto cleanup_unlock;
+    }
+    sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, tenant, -1, SQLITE_STATIC);
+    if (sqlite3_step(st) != SQLITE_DONE)
+        r = db_fail(store->wdb, err, "delete");
+    else
+        r = sqlite3_changes(store->wdb) > 0 ? KILN_STORE_OK : KILN_STORE_NOT_FOUND;
+    sqlite3_finalize(st);
+cleanup_unlock:
+    pthread_mutex_unlock(&store->wlock);
+    /* The row is gone (committed) before the body: a crash in between
+     * leaves an orphan body, never a row without one. An already expired
+     * file has no body; ENOENT is fine. */
+    if (r == KILN_STORE_OK && unlinkat(store->content_fd, id, 0) == 0)
+        fsync(store->content_fd);
+    return r;
+}
+
+kiln_store_result kiln_store_sweep(kiln_store *store, int64_t now, uint64_t *removed,
+                                   kiln_error *err)
+{
+    if (removed)
+        *removed = 0;
+    kiln_store_result r = KILN_STORE_OK;
+    char (*ids)[KILN_STORE_ID_LEN + 1] = NULL;
+    size_t n = 0, cap = 0;
+    sqlite3_stmt *sel = NULL, *mark = NULL, *purge = NULL;
+
+    pthread_mutex_lock(&store->wlock);
+    /* Mark first, in one transaction, and unlink after the commit: see the
+     * top of the file. */
+    if (sqlite3_exec(store->wdb, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK) {
+        r = db_fail(store->wdb, err, "sweep");
+        goto cleanup_unlock;
+    }
+    if (sqlite3_prepare_v2(store->wdb,
+                           "SELECT id FROM files WHERE expired = 0 AND expires_at <= ?", -1,
+                           &sel, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(store->wdb,
+                           "UPDATE files SET expired = 1 WHERE expired = 0 AND expires_at <= ?",
+                           -1, &mark, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(store->wdb, "DELETE FROM files WHERE expired = 1 AND expires_at <= ?",
+                           -1, &purge, NULL) != SQLITE_OK) {
+        r = db_fail(store->wdb, err, "sweep");
+        goto cleanup_rollback;
+    }
+    sqlite3_bind_int64(sel, 1, now);
+    int rc;
+    while ((rc = sqlite3_step(sel)) == SQLITE_ROW) {
+        const char *id = (const char *)sqlite3_column_text(sel, 0);
+        if (!id || !valid_id(id))
+            continue;
+        if (n == cap) {
+            size_t ncap = cap ? cap * 2 : 64;
+            void *grown = realloc(ids, ncap * sizeof *ids);
+            if (!grown) {
+                kiln_error_set(err, KILN_E_NOMEM, NULL, "out of memory");
+                r = KILN_STORE_ERROR;
+                goto cleanup_rollback;
+            }
+            ids = grown;
+            cap = ncap;
+        }
+        snprintf(ids[n++], sizeof ids[0], "%s", id);
+    }
+    if (rc != SQLITE_DONE) {
+        r = db_fail(store->wdb, err, "sweep");
+        goto cleanup_rollback;
+    }
+    sqlite3_bind_int64(mark, 1, now);
+    sqlite3_bind_int64(purge, 1, now - GRACE_SECONDS);
+    if (sqlite3_step(mark) != SQLITE_DONE || sqlite3_step(purge) != SQLITE_DONE) {
+        r = db_fail(store->wdb, err, "sweep");
+        goto cleanup_rollback;
+    }
+    sqlite3_finalize(sel);
+    sqlite3_finalize(mark);
+    sqlite3_finalize(purge);
+    sel = mark = purge = NULL;
+    if (sqlite3_exec(store->wdb, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
+        r = db_fail(store->wdb, err, "sweep");
+        goto cleanup_rollback;
+    }
+    pthread_mutex_unlock(&store->wlock);
+
+    uint64_t count = 0;
+    for (size_t i = 0; i < n; i++)
+        if (unlinkat(store->content_fd, ids[i], 0) == 0)
+            count++;
+    if (count)
+        fsync(store->content_fd);
+    if (removed)
+        *removed = count;
+    free(ids);
+    return KILN_STORE_OK;
+
+cleanup_rollback:
+    sqlite3_finalize(sel);
+    sqlite3_finalize(mark);
+    sqlite3_finalize(purge);
+    sqlite3_exec(store->wdb, "ROLLBACK", NULL, NULL, NULL);
+cleanup_unlock:
+    pthread_mutex_unlock(&store->wlock);
+    free(ids);
+    return r;
+}
+
+uint64_t kiln_store_bytes(kiln_store *store)
+{
+    uint64_t total = 0;
+    pthread_mutex_lock(&store->rlock);
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(store->rdb, "SELECT coalesce(sum(bytes), 0) FROM files "
+                                       "WHERE expired = 0",
+                           -1, &st, NULL) == SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW)
+        total = (uint64_t)sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    pthread_mutex_unlock(&store->rlock);
+    return total;
+}
