@@ -235,8 +235,8 @@ void kiln_jobdir_release(kiln_jobdir *jd);
 typedef struct kiln_contain_job {
     kiln_mount_plan mount;
     const kiln_run_limits *limits;
-    kiln_seccomp_profile profile;
-    const kiln_seccomp_program *filter; /* profile's program, built by the supervisor */
+    const kiln_seccomp_program *filter; /* the seccomp program (KILN_SECCOMP_CODE or
+                                           _RENDER), built by the supervisor */
     /* CODE: exec this argv/envp as the job's main process. */
     char *const *argv;
     char *const *envp;

@@ -28,6 +28,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/output.h"
 #include "exec/exec_internal.h"
 
 #define KILN_FONTCACHE_MAX_BYTES (8u << 20)
@@ -107,7 +108,10 @@ static int load_cached(const char *path, kiln_file_blob *blob)
     return ok;
 }
 
-/* Write blob into the cache directory under its own name, atomically. */
+/* Write blob into the cache directory under its own name, through Kiln's
+ * one output path (common/output.h: an unnamed file, fsynced, linked into
+ * place atomically). A cache that cannot be written is not an error: the
+ * next Python job makes the list again. */
 static void store(const char *path, const kiln_file_blob *blob)
 {
     char parent[512];
@@ -119,18 +123,16 @@ static void store(const char *path, const kiln_file_blob *blob)
     }
     if (mkdir(path, 0755) < 0 && errno != EEXIST)
         return;
-    const char *name = strrchr(blob->path, '/') + 1;
-    char tmp[600], final[600];
-    snprintf(tmp, sizeof tmp, "%s/.%s.XXXXXX", path, name);
-    snprintf(final, sizeof final, "%s/%s", path, name);
-    int fd = mkstemp(tmp);
-    if (fd < 0)
+    char final[600];
+    snprintf(final, sizeof final, "%s/%s", path, strrchr(blob->path, '/') + 1);
+    kiln_output out;
+    if (kiln_output_open(&out, final, KILN_FONTCACHE_MAX_BYTES, NULL) != KILN_E_OK)
         return;
-    int ok = write(fd, blob->data, blob->len) == (ssize_t)blob->len && fchmod(fd, 0644) == 0 &&
-             fsync(fd) == 0;
-    close(fd);
-    if (!ok || rename(tmp, final) < 0)
-        unlink(tmp);
+    if (kiln_output_write(&out, blob->data, blob->len, NULL) != KILN_E_OK) {
+        kiln_output_abort(&out);
+        return;
+    }
+    kiln_output_commit(&out, NULL, NULL); /* frees out, whatever it returns */
 }
 
 /* Run Kiln's own warm-up in a sandbox over the job directory: matplotlib
@@ -168,7 +170,6 @@ static int warm_up(const kiln_jobdir *jd, const kiln_idmap *map, const kiln_run_
         .mount = {.job_dir_host = jd->path, .tmp_bytes = l.tmp_bytes,
                   .job_dir_owner = KILN_SANDBOX_UID},
         .limits = &l,
-        .profile = KILN_SECCOMP_CODE,
         .filter = filter,
         .argv = argv,
         .envp = envp,

@@ -404,7 +404,6 @@ static json_t *supervise(supervisor *s, kiln_error *err)
         .mount = {.job_dir_host = s->jd.path, .tmp_bytes = l->tmp_bytes, .files = blobs,
                   .file_count = blob_count, .job_dir_owner = KILN_SANDBOX_UID},
         .limits = l,
-        .profile = KILN_SECCOMP_CODE,
         .filter = &fb.prog,
         .argv = argv,
         .envp = (char *const *)job_env,
