@@ -1,0 +1,57 @@
+/*
+ * api_internal.h - what render_api.c and runs_api.c share (api.c defines
+ * it). Not part of the contract with the HTTP layer (api.h).
+ */
+#ifndef KILN_SERVICE_API_INTERNAL_H
+#define KILN_SERVICE_API_INTERNAL_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+#include "service/api.h"
+#include "service/store.h"
+
+/* The most inputs one render or run may name (each is an open file
+ * descriptor while the job runs, and a child's inherited one for a run). */
+#define KILN_API_MAX_INPUTS 64
+
+/* One input of a job: its id, its stored metadata and its body, open. */
+typedef struct kiln_api_input {
+    char id[KILN_STORE_ID_LEN + 1];
+    kiln_store_file file;
+    int fd;
+} kiln_api_input;
+
+/*
+ * Open the bodies of the ids in `ids` (borrowed; an array of strings the
+ * caller has checked) for tenant. pointer_base is the JSON Pointer of the
+ * array ("/inputs"). On success *inputs (n entries, calloc'd) is the
+ * caller's to kiln_api_inputs_close. On failure reply holds the 404 / 410
+ * (naming the input's pointer) or 500, and -1 is returned.
+ */
+int kiln_api_inputs_open(const kiln_api_ctx *ctx, const char *tenant, const json_t *ids,
+                         kiln_api_input **inputs, kiln_api_reply *reply);
+void kiln_api_inputs_close(kiln_api_input *inputs, size_t n);
+
+/* ids[] of inputs for kiln_inuse_take/release: a calloc'd array of
+ * borrowed pointers into inputs (free() it), or NULL when n is 0 or out of
+ * memory. */
+const char **kiln_api_input_ids(const kiln_api_input *inputs, size_t n);
+
+/* A 500: the client gets a generic message; reply->log says what happened
+ * (for the server's log, never sent). */
+void kiln_api_reply_internal(kiln_api_reply *reply, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* A private scratch directory ctx->work_dir/PREFIX-XXXXXX (mode 0700):
+ * path (PATH_MAX bytes) filled; 0 / -1 with errno. */
+int kiln_api_scratch_make(const kiln_api_ctx *ctx, const char *prefix, char *path, size_t cap);
+
+/* Remove path and everything below it, never following a symlink. */
+void kiln_api_rmtree(const char *path);
+
+/* 1 when s (len bytes) is a file name the service keeps: 1..255 bytes of
+ * UTF-8, no control characters, no '/'. */
+int kiln_api_valid_filename(const char *s, size_t len);
+
+#endif

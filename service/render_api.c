@@ -1,0 +1,347 @@
+/*
+ * render_api.c - POST /v1/render (api.h): a spec in, a stored document out.
+ *
+ * Each render works in a private scratch directory under the server's work
+ * directory: its inputs are linked there under their ids (hard links to the
+ * stored bodies, else copies), the spec is parsed with that directory as its
+ * base, so {"path": "<id>"} names an input and nothing else is in reach (the
+ * parser opens paths beneath its base only, never through a symlink), and
+ * the document is written there before it is copied into the store. The
+ * directory is removed whatever happens.
+ *
+ * Thread safety: several workers render at once. The parser and the writers
+ * keep no mutable static state (artifacts/: the libxml2 error handlers are
+ * per thread, the writers' table and the case-folding locale are made once
+ * under pthread_once); libxml2 2.9's xmlInitParser takes its own global
+ * lock; libxlsxwriter and libharu work on per-document objects, each
+ * writer's scratch files are created exclusively in this render's own
+ * directory. One known exception: libxlsxwriter 1.1.4 formats the
+ * workbook's dcterms:created with gmtime(), whose static buffer two
+ * renders at once may share (ThreadSanitizer sees it); the worst it can do
+ * is a wrong creation time in docProps/core.xml, never a crash. The cure
+ * belongs in the executable (a gmtime over gmtime_r with a thread-local
+ * buffer, which the library's reference then binds to).
+ */
+#include "service/api.h"
+#include "service/api_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "artifacts/render.h"
+#include "artifacts/spec.h"
+
+static void bad_request(kiln_api_reply *reply, const char *pointer, const char *message)
+{
+    kiln_api_reply_error(reply, 400, "invalid_request", message,
+                         json_pack("{s:s}", "pointer", pointer));
+}
+
+/* The error list of a 422: {pointer, code, message} each, as `kiln
+ * validate --json` gives them, plus limit and actual for a limit. */
+static json_t *errors_json(const kiln_errors *errs)
+{
+    json_t *list = json_array();
+    for (size_t i = 0; i < errs->count; i++) {
+        const kiln_error *e = &errs->items[i];
+        json_t *o = json_pack("{s:s, s:s, s:s}", "pointer", e->pointer, "code",
+                              kiln_status_name(e->code), "message", e->message);
+        if (o && (e->code == KILN_E_LIMIT || e->code == KILN_E_TOO_LARGE) && e->limit) {
+            json_object_set_new(o, "limit", json_integer((json_int_t)e->limit));
+            json_object_set_new(o, "actual", json_integer((json_int_t)e->actual));
+        }
+        json_array_append_new(list, o);
+    }
+    return json_pack("{s:o, s:I}", "errors", list, "dropped", (json_int_t)errs->dropped);
+}
+
+static void invalid_spec(kiln_api_reply *reply, const kiln_errors *errs)
+{
+    char msg[128];
+    snprintf(msg, sizeof msg, "The spec has %zu error%s.", errs->count + errs->dropped,
+             errs->count + errs->dropped == 1 ? "" : "s");
+    kiln_api_reply_error(reply, 422, "invalid_spec", msg, errors_json(errs));
+}
+
+/* Put the body open on fd into dir_fd as name: a hard link when the store
+ * and the work directory share a file system, else a copy. 0 / -1. */
+static int place_input(int fd, int dir_fd, const char *name)
+{
+    char proc[64];
+    snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
+    if (linkat(AT_FDCWD, proc, dir_fd, name, AT_SYMLINK_FOLLOW) == 0)
+        return 0;
+    if (errno == EEXIST)
+        return 0; /* the same id twice */
+    int out = openat(dir_fd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (out < 0)
+        return -1;
+    char buf[1 << 16];
+    off_t off = 0;
+    for (;;) {
+        ssize_t n = pread(fd, buf, sizeof buf, off);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            goto fail_close;
+        if (n == 0)
+            break;
+        off += n;
+        for (ssize_t done = 0; done < n;) {
+            ssize_t w = write(out, buf + done, (size_t)(n - done));
+            if (w < 0 && errno == EINTR)
+                continue;
+            if (w < 0)
+                goto fail_close;
+            done += w;
+        }
+    }
+    return close(out);
+
+fail_close:
+    close(out);
+    return -1;
+}
+
+static json_t *warnings_json(const kiln_render_result *res)
+{
+    json_t *w = json_array();
+    char msg[256];
+    if (res->missing_glyphs > 0) {
+        snprintf(msg, sizeof msg,
+                 "%llu character%s no glyph in any embedded font (the first is U+%04X); "
+                 "shown as '?'",
+                 (unsigned long long)res->missing_glyphs,
+                 res->missing_glyphs == 1 ? " has" : "s have", (unsigned)res->missing_first);
+        json_array_append_new(w, json_string(msg));
+    }
+    if (res->overflow_slides > 0) {
+        snprintf(msg, sizeof msg,
+                 "%u slide%s text that does not fit its placeholder or table even when shrunk "
+                 "(the first is slide %u)",
+                 (unsigned)res->overflow_slides, res->overflow_slides == 1 ? " has" : "s have",
+                 (unsigned)res->overflow_first);
+        json_array_append_new(w, json_string(msg));
+    }
+    return w;
+}
+
+void kiln_api_render(const kiln_api_ctx *ctx, const char *tenant, const json_t *request,
+                     kiln_api_reply *reply)
+{
+    memset(reply, 0, sizeof *reply);
+    if (!json_is_object(request)) {
+        bad_request(reply, "", "The request body must be a JSON object.");
+        return;
+    }
+
+    /* format and filename: either names the format. */
+    const json_t *jformat = json_object_get(request, "format");
+    const json_t *jfilename = json_object_get(request, "filename");
+    kiln_format format = KILN_FORMAT__COUNT;
+    if (jformat && !json_is_null(jformat)) {
+        if (!json_is_string(jformat) || kiln_format_from_name(json_string_value(jformat), &format) != 0 ||
+            json_string_value(jformat)[0] == '.') {
+            kiln_api_reply_error(reply, 400, "invalid_request",
+                                 "format must be one of xlsx, docx, pptx, pdf.",
+                                 json_pack("{s:s, s:[s,s,s,s]}", "pointer", "/format", "allowed",
+                                           "xlsx", "docx", "pptx", "pdf"));
+            return;
+        }
+    }
+    char filename[KILN_STORE_FILENAME_MAX + 1] = "";
+    if (jfilename && !json_is_null(jfilename)) {
+        if (!json_is_string(jfilename) ||
+            !kiln_api_valid_filename(json_string_value(jfilename), json_string_length(jfilename))) {
+            bad_request(reply, "/filename",
+                        "filename must be 1 to 255 bytes of UTF-8 without control characters or '/'.");
+            return;
+        }
+        snprintf(filename, sizeof filename, "%s", json_string_value(jfilename));
+    }
+    if (format == KILN_FORMAT__COUNT) {
+        if (!filename[0] || kiln_format_from_path(filename, &format) != 0) {
+            kiln_api_reply_error(reply, 400, "invalid_request",
+                                 "format is required (xlsx, docx, pptx or pdf) unless filename "
+                                 "ends in one of those extensions.",
+                                 json_pack("{s:s, s:[s,s,s,s]}", "pointer", "/format", "allowed",
+                                           "xlsx", "docx", "pptx", "pdf"));
+            return;
+        }
+    }
+    const kiln_writer *writer = kiln_writer_for(format);
+    if (!filename[0])
+        snprintf(filename, sizeof filename, "document%s", writer->extension);
+
+    const json_t *spec = json_object_get(request, "spec");
+    if (!json_is_object(spec)) {
+        bad_request(reply, "/spec", "spec must be a JSON object (a Kiln document spec).");
+        return;
+    }
+
+    const json_t *ids = json_object_get(request, "inputs");
+    if (ids && !json_is_null(ids)) {
+        if (!json_is_array(ids)) {
+            bad_request(reply, "/inputs", "inputs must be an array of file ids.");
+            return;
+        }
+        if (json_array_size(ids) > KILN_API_MAX_INPUTS) {
+            char msg[96];
+            snprintf(msg, sizeof msg, "At most %d inputs may be given.", KILN_API_MAX_INPUTS);
+            kiln_api_reply_error(reply, 400, "invalid_request", msg,
+                                 json_pack("{s:s, s:i}", "pointer", "/inputs", "limit",
+                                           KILN_API_MAX_INPUTS));
+            return;
+        }
+        for (size_t i = 0; i < json_array_size(ids); i++) {
+            if (!json_is_string(json_array_get(ids, i))) {
+                char pointer[32];
+                snprintf(pointer, sizeof pointer, "/inputs/%zu", i);
+                bad_request(reply, pointer, "Each input must be a file id (a string).");
+                return;
+            }
+        }
+    } else {
+        ids = NULL;
+    }
+
+    kiln_api_input *inputs = NULL;
+    size_t input_count = json_array_size(ids);
+    if (kiln_api_inputs_open(ctx, tenant, ids, &inputs, reply) != 0)
+        return;
+    const char **held = kiln_api_input_ids(inputs, input_count);
+    if (held)
+        kiln_inuse_take(ctx->inuse, tenant, held, input_count);
+
+    char scratch[PATH_MAX];
+    if (kiln_api_scratch_make(ctx, "render", scratch, sizeof scratch) != 0) {
+        kiln_api_reply_internal(reply, "cannot make a scratch directory in %s: %s", ctx->work_dir,
+                                strerror(errno));
+        goto release_inputs;
+    }
+    int dir_fd = open(scratch, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dir_fd < 0) {
+        kiln_api_reply_internal(reply, "cannot open %s: %s", scratch, strerror(errno));
+        goto remove_scratch;
+    }
+    for (size_t i = 0; i < input_count; i++) {
+        if (place_input(inputs[i].fd, dir_fd, inputs[i].id) != 0) {
+            kiln_api_reply_internal(reply, "cannot place input %s in %s: %s", inputs[i].id,
+                                    scratch, strerror(errno));
+            close(dir_fd);
+            goto remove_scratch;
+        }
+    }
+    close(dir_fd);
+    /* The bodies are linked (or copied): the store's descriptors can go
+     * (the ids stay, held until the end). */
+    for (size_t i = 0; i < input_count; i++) {
+        close(inputs[i].fd);
+        inputs[i].fd = -1;
+    }
+
+    /* The spec goes back to text for the parser, which reports errors with
+     * JSON Pointers into it; jansson keeps the members' order. */
+    char *text = json_dumps(spec, JSON_COMPACT);
+    if (!text) {
+        kiln_api_reply_internal(reply, "cannot serialize the spec (out of memory)");
+        goto remove_scratch;
+    }
+    kiln_parse_options popt;
+    kiln_parse_options_init(&popt);
+    popt.base_dir = scratch;
+    kiln_errors *errs = malloc(sizeof *errs);
+    if (!errs) {
+        free(text);
+        kiln_api_reply_internal(reply, "out of memory");
+        goto remove_scratch;
+    }
+    kiln_errors_init(errs);
+    kiln_doc *doc = NULL;
+    kiln_status st = kiln_doc_parse(text, strlen(text), &popt, &doc, errs);
+    free(text);
+    if (st != KILN_E_OK) {
+        if (st == KILN_E_NOMEM || st == KILN_E_INTERNAL)
+            kiln_api_reply_internal(reply, "parsing the spec: %s",
+                                    errs->count ? errs->items[0].message : "failed");
+        else
+            invalid_spec(reply, errs);
+        free(errs);
+        goto remove_scratch;
+    }
+
+    char out_path[PATH_MAX + 16];
+    snprintf(out_path, sizeof out_path, "%s/.out%s", scratch, writer->extension);
+    kiln_render_options ropt = {.max_bytes = ctx->max_file_bytes, .tmp_dir = scratch};
+    kiln_render_result res;
+    kiln_error err;
+    memset(&res, 0, sizeof res);
+    memset(&err, 0, sizeof err);
+    st = kiln_render(doc, format, out_path, &ropt, &res, &err);
+    kiln_doc_free(doc);
+    if (st == KILN_E_TOO_LARGE) {
+        uint64_t limit = ctx->max_file_bytes ? ctx->max_file_bytes : KILN_DEFAULT_MAX_BYTES;
+        char msg[160];
+        snprintf(msg, sizeof msg, "The document would be larger than the limit of %llu bytes.",
+                 (unsigned long long)limit);
+        kiln_api_reply_error(reply, 413, "too_large", msg,
+                             json_pack("{s:I}", "limit", (json_int_t)limit));
+        free(errs);
+        goto remove_scratch;
+    }
+    if (st == KILN_E_INVALID_SPEC || st == KILN_E_LIMIT || st == KILN_E_INPUT) {
+        /* Found while writing: a data file's row, a deck past its slide
+         * limit. The same 422 as the parser's. */
+        kiln_errors_init(errs);
+        kiln_errors_add(errs, &err);
+        invalid_spec(reply, errs);
+        free(errs);
+        goto remove_scratch;
+    }
+    free(errs);
+    if (st != KILN_E_OK) {
+        kiln_api_reply_internal(reply, "rendering %s: %s", writer->name, err.message);
+        goto remove_scratch;
+    }
+
+    kiln_store_file file;
+    memset(&err, 0, sizeof err);
+    kiln_store_result r = kiln_store_put_path(ctx->store, tenant, out_path, filename,
+                                              writer->media_type, &file, &err);
+    if (r == KILN_STORE_TOO_LARGE) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "The document would be larger than the limit of %llu bytes.",
+                 (unsigned long long)err.limit);
+        kiln_api_reply_error(reply, 413, "too_large", msg,
+                             json_pack("{s:I}", "limit", (json_int_t)err.limit));
+        goto remove_scratch;
+    }
+    if (r != KILN_STORE_OK) {
+        kiln_api_reply_internal(reply, "storing the document: %s", err.message);
+        goto remove_scratch;
+    }
+    json_t *body = kiln_api_file_json(&file);
+    if (body && (res.missing_glyphs > 0 || res.overflow_slides > 0))
+        json_object_set_new(body, "warnings", warnings_json(&res));
+    if (!body) {
+        kiln_api_reply_internal(reply, "out of memory");
+        goto remove_scratch;
+    }
+    reply->status = 201;
+    reply->body = body;
+    snprintf(reply->location, sizeof reply->location, "/v1/files/%s", file.id);
+
+remove_scratch:
+    kiln_api_rmtree(scratch);
+release_inputs:
+    if (held)
+        kiln_inuse_release(ctx->inuse, tenant, held, input_count);
+    free((void *)held);
+    kiln_api_inputs_close(inputs, input_count);
+}
