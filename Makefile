@@ -5,9 +5,10 @@ CC        ?= cc
 # is rendered (artifacts/writers_dl.c says why).
 CORE_PKGS   := jansson md4c zlib libseccomp nettle
 WRITER_PKGS := xlsxwriter libzip libxml-2.0 zlib libhpdf freetype2 libpng fribidi
-# The service's storage and auth (service/, issue 7): in libkiln.a for their
-# tests; not yet in the kiln executable, which has no command that uses them.
-SERVICE_PKGS := sqlite3 nettle
+# The HTTP service (service/, and its front end cli/serve.c) is built into
+# kiln-service.so, loaded only by `kiln serve`: libmicrohttpd brings GnuTLS,
+# which `kiln run`'s start-up should not pay for (cli/kiln.c, cmd_serve).
+SERVICE_PKGS := sqlite3 nettle libmicrohttpd
 PKGS        := $(sort $(CORE_PKGS) $(WRITER_PKGS) $(SERVICE_PKGS))
 # Debian 12's libhpdf-dev ships no .pc file: mk/ holds one, searched after the
 # system's. (Set on the command, since make 4.3 does not export to $(shell).)
@@ -24,6 +25,7 @@ CFLAGS    += $(OPT) -std=c11 -D_GNU_SOURCE -fPIC $(WARN) -I. $(shell $(PKG_CONFI
 LDLIBS    += $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null) -lm
 CORE_LDLIBS   := $(shell $(PKG_CONFIG) --libs $(CORE_PKGS) 2>/dev/null) -lm
 WRITER_LDLIBS := $(shell $(PKG_CONFIG) --libs $(WRITER_PKGS) 2>/dev/null) -lm
+SERVICE_LDLIBS := $(shell $(PKG_CONFIG) --libs $(SERVICE_PKGS) 2>/dev/null) -lpthread
 
 # libkiln.a holds everything, the writers linked in (writers_static.c): the
 # unit tests, the fuzzers and the benchmarks' helpers use it. The kiln
@@ -37,17 +39,20 @@ WRITER_SRCS := $(sort $(wildcard artifacts/writers.c artifacts/xlsx/*.c artifact
 SERVICE_SRCS := $(sort $(wildcard service/*.c))
 CORE_SRCS := $(filter-out $(WRITER_SRCS) $(SERVICE_SRCS) artifacts/writers_static.c,$(LIB_SRCS)) \
 	artifacts/writers_dl.c
-CLI_SRCS  := $(sort $(wildcard cli/*.c))
+SERVE_SRCS := $(wildcard cli/serve.c)
+CLI_SRCS  := $(filter-out $(SERVE_SRCS),$(sort $(wildcard cli/*.c)))
 LIB_OBJS  := $(LIB_SRCS:%.c=$(BUILD)/%.o)
 CORE_OBJS := $(CORE_SRCS:%.c=$(BUILD)/%.o)
 WRITER_OBJS := $(WRITER_SRCS:%.c=$(BUILD)/%.o)
 CLI_OBJS  := $(CLI_SRCS:%.c=$(BUILD)/%.o)
 WRITERS_SO := $(dir $(BIN))kiln-writers.so
+SERVICE_OBJS := $(SERVICE_SRCS:%.c=$(BUILD)/%.o) $(SERVE_SRCS:%.c=$(BUILD)/%.o)
+SERVICE_SO := $(dir $(BIN))kiln-service.so
 UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 TEMPLATES := $(shell find templates -type f) exec/python/kiln.py
 
-.PHONY: all deps check unit e2e asan fuzz fuzz-check bench samples demo clean
+.PHONY: all deps check unit e2e asan fuzz fuzz-check bench samples demo serve clean
 all: $(BIN)
 
 $(BUILD)/libkiln.a: $(LIB_OBJS)
@@ -62,9 +67,14 @@ $(WRITERS_SO): $(WRITER_OBJS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -shared -o $@ $^ $(WRITER_LDLIBS)
 
+$(SERVICE_SO): $(SERVICE_OBJS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) -shared -o $@ $^ $(SERVICE_LDLIBS)
+
 # Every core object goes in (--whole-archive) and is exported (-rdynamic):
-# kiln-writers.so resolves its calls into the core against the executable.
-$(BIN): $(CLI_OBJS) $(BUILD)/libkiln-core.a $(WRITERS_SO)
+# kiln-writers.so and kiln-service.so resolve their calls into the core
+# against the executable.
+$(BIN): $(CLI_OBJS) $(BUILD)/libkiln-core.a $(WRITERS_SO) $(SERVICE_SO)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -rdynamic -o $@ $(CLI_OBJS) \
 		-Wl,--whole-archive $(BUILD)/libkiln-core.a -Wl,--no-whole-archive $(CORE_LDLIBS)
@@ -80,7 +90,7 @@ $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libkiln.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libkiln.a $(LDLIBS) $(shell pkg-config --libs cmocka 2>/dev/null)
 
--include $(LIB_OBJS:.o=.d) $(CLI_OBJS:.o=.d) $(BUILD)/artifacts/writers_dl.d
+-include $(LIB_OBJS:.o=.d) $(CLI_OBJS:.o=.d) $(SERVICE_OBJS:.o=.d) $(BUILD)/artifacts/writers_dl.d
 
 # Debian packages for the build, the tests, the demo and the benchmark. The
 # fonts are the ones LibreOffice sets Kiln's documents in during the tests:
@@ -93,6 +103,7 @@ DEB_PKGS := build-essential pkg-config libjansson-dev libxlsxwriter-dev libmd4c-
 	python3-pil poppler-utils fonts-dejavu-core fonts-dejavu-extra fonts-crosextra-carlito \
 	time unzip libhpdf-dev libfreetype-dev libpng-dev qpdf python3-pypdf python3-reportlab \
 	fonts-wqy-zenhei python3-fonttools libfribidi-dev libseccomp-dev nettle-dev bubblewrap libsqlite3-dev \
+	libmicrohttpd-dev curl wrk nginx-light \
 	python3-numpy python3-pandas python3-matplotlib
 deps:
 	@missing=$$(for p in $(DEB_PKGS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null \
@@ -127,6 +138,11 @@ demo: $(BIN) samples
 		$(BIN) run --render -o out/jobs -i samples/jobs/data/sales.csv \
 			-i samples/jobs/data/experiment.csv $$j > out/jobs/$$n.result.json || exit 1; done
 	@ls -l out/ out/jobs/
+
+# The main job: `kiln serve` on 127.0.0.1:8080 (data in ./kiln-data), after a
+# render, a download and a signed link made with curl (samples/serve_demo.sh).
+serve: $(BIN)
+	KILN=$(BIN) samples/serve_demo.sh
 
 unit: $(UNIT_BINS)
 	@for t in $(UNIT_BINS); do echo "== $$t"; $$t || exit 1; done
@@ -198,6 +214,8 @@ bench/node_modules: bench/package.json
 	npm ci --prefix bench --no-audit --no-fund
 	@touch $@
 
+# BENCH=xlsx|docx|pdf|pptx|run|serve runs one benchmark (bench/run.py); the default
+# runs them all (run only as root; serve starts `kiln serve` and nginx under wrk).
 bench: $(BIN) samples bench/node_modules
 	KILN_BIN=$(BIN) KILN_LIB=$(BUILD)/libkiln.a $(PYTHON) bench/run.py $(BENCH)
 

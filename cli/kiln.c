@@ -5,6 +5,7 @@
  * library's kiln_error values into messages and the documented exit
  * statuses (docs/cli.md). It knows nothing about any file format.
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
@@ -34,6 +35,7 @@ static const char usage_main[] =
     "  render SPEC -o OUT     render SPEC to OUT (.xlsx, .docx, .pdf or .pptx)\n"
     "  validate SPEC          check SPEC and report every error\n"
     "  run [FILE]             run Python or bash code in the sandbox (docs/run.md)\n"
+    "  serve [OPTIONS]        run the HTTP service (docs/serve.md)\n"
     "  help [COMMAND]         show help for a command\n"
     "\n"
     "options:\n"
@@ -628,6 +630,49 @@ free_inputs:
     return status;
 }
 
+/* The HTTP service lives in kiln-service.so beside the executable (or
+ * $KILN_SERVICE): libmicrohttpd brings GnuTLS and SQLite, whose loading
+ * every `kiln run` would otherwise pay at start-up. Its calls into the
+ * core resolve against this executable (-rdynamic). */
+#define KILN_SERVICE_SO "kiln-service.so"
+
+static int cmd_serve(int argc, char **argv)
+{
+    char path[PATH_MAX];
+    const char *env = getenv("KILN_SERVICE");
+    if (env && env[0]) {
+        if (strlen(env) >= sizeof path) {
+            fprintf(stderr, "kiln: error: KILN_SERVICE is too long\n");
+            return kiln_status_exit(KILN_E_INTERNAL);
+        }
+        strcpy(path, env);
+    } else {
+        ssize_t n = readlink("/proc/self/exe", path, sizeof path - sizeof KILN_SERVICE_SO - 1);
+        if (n <= 0 || (size_t)n >= sizeof path - sizeof KILN_SERVICE_SO - 1) {
+            fprintf(stderr, "kiln: error: cannot find the kiln executable's directory\n");
+            return kiln_status_exit(KILN_E_INTERNAL);
+        }
+        path[n] = '\0';
+        char *slash = strrchr(path, '/');
+        strcpy(slash ? slash + 1 : path, KILN_SERVICE_SO);
+    }
+    void *handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!handle) {
+        const char *why = dlerror();
+        fprintf(stderr, "kiln: error: cannot load the HTTP service: %s\n", why ? why : path);
+        return kiln_status_exit(KILN_E_INTERNAL);
+    }
+    int (*serve_main)(int, char **);
+    *(void **)&serve_main = dlsym(handle, "kiln_serve_main");
+    if (!serve_main) {
+        fprintf(stderr, "kiln: error: cannot load the HTTP service: %s has no kiln_serve_main\n",
+                path);
+        return kiln_status_exit(KILN_E_INTERNAL);
+    }
+    /* The library stays loaded until exit: its threads are gone by then. */
+    return serve_main(argc, argv);
+}
+
 static int cmd_help(int argc, char **argv)
 {
     if (argc < 2) {
@@ -640,6 +685,10 @@ static int cmd_help(int argc, char **argv)
         fputs(usage_validate, stdout);
     else if (strcmp(argv[1], "run") == 0)
         fputs(usage_run, stdout);
+    else if (strcmp(argv[1], "serve") == 0) {
+        char *help_argv[] = {"serve", "--help", NULL};
+        return cmd_serve(2, help_argv);
+    }
     else if (strcmp(argv[1], "help") == 0)
         fputs(usage_main, stdout);
     else
@@ -686,6 +735,8 @@ static int run(int argc, char **argv)
         return cmd_validate(argc - 1, argv + 1);
     if (strcmp(cmd, "run") == 0)
         return cmd_run(argc - 1, argv + 1);
+    if (strcmp(cmd, "serve") == 0)
+        return cmd_serve(argc - 1, argv + 1);
     if (strcmp(cmd, "help") == 0)
         return cmd_help(argc - 1, argv + 1);
     return usage_error(usage_main, "unknown command '%s'", cmd);

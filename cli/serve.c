@@ -1,0 +1,670 @@
+/*
+ * serve.c - `kiln serve`: the front end of the HTTP service.
+ *
+ * Built into kiln-service.so with service/ (the kiln executable loads it
+ * only for this command: cli/kiln.c, cmd_serve). It gathers the settings
+ * (flags > environment > config file > defaults; every bad value is a
+ * usage error naming where it came from), makes a first API key when none
+ * is configured, starts the server, prints its log lines on stdout, and
+ * waits for SIGTERM or SIGINT to stop it gracefully.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/error.h"
+#include "service/auth.h"
+#include "service/server.h"
+
+int kiln_serve_main(int argc, char **argv);
+
+static const char usage_serve[] =
+    "usage: kiln serve [OPTIONS]\n"
+    "\n"
+    "Run the HTTP service (docs/serve.md; the API: docs/openapi.json). Settings\n"
+    "come from flags, then KILN_* environment variables, then the config file.\n"
+    "\n"
+    "options:\n"
+    "      --listen HOST:PORT      address to listen on (127.0.0.1:8080; port 0 = any free)\n"
+    "      --data-dir DIR          files, database, keys (./kiln-data)\n"
+    "      --keys-file FILE        API keys, \"TENANT SHA256HEX\" lines (DATA_DIR/keys)\n"
+    "      --config FILE           settings file, \"name = value\" lines\n"
+    "      --threads N             HTTP threads (CPUs, at least 2)\n"
+    "      --max-jobs N            renders and runs at once (CPUs)\n"
+    "      --queue N               renders and runs waiting beyond those (32)\n"
+    "      --max-upload SIZE       largest upload (30M)\n"
+    "      --max-request SIZE      largest JSON body (16M)\n"
+    "      --ttl DURATION          file lifetime (24h)\n"
+    "      --sweep-interval DURATION  expired-file sweep period (60s)\n"
+    "      --connection-timeout DURATION  idle connection limit (30s)\n"
+    "      --shutdown-grace DURATION  time running jobs get at shutdown (30s)\n"
+    "      --max-connections N     open connections at most (1000)\n"
+    "      --public-url URL        base URL of signed links (default: the request's Host)\n"
+    "      --hash-key              read a key on standard input, print its hash, exit\n"
+    "  -h, --help                  show this help\n"
+    "SIZE: bytes or with K, M, G (KiB-based). DURATION: seconds, or with s, m, h, d.\n"
+    "Environment: KILN_LISTEN, KILN_DATA_DIR, ... (the long name in capitals, - as _),\n"
+    "KILN_CONFIG, and KILN_API_KEYS=\"TENANT:KEY,...\".\n";
+
+/* Longest line of a config file. */
+#define CONFIG_LINE_MAX 4096
+/* Bytes of a generated API key before encoding. */
+#define KEY_BYTES 32
+
+enum kind { K_STR, K_COUNT, K_SIZE, K_DURATION, K_LISTEN, K_URL };
+
+struct setting {
+    const char *name;     /* long flag without --, config name */
+    enum kind kind;
+    uint64_t max;         /* for counts and durations */
+    const char *value;    /* chosen value */
+    char origin[PATH_MAX + 64];
+    const char *flag_val;
+    const char *env_val;
+    char *file_val;
+    unsigned file_line;
+};
+
+enum { S_LISTEN, S_DATA_DIR, S_KEYS_FILE, S_THREADS, S_MAX_JOBS, S_QUEUE, S_MAX_UPLOAD,
+       S_MAX_REQUEST, S_TTL, S_SWEEP, S_CONN_TIMEOUT, S_GRACE, S_MAX_CONN, S_PUBLIC_URL,
+       S__COUNT };
+
+static struct setting settings[S__COUNT] = {
+    [S_LISTEN] = {.name = "listen", .kind = K_LISTEN, .max = 0},
+    [S_DATA_DIR] = {.name = "data-dir", .kind = K_STR, .max = 0},
+    [S_KEYS_FILE] = {.name = "keys-file", .kind = K_STR, .max = 0},
+    [S_THREADS] = {.name = "threads", .kind = K_COUNT, .max = 1024},
+    [S_MAX_JOBS] = {.name = "max-jobs", .kind = K_COUNT, .max = 1024},
+    [S_QUEUE] = {.name = "queue", .kind = K_COUNT, .max = 1000000},
+    [S_MAX_UPLOAD] = {.name = "max-upload", .kind = K_SIZE, .max = 0},
+    [S_MAX_REQUEST] = {.name = "max-request", .kind = K_SIZE, .max = 0},
+    [S_TTL] = {.name = "ttl", .kind = K_DURATION, .max = 10ull * 365 * 86400},
+    [S_SWEEP] = {.name = "sweep-interval", .kind = K_DURATION, .max = 86400},
+    [S_CONN_TIMEOUT] = {.name = "connection-timeout", .kind = K_DURATION, .max = 86400},
+    [S_GRACE] = {.name = "shutdown-grace", .kind = K_DURATION, .max = 86400},
+    [S_MAX_CONN] = {.name = "max-connections", .kind = K_COUNT, .max = 1000000},
+    [S_PUBLIC_URL] = {.name = "public-url", .kind = K_URL, .max = 0},
+};
+
+__attribute__((format(printf, 1, 2)))
+static int usage_error(const char *fmt, ...)
+{
+    va_list ap;
+    fputs("kiln serve: error: ", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputs("\n(kiln serve --help lists the options)\n", stderr);
+    return kiln_status_exit(KILN_E_USAGE);
+}
+
+static void env_name(const char *name, char *out, size_t cap)
+{
+    size_t o = snprintf(out, cap, "KILN_");
+    for (const char *p = name; *p && o + 1 < cap; p++)
+        out[o++] = *p == '-' ? '_' : (char)(*p >= 'a' && *p <= 'z' ? *p - 32 : *p);
+    out[o] = '\0';
+}
+
+/* ---- values ---- */
+
+static int parse_size(const char *text, uint64_t *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long long n = strtoull(text, &end, 10);
+    if (errno || end == text || text[0] == '-' || text[0] == ' ')
+        return -1;
+    unsigned shift = 0;
+    if (*end) {
+        char c = *end;
+        shift = c == 'k' || c == 'K' ? 10 : c == 'm' || c == 'M' ? 20 : c == 'g' || c == 'G' ? 30 : 99;
+        if (shift == 99)
+            return -1;
+        end++;
+        if (strcasecmp(end, "") != 0 && strcasecmp(end, "B") != 0 && strcasecmp(end, "iB") != 0)
+            return -1;
+    }
+    if (n == 0 || n > (UINT64_MAX >> shift))
+        return -1;
+    *out = (uint64_t)n << shift;
+    return 0;
+}
+
+/* "3600", "90s", "90m", "24h", "7d" -> seconds. */
+static int parse_duration(const char *text, uint64_t max, uint64_t *out)
+{
+    char *end;
+    errno = 0;
+    if (text[0] < '0' || text[0] > '9')
+        return -1;
+    unsigned long long n = strtoull(text, &end, 10);
+    if (errno)
+        return -1;
+    uint64_t mul = 1;
+    if (*end) {
+        switch (*end) {
+        case 's': mul = 1; break;
+        case 'm': mul = 60; break;
+        case 'h': mul = 3600; break;
+        case 'd': mul = 86400; break;
+        default: return -1;
+        }
+        if (end[1])
+            return -1;
+    }
+    if (n == 0 || n > max / mul)
+        return -1;
+    *out = n * mul;
+    return 0;
+}
+
+static int parse_count(const char *text, uint64_t max, uint64_t *out)
+{
+    char *end;
+    errno = 0;
+    if (text[0] < '0' || text[0] > '9')
+        return -1;
+    unsigned long long n = strtoull(text, &end, 10);
+    if (errno || *end || n == 0 || n > max)
+        return -1;
+    *out = n;
+    return 0;
+}
+
+/* HOST:PORT or [V6]:PORT into host (cap bytes) and port. */
+static int parse_listen(const char *text, char *host, size_t cap, unsigned *port)
+{
+    const char *colon;
+    if (text[0] == '[') {
+        const char *close = strchr(text, ']');
+        if (!close || close[1] != ':' || close == text + 1)
+            return -1;
+        if ((size_t)(close - text - 1) >= cap)
+            return -1;
+        memcpy(host, text + 1, (size_t)(close - text - 1));
+        host[close - text - 1] = '\0';
+        colon = close + 1;
+    } else {
+        colon = strrchr(text, ':');
+        if (!colon || colon == text || (size_t)(colon - text) >= cap)
+            return -1;
+        memcpy(host, text, (size_t)(colon - text));
+        host[colon - text] = '\0';
+        if (strchr(host, ':'))
+            return -1;
+    }
+    char *end;
+    errno = 0;
+    if (colon[1] < '0' || colon[1] > '9')
+        return -1;
+    unsigned long p = strtoul(colon + 1, &end, 10);
+    if (errno || *end || p > 65535)
+        return -1;
+    *port = (unsigned)p;
+    return 0;
+}
+
+/* ---- the config file ---- */
+
+static char *trim(char *s)
+{
+    while (*s == ' ' || *s == '\t')
+        s++;
+    size_t n = strlen(s);
+    while (n > 0 && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\r' || s[n - 1] == '\n'))
+        s[--n] = '\0';
+    return s;
+}
+
+static int read_config(const char *path, const char *origin)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return usage_error("cannot read the config file %s (from %s): %s", path, origin,
+                           strerror(errno));
+    char line[CONFIG_LINE_MAX];
+    unsigned lineno = 0;
+    int status = 0;
+    while (fgets(line, sizeof line, f)) {
+        lineno++;
+        if (!strchr(line, '\n') && !feof(f)) {
+            status = usage_error("%s:%u: line longer than %d bytes", path, lineno, CONFIG_LINE_MAX);
+            break;
+        }
+        char *s = trim(line);
+        if (!*s || *s == '#')
+            continue;
+        char *eq = strchr(s, '=');
+        if (!eq) {
+            status = usage_error("%s:%u: expected \"name = value\"", path, lineno);
+            break;
+        }
+        *eq = '\0';
+        char *name = trim(s), *value = trim(eq + 1);
+        size_t vn = strlen(value);
+        if (vn >= 2 && ((value[0] == '"' && value[vn - 1] == '"') ||
+                        (value[0] == '\'' && value[vn - 1] == '\''))) {
+            value[vn - 1] = '\0';
+            value++;
+        }
+        int found = -1;
+        for (int i = 0; i < S__COUNT; i++)
+            if (strcmp(settings[i].name, name) == 0)
+                found = i;
+        if (found < 0) {
+            status = usage_error("%s:%u: unknown setting '%s'", path, lineno, name);
+            break;
+        }
+        if (!*value) {
+            status = usage_error("%s:%u: %s has no value", path, lineno, name);
+            break;
+        }
+        free(settings[found].file_val);
+        settings[found].file_val = strdup(value);
+        settings[found].file_line = lineno;
+        if (!settings[found].file_val) {
+            status = usage_error("out of memory");
+            break;
+        }
+        /* remember the file for messages */
+    }
+    fclose(f);
+    return status;
+}
+
+/* ---- keys ---- */
+
+/* Write data to path atomically, mode 0600: temp file, fsync, rename. */
+static int write_private(const char *path, const char *data)
+{
+    char tmp[PATH_MAX];
+    if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp)
+        return -1;
+    unlink(tmp);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return -1;
+    size_t n = strlen(data), off = 0;
+    while (off < n) {
+        ssize_t w = write(fd, data + off, n - off);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            close(fd);
+            unlink(tmp);
+            return -1;
+        }
+        off += (size_t)w;
+    }
+    if (fsync(fd) != 0 || close(fd) != 0 || rename(tmp, path) != 0) {
+        unlink(tmp);
+        return -1;
+    }
+    return 0;
+}
+
+/* A new key for tenant "default": DATA_DIR/api-key holds it, DATA_DIR/keys
+ * its hash. */
+static int make_first_key(const char *data_dir, char *keys_path, char *key_path, size_t cap)
+{
+    static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    unsigned char raw[KEY_BYTES];
+    if (getrandom(raw, sizeof raw, 0) != (ssize_t)sizeof raw)
+        return -1;
+    char key[2 * KEY_BYTES] = "kiln_";
+    size_t o = strlen(key);
+    uint32_t acc = 0;
+    int bits = 0;
+    for (size_t i = 0; i < sizeof raw; i++) {
+        acc = (acc << 8) | raw[i];
+        bits += 8;
+        while (bits >= 6) {
+            key[o++] = b64[(acc >> (bits - 6)) & 63];
+            bits -= 6;
+        }
+    }
+    if (bits > 0)
+        key[o++] = b64[(acc << (6 - bits)) & 63];
+    key[o] = '\0';
+    char hash[65], line[160], keyline[sizeof key + 1];
+    kiln_auth_hash_key(key, o, hash);
+    snprintf(keyline, sizeof keyline, "%s\n", key);
+    snprintf(line, sizeof line,
+             "# API keys of kiln serve: TENANT SHA256-OF-KEY (kiln serve --hash-key)\n"
+             "default %s\n", hash);
+    snprintf(key_path, cap, "%s/api-key", data_dir);
+    snprintf(keys_path, cap, "%s/keys", data_dir);
+    /* The key first: a keys file without its key would lock the owner out. */
+    if (write_private(key_path, keyline) != 0 || write_private(keys_path, line) != 0)
+        return -1;
+    return 0;
+}
+
+static int hash_key_from_stdin(void)
+{
+    char buf[4096];
+    if (!fgets(buf, sizeof buf, stdin))
+        return usage_error("--hash-key reads a key on standard input; none was given");
+    size_t n = strlen(buf);
+    while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
+        buf[--n] = '\0';
+    if (n == 0)
+        return usage_error("--hash-key: the key is empty");
+    char hex[65];
+    kiln_auth_hash_key(buf, n, hex);
+    printf("%s\n", hex);
+    return 0;
+}
+
+/* ---- the log ---- */
+
+static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* One write per line, so lines from several threads never interleave
+ * (and a reader of a pipe sees whole lines). */
+static void log_line(void *arg, const char *line)
+{
+    (void)arg;
+    size_t n = strlen(line);
+    char *buf = malloc(n + 1);
+    if (!buf)
+        return;
+    memcpy(buf, line, n);
+    buf[n] = '\n';
+    pthread_mutex_lock(&log_lock);
+    size_t off = 0;
+    while (off < n + 1) {
+        ssize_t w = write(STDOUT_FILENO, buf + off, n + 1 - off);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            break;
+        off += (size_t)w;
+    }
+    pthread_mutex_unlock(&log_lock);
+    free(buf);
+}
+
+static void log_event(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void log_event(const char *fmt, ...)
+{
+    char now[32], body[PATH_MAX * 2 + 256], line[sizeof body + 64];
+    time_t t = time(NULL);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(now, sizeof now, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(body, sizeof body, fmt, ap);
+    va_end(ap);
+    snprintf(line, sizeof line, "{\"time\":\"%s\",%s}", now, body);
+    log_line(NULL, line);
+}
+
+/* A string as a JSON string's contents (for paths in events). */
+static void json_escape(const char *s, char *out, size_t cap)
+{
+    size_t o = 0;
+    for (; *s && o + 7 < cap; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\') {
+            out[o++] = '\\';
+            out[o++] = (char)c;
+        } else if (c < 0x20) {
+            o += (size_t)snprintf(out + o, cap - o, "\\u%04x", c);
+        } else {
+            out[o++] = (char)c;
+        }
+    }
+    out[o] = '\0';
+}
+
+/* ---- main ---- */
+
+static void free_settings(void)
+{
+    for (int i = 0; i < S__COUNT; i++) {
+        free(settings[i].file_val);
+        settings[i].file_val = NULL;
+    }
+}
+
+/* Choose each setting's value and say where it came from. */
+static void choose(const char *config_path)
+{
+    for (int i = 0; i < S__COUNT; i++) {
+        struct setting *s = &settings[i];
+        char env[64];
+        env_name(s->name, env, sizeof env);
+        s->env_val = getenv(env);
+        if (s->env_val && !s->env_val[0])
+            s->env_val = NULL;
+        if (s->flag_val) {
+            s->value = s->flag_val;
+            snprintf(s->origin, sizeof s->origin, "--%s", s->name);
+        } else if (s->env_val) {
+            s->value = s->env_val;
+            snprintf(s->origin, sizeof s->origin, "%s", env);
+        } else if (s->file_val) {
+            s->value = s->file_val;
+            snprintf(s->origin, sizeof s->origin, "%s:%u (%s)", config_path, s->file_line,
+                     s->name);
+        } else {
+            s->value = NULL;
+        }
+    }
+}
+
+static int bad_value(const struct setting *s, const char *what)
+{
+    return usage_error("invalid value '%s' for %s: %s", s->value, s->origin, what);
+}
+
+int kiln_serve_main(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"listen", required_argument, NULL, 256 + S_LISTEN},
+        {"data-dir", required_argument, NULL, 256 + S_DATA_DIR},
+        {"keys-file", required_argument, NULL, 256 + S_KEYS_FILE},
+        {"threads", required_argument, NULL, 256 + S_THREADS},
+        {"max-jobs", required_argument, NULL, 256 + S_MAX_JOBS},
+        {"queue", required_argument, NULL, 256 + S_QUEUE},
+        {"max-upload", required_argument, NULL, 256 + S_MAX_UPLOAD},
+        {"max-request", required_argument, NULL, 256 + S_MAX_REQUEST},
+        {"ttl", required_argument, NULL, 256 + S_TTL},
+        {"sweep-interval", required_argument, NULL, 256 + S_SWEEP},
+        {"connection-timeout", required_argument, NULL, 256 + S_CONN_TIMEOUT},
+        {"shutdown-grace", required_argument, NULL, 256 + S_GRACE},
+        {"max-connections", required_argument, NULL, 256 + S_MAX_CONN},
+        {"public-url", required_argument, NULL, 256 + S_PUBLIC_URL},
+        {"config", required_argument, NULL, 'c'},
+        {"hash-key", no_argument, NULL, 'k'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0}};
+    const char *config = NULL;
+    int hash_key = 0, c, status = 0;
+
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+        if (c >= 256 && c < 256 + S__COUNT) {
+            settings[c - 256].flag_val = optarg;
+            continue;
+        }
+        switch (c) {
+        case 'c': config = optarg; break;
+        case 'k': hash_key = 1; break;
+        case 'h': fputs(usage_serve, stdout); return 0;
+        case ':': return usage_error("option '%s' needs a value", argv[optind - 1]);
+        default: return usage_error("unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind < argc)
+        return usage_error("unexpected argument '%s'", argv[optind]);
+    if (hash_key)
+        return hash_key_from_stdin();
+
+    const char *config_origin = "--config";
+    if (!config && getenv("KILN_CONFIG") && getenv("KILN_CONFIG")[0]) {
+        config = getenv("KILN_CONFIG");
+        config_origin = "KILN_CONFIG";
+    }
+    if (config && (status = read_config(config, config_origin)) != 0)
+        goto free_settings;
+    choose(config);
+
+    kiln_server_options opt;
+    kiln_server_options_init(&opt);
+    char host[256];
+    uint64_t v = 0;
+    for (int i = 0; i < S__COUNT; i++) {
+        struct setting *s = &settings[i];
+        if (!s->value)
+            continue;
+        switch (s->kind) {
+        case K_LISTEN:
+            if (parse_listen(s->value, host, sizeof host, &opt.port) != 0) {
+                status = bad_value(s, "expected HOST:PORT (or [IPV6]:PORT), port 0 to 65535");
+                goto free_settings;
+            }
+            opt.host = host;
+            break;
+        case K_COUNT:
+            if (parse_count(s->value, s->max, &v) != 0) {
+                char why[64];
+                snprintf(why, sizeof why, "expected a whole number from 1 to %llu",
+                         (unsigned long long)s->max);
+                status = bad_value(s, why);
+                goto free_settings;
+            }
+            break;
+        case K_SIZE:
+            if (parse_size(s->value, &v) != 0) {
+                status = bad_value(s, "expected a size: bytes, or a number with K, M or G");
+                goto free_settings;
+            }
+            break;
+        case K_DURATION:
+            if (parse_duration(s->value, s->max, &v) != 0) {
+                status = bad_value(s, "expected a duration: seconds, or a number with s, m, h "
+                                      "or d, more than 0");
+                goto free_settings;
+            }
+            break;
+        case K_URL:
+            if (strncmp(s->value, "http://", 7) != 0 && strncmp(s->value, "https://", 8) != 0) {
+                status = bad_value(s, "expected an http:// or https:// URL");
+                goto free_settings;
+            }
+            break;
+        case K_STR:
+            break;
+        }
+        switch (i) {
+        case S_DATA_DIR: opt.data_dir = s->value; break;
+        case S_KEYS_FILE: opt.keys_file = s->value; break;
+        case S_THREADS: opt.threads = (unsigned)v; break;
+        case S_MAX_JOBS: opt.max_jobs = (unsigned)v; break;
+        case S_QUEUE: opt.queue_max = (unsigned)v; break;
+        case S_MAX_UPLOAD: opt.max_upload_bytes = v; break;
+        case S_MAX_REQUEST: opt.max_request_bytes = v; break;
+        case S_TTL: opt.ttl_seconds = (int64_t)v; break;
+        case S_SWEEP: opt.sweep_seconds = (unsigned)v; break;
+        case S_CONN_TIMEOUT: opt.connection_timeout = (unsigned)v; break;
+        case S_GRACE: opt.shutdown_grace = (unsigned)v; break;
+        case S_MAX_CONN: opt.max_connections = (unsigned)v; break;
+        case S_PUBLIC_URL: opt.public_url = s->value; break;
+        default: break;
+        }
+    }
+    opt.env_keys = getenv("KILN_API_KEYS");
+    if (opt.env_keys && !opt.env_keys[0])
+        opt.env_keys = NULL;
+
+    static char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0) {
+        fprintf(stderr, "kiln serve: error: cannot find the kiln executable: %s\n",
+                strerror(errno));
+        status = kiln_status_exit(KILN_E_INTERNAL);
+        goto free_settings;
+    }
+    exe[n] = '\0';
+    opt.kiln_exe = exe;
+
+    if (mkdir(opt.data_dir, 0700) < 0 && errno != EEXIST) {
+        fprintf(stderr, "kiln serve: error: cannot create the data directory %s: %s\n",
+                opt.data_dir, strerror(errno));
+        status = kiln_status_exit(KILN_E_WRITE);
+        goto free_settings;
+    }
+    /* Keys: the keys file named, else DATA_DIR/keys when it exists, else
+     * (and no KILN_API_KEYS either) a first key made now. */
+    static char keys_path[PATH_MAX], key_path[PATH_MAX];
+    int made_key = 0;
+    if (!opt.keys_file) {
+        snprintf(keys_path, sizeof keys_path, "%s/keys", opt.data_dir);
+        if (access(keys_path, F_OK) == 0) {
+            opt.keys_file = keys_path;
+        } else if (!opt.env_keys) {
+            if (make_first_key(opt.data_dir, keys_path, key_path, sizeof keys_path) != 0) {
+                fprintf(stderr, "kiln serve: error: cannot write a first API key to %s: %s\n",
+                        opt.data_dir, strerror(errno));
+                status = kiln_status_exit(KILN_E_WRITE);
+                goto free_settings;
+            }
+            opt.keys_file = keys_path;
+            made_key = 1;
+        }
+    }
+
+    opt.log = log_line;
+    /* Signals are taken by sigwait below, so every thread must have them
+     * blocked; a client going away must not kill the process. */
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    kiln_server *srv = NULL;
+    kiln_error err;
+    memset(&err, 0, sizeof err);
+    kiln_status st = kiln_server_start(&srv, &opt, &err);
+    if (st != KILN_E_OK) {
+        fprintf(stderr, "kiln serve: error: %s\n", err.message);
+        status = kiln_status_exit(st);
+        goto free_settings;
+    }
+    if (made_key) {
+        char kp[PATH_MAX * 2];
+        json_escape(key_path, kp, sizeof kp);
+        log_event("\"event\":\"api_key_created\",\"tenant\":\"default\",\"key_file\":\"%s\","
+                  "\"message\":\"no API keys were configured: a key for tenant default is in "
+                  "key_file (its hash in the keys file beside it)\"",
+                  kp);
+    }
+    int sig = 0;
+    while (sigwait(&set, &sig) != 0)
+        ;
+    log_event("\"event\":\"signal\",\"signal\":\"%s\"", sig == SIGINT ? "SIGINT" : "SIGTERM");
+    kiln_server_stop(srv);
+
+free_settings:
+    free_settings();
+    return status;
+}

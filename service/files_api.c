@@ -1,0 +1,470 @@
+/*
+ * files_api.c - the file endpoints: upload (multipart or raw, streamed
+ * into the store as it arrives, never buffered whole), list, metadata,
+ * delete, and signed links.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "service/http.h"
+
+/* ---- upload ---- */
+
+static void set_bad(kiln_req *req, const char *msg)
+{
+    if (!req->bad_request) {
+        req->bad_request = 1;
+        snprintf(req->bad_message, sizeof req->bad_message, "%s", msg);
+    }
+}
+
+static void drop_upload(kiln_req *req)
+{
+    if (req->upload) {
+        kiln_store_abort(req->upload);
+        req->upload = NULL;
+    }
+}
+
+/* A media type given by the client, unless it says nothing
+ * (application/octet-stream, the form default): then by extension. */
+static void pick_media_type(kiln_req *req, const char *given)
+{
+    const char *guess = http_media_type_guess(req->filename);
+    req->media_type[0] = '\0';
+    if (given) {
+        while (*given == ' ')
+            given++;
+        if (*given && strncasecmp(given, "application/octet-stream", 24) != 0 &&
+            strncasecmp(given, "application/x-www-form-urlencoded", 33) != 0 &&
+            strncasecmp(given, "multipart/", 10) != 0 && strlen(given) < sizeof req->media_type) {
+            snprintf(req->media_type, sizeof req->media_type, "%s", given);
+            return;
+        }
+    }
+    snprintf(req->media_type, sizeof req->media_type, "%s",
+             guess ? guess : "application/octet-stream");
+}
+
+static int begin_store(kiln_req *req)
+{
+    kiln_error err;
+    memset(&err, 0, sizeof err);
+    /* A name is kept as metadata only, but runs see inputs under their
+     * names in /mnt/data: a path is no file name there. (The store checks
+     * the length and the UTF-8.) */
+    if (!req->filename[0] || strchr(req->filename, '/')) {
+        set_bad(req, "The file name must be 1 to 255 bytes of UTF-8 without '/'.");
+        return -1;
+    }
+    kiln_store_result r = kiln_store_begin(req->srv->store, req->tenant, req->filename,
+                                           req->media_type, &req->upload, &err);
+    if (r == KILN_STORE_OK)
+        return 0;
+    if (err.code == KILN_E_USAGE)
+        set_bad(req, err.message);
+    else {
+        req->upload_failed = 1;
+        req->upload_err = err;
+    }
+    return -1;
+}
+
+/* Write a piece of the file; -1 once the upload is over (limit, error). */
+static int write_piece(kiln_req *req, const char *data, size_t size)
+{
+    if (!req->upload)
+        return -1;
+    if (req->part_bytes + size > req->limit) {
+        req->too_large = 1;
+        drop_upload(req);
+        return -1;
+    }
+    req->part_bytes += size;
+    kiln_error err;
+    memset(&err, 0, sizeof err);
+    kiln_store_result r = kiln_store_write(req->upload, data, size, &err);
+    if (r == KILN_STORE_OK)
+        return 0;
+    if (r == KILN_STORE_TOO_LARGE)
+        req->too_large = 1;
+    else {
+        req->upload_failed = 1;
+        req->upload_err = err;
+    }
+    drop_upload(req);
+    return -1;
+}
+
+static enum MHD_Result post_iter(void *cls, enum MHD_ValueKind kind, const char *key,
+                                 const char *filename, const char *content_type,
+                                 const char *transfer_encoding, const char *data, uint64_t off,
+                                 size_t size)
+{
+    kiln_req *req = cls;
+    (void)kind;
+    (void)transfer_encoding;
+    if (!key || strcmp(key, "file") != 0)
+        return MHD_YES;
+    /* Only the first part named "file" counts; later ones are dropped. */
+    if (off == 0 && req->part_seen && req->part_bytes > 0)
+        req->part_skip = 1;
+    if (req->part_skip)
+        return MHD_YES;
+    if (!req->part_seen) {
+        req->part_seen = 1;
+        if (!filename || !filename[0]) {
+            set_bad(req, "The part named file has no filename.");
+            return MHD_NO;
+        }
+        snprintf(req->filename, sizeof req->filename, "%s", filename);
+        if (strlen(filename) > KILN_STORE_FILENAME_MAX) {
+            set_bad(req, "The file name is longer than 255 bytes.");
+            return MHD_NO;
+        }
+        pick_media_type(req, content_type);
+        if (begin_store(req) != 0)
+            return MHD_NO;
+    }
+    if (size == 0)
+        return MHD_YES;
+    return write_piece(req, data, size) == 0 ? MHD_YES : MHD_NO;
+}
+
+/* Percent-decode src into dst (cap bytes); -1 when malformed or too long. */
+static int pct_decode(const char *src, size_t n, char *dst, size_t cap)
+{
+    size_t o = 0;
+    for (size_t i = 0; i < n; i++) {
+        int c = (unsigned char)src[i];
+        if (c == '%') {
+            if (i + 2 >= n || !isxdigit((unsigned char)src[i + 1]) || !isxdigit((unsigned char)src[i + 2]))
+                return -1;
+            char hex[3] = {src[i + 1], src[i + 2], 0};
+            c = (int)strtol(hex, NULL, 16);
+            i += 2;
+        }
+        if (o + 1 >= cap || c == 0)
+            return -1;
+        dst[o++] = (char)c;
+    }
+    dst[o] = '\0';
+    return 0;
+}
+
+/* filename*=UTF-8''... or filename="..." / filename=token from a
+ * Content-Disposition header. 0 / -1. */
+static int disposition_filename(const char *h, char *out, size_t cap)
+{
+    const char *p = strcasestr(h, "filename*=");
+    if (p) {
+        p += 10;
+        if (strncasecmp(p, "UTF-8''", 7) == 0) {
+            p += 7;
+            size_t n = strcspn(p, "; \t");
+            if (pct_decode(p, n, out, cap) == 0 && out[0])
+                return 0;
+        }
+    }
+    for (p = h; (p = strcasestr(p, "filename=")) != NULL; p += 9) {
+        if (p > h && p[-1] != ';' && p[-1] != ' ' && p[-1] != '\t')
+            continue;
+        p += 9;
+        size_t o = 0;
+        if (*p == '"') {
+            for (p++; *p && *p != '"'; p++) {
+                if (*p == '\\' && p[1])
+                    p++;
+                if (o + 1 >= cap)
+                    return -1;
+                out[o++] = *p;
+            }
+        } else {
+            size_t n = strcspn(p, "; \t");
+            if (n + 1 > cap)
+                return -1;
+            memcpy(out, p, n);
+            o = n;
+        }
+        out[o] = '\0';
+        return o ? 0 : -1;
+    }
+    return -1;
+}
+
+enum MHD_Result files_upload_begin(kiln_req *req)
+{
+    kiln_server *srv = req->srv;
+    req->limit = srv->opt.max_upload_bytes;
+    int multipart = http_content_type_is(req, "multipart/form-data");
+    uint64_t clen = 0;
+    if (http_content_length(req, &clen) &&
+        clen > req->limit + (multipart ? KILN_HTTP_MULTIPART_OVERHEAD : 0))
+        return http_too_large(req, req->limit);
+    if (multipart) {
+        req->body = BODY_MULTIPART;
+        req->pp = MHD_create_post_processor(req->conn, KILN_HTTP_POST_BUFFER, post_iter, req);
+        if (!req->pp)
+            return http_error(req, MHD_HTTP_BAD_REQUEST, "invalid_request",
+                              "The multipart Content-Type has no usable boundary.", NULL);
+        return MHD_YES;
+    }
+    req->body = BODY_UPLOAD;
+    const char *name = http_arg(req, "filename");
+    if (name && name[0])
+        snprintf(req->filename, sizeof req->filename, "%s", name);
+    else {
+        const char *cd = http_header(req, MHD_HTTP_HEADER_CONTENT_DISPOSITION);
+        if (!cd || disposition_filename(cd, req->filename, sizeof req->filename) != 0)
+            req->filename[0] = '\0';
+    }
+    if (!req->filename[0])
+        return http_error(req, MHD_HTTP_BAD_REQUEST, "invalid_request",
+                          "The file needs a name: ?filename=NAME, or Content-Disposition with "
+                          "filename=, or a multipart part named file.",
+                          json_pack("{s:s}", "parameter", "filename"));
+    if (name && strlen(name) > KILN_STORE_FILENAME_MAX)
+        return http_error(req, MHD_HTTP_BAD_REQUEST, "invalid_request",
+                          "The file name is longer than 255 bytes.",
+                          json_pack("{s:s}", "parameter", "filename"));
+    pick_media_type(req, http_header(req, MHD_HTTP_HEADER_CONTENT_TYPE));
+    if (begin_store(req) != 0) {
+        if (req->bad_request)
+            return http_error(req, MHD_HTTP_BAD_REQUEST, "invalid_request", req->bad_message,
+                              json_pack("{s:s}", "parameter", "filename"));
+        return http_internal(req, req->upload_err.message);
+    }
+    return MHD_YES;
+}
+
+enum MHD_Result files_upload_data(kiln_req *req, const char *data, size_t size)
+{
+    req->received += size;
+    uint64_t allowed = req->limit + (req->body == BODY_MULTIPART ? KILN_HTTP_MULTIPART_OVERHEAD : 0);
+    if (req->too_large || req->upload_failed || req->bad_request) {
+        /* Read on (to send the error) but not forever. */
+        return req->received > allowed + KILN_HTTP_DISCARD_MAX ? MHD_NO : MHD_YES;
+    }
+    if (req->body == BODY_UPLOAD) {
+        write_piece(req, data, size);
+        return MHD_YES;
+    }
+    if (req->received > allowed) {
+        req->too_large = 1;
+        drop_upload(req);
+        return MHD_YES;
+    }
+    if (MHD_post_process(req->pp, data, size) != MHD_YES && !req->too_large &&
+        !req->upload_failed)
+        set_bad(req, "The multipart body is malformed.");
+    return MHD_YES;
+}
+
+enum MHD_Result files_upload_finish(kiln_req *req)
+{
+    if (req->pp) {
+        MHD_destroy_post_processor(req->pp);
+        req->pp = NULL;
+    }
+    if (req->too_large) {
+        drop_upload(req);
+        return http_too_large(req, req->limit);
+    }
+    if (req->upload_failed) {
+        drop_upload(req);
+        return http_internal(req, req->upload_err.message);
+    }
+    if (!req->bad_request && req->body == BODY_MULTIPART && !req->part_seen)
+        set_bad(req, "The multipart body has no part named file.");
+    if (req->bad_request) {
+        drop_upload(req);
+        return http_error(req, MHD_HTTP_BAD_REQUEST, "invalid_request", req->bad_message,
+                          NULL);
+    }
+    kiln_store_file file;
+    kiln_error err;
+    memset(&err, 0, sizeof err);
+    kiln_store_upload *up = req->upload;
+    req->upload = NULL;
+    kiln_store_result r = kiln_store_commit(up, &file, &err);
+    if (r == KILN_STORE_TOO_LARGE)
+        return http_too_large(req, req->limit);
+    if (r != KILN_STORE_OK)
+        return http_internal(req, err.message);
+    char location[96];
+    snprintf(location, sizeof location, "/v1/files/%s", file.id);
+    return http_json_location(req, MHD_HTTP_CREATED, kiln_api_file_json(&file), location);
+}
+
+void files_upload_cleanup(kiln_req *req)
+{
+    if (req->pp) {
+        MHD_destroy_post_processor(req->pp);
+        req->pp = NULL;
+    }
+    drop_upload(req);
+}
+
+/* ---- list, metadata, delete ---- */
+
+/* A non-negative decimal query parameter: 1 (set), 0 (absent), -1 (bad). */
+static int query_int(kiln_req *req, const char *name, int64_t max, int64_t *out)
+{
+    const char *s = http_arg(req, name);
+    if (!s)
+        return 0;
+    if (!*s)
+        return -1;
+    int64_t v = 0;
+    for (const char *p = s; *p; p++) {
+        if (*p < '0' || *p > '9' || v > max)
+            return -1;
+        v = v * 10 + (*p - '0');
+    }
+    if (v > max)
+        return -1;
+    *out = v;
+    return 1;
+}
+
+static void list_one(const kiln_store_file *file, void *arg)
+{
+    json_array_append_new(arg, kiln_api_file_json(file));
+}
+
+enum MHD_Result files_list(kiln_req *req)
+{
+    int64_t limit = 100, offset = 0;
+    if (query_int(req, "limit", 1000, &limit) < 0 || limit < 1)
+        return http_error(req, MHD_HTTP_BAD_REQUEST, "invalid_request",
+                          "limit must be a whole number from 1 to 1000.",
+                          json_pack("{s:s}", "parameter", "limit"));
+    if (query_int(req, "offset", INT64_MAX / 16, &offset) < 0)
+        return http_error(req, MHD_HTTP_BAD_REQUEST, "invalid_request",
+                          "offset must be a whole number, 0 or more.",
+                          json_pack("{s:s}", "parameter", "offset"));
+    json_t *files = json_array();
+    int64_t total = 0;
+    kiln_error err;
+    memset(&err, 0, sizeof err);
+    if (kiln_store_list(req->srv->store, req->tenant, offset, limit, list_one, files, &total,
+                        &err) != KILN_STORE_OK) {
+        json_decref(files);
+        return http_internal(req, err.message);
+    }
+    return http_json(req, MHD_HTTP_OK,
+                     json_pack("{s:o, s:I, s:I, s:I}", "files", files, "total", (json_int_t)total,
+                               "limit", (json_int_t)limit, "offset", (json_int_t)offset));
+}
+
+enum MHD_Result files_get(kiln_req *req)
+{
+    kiln_store_file file;
+    kiln_error err;
+    memset(&err, 0, sizeof err);
+    switch (kiln_store_get(req->srv->store, req->tenant, req->id, &file, &err)) {
+    case KILN_STORE_OK: return http_json(req, MHD_HTTP_OK, kiln_api_file_json(&file));
+    case KILN_STORE_NOT_FOUND: return http_not_found(req);
+    case KILN_STORE_GONE: return http_gone(req, &file);
+    default: return http_internal(req, err.message);
+    }
+}
+
+enum MHD_Result files_delete(kiln_req *req)
+{
+    if (kiln_inuse_busy(req->srv->inuse, req->tenant, req->id))
+        return http_error(req, MHD_HTTP_CONFLICT, "file_in_use",
+                          "The file is an input of a render or run that has not finished.",
+                          NULL);
+    kiln_error err;
+    memset(&err, 0, sizeof err);
+    switch (kiln_store_delete(req->srv->store, req->tenant, req->id, &err)) {
+    case KILN_STORE_OK: {
+        struct MHD_Response *resp =
+            MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
+        return http_queue(req, MHD_HTTP_NO_CONTENT, resp, 0);
+    }
+    case KILN_STORE_NOT_FOUND: return http_not_found(req);
+    default: return http_internal(req, err.message);
+    }
+}
+
+/* ---- signed links ---- */
+
+/* A Host header fit to go into a URL: host name, IPv4, [IPv6], :port. */
+static int host_ok(const char *h)
+{
+    size_t n = strlen(h);
+    if (n == 0 || n > 255)
+        return 0;
+    for (const char *p = h; *p; p++)
+        if (!isalnum((unsigned char)*p) && !strchr(".-:[]_", *p))
+            return 0;
+    return 1;
+}
+
+enum MHD_Result files_link(kiln_req *req)
+{
+    kiln_server *srv = req->srv;
+    json_t *body = NULL;
+    enum MHD_Result r = MHD_NO;
+    if (http_body_json(req, 1, &body, &r) != 0)
+        return r;
+    json_int_t expires_in = KILN_SERVER_LINK_DEFAULT_SECONDS;
+    json_t *e = json_object_get(body, "expires_in");
+    if (e) {
+        if (!json_is_integer(e) || json_integer_value(e) < 1 ||
+            json_integer_value(e) > KILN_SERVER_LINK_MAX_SECONDS) {
+            json_decref(body);
+            return http_error(req, MHD_HTTP_BAD_REQUEST, "invalid_request",
+                              "expires_in must be a whole number of seconds from 1 to 604800.",
+                              json_pack("{s:s}", "pointer", "/expires_in"));
+        }
+        expires_in = json_integer_value(e);
+    }
+    json_decref(body);
+
+    kiln_store_file file;
+    kiln_error err;
+    memset(&err, 0, sizeof err);
+    switch (kiln_store_get(srv->store, req->tenant, req->id, &file, &err)) {
+    case KILN_STORE_OK: break;
+    case KILN_STORE_NOT_FOUND: return http_not_found(req);
+    case KILN_STORE_GONE: return http_gone(req, &file);
+    default: return http_internal(req, err.message);
+    }
+    int64_t expires = (int64_t)time(NULL) + (int64_t)expires_in;
+    if (expires > file.expires_at)
+        expires = file.expires_at;
+
+    char base[512];
+    if (srv->opt.public_url && srv->opt.public_url[0]) {
+        snprintf(base, sizeof base, "%s", srv->opt.public_url);
+        size_t n = strlen(base);
+        while (n > 0 && base[n - 1] == '/')
+            base[--n] = '\0';
+    } else {
+        const char *host = http_header(req, MHD_HTTP_HEADER_HOST);
+        if (host && !host_ok(host))
+            return http_error(req, MHD_HTTP_BAD_REQUEST, "invalid_request",
+                              "The Host header is not a valid host.", NULL);
+        if (host)
+            snprintf(base, sizeof base, "http://%s", host);
+        else
+            snprintf(base, sizeof base, strchr(srv->host, ':') ? "http://[%s]:%u" : "http://%s:%u",
+                     srv->host, srv->port);
+    }
+    char sig[KILN_AUTH_SIG_HEX + 1], path[256], url[800], when[32];
+    kiln_auth_sign_link(srv->link_secret, req->tenant, req->id, expires, sig);
+    snprintf(path, sizeof path, "/v1/files/%s/content?tenant=%s&expires=%lld&signature=%s",
+             req->id, req->tenant, (long long)expires, sig);
+    snprintf(url, sizeof url, "%s%s", base, path);
+    kiln_api_time(expires, when, sizeof when);
+    return http_json(req, MHD_HTTP_CREATED,
+                     json_pack("{s:s, s:s, s:s}", "url", url, "path", path, "expires_at", when));
+}

@@ -1,0 +1,204 @@
+/*
+ * http.h - what the HTTP layer's files share (not a public header).
+ *
+ *   server.c       the daemon, routing, auth, the access log, the sweep
+ *                  thread, start and graceful stop.
+ *   http_util.c    replies (JSON, errors, the common headers), HTTP dates,
+ *                  media types, body buffers.
+ *   files_api.c    POST/GET /v1/files, GET/DELETE /v1/files/{id}, links.
+ *   download.c     GET/HEAD /v1/files/{id}/content.
+ *   job_requests.c POST /v1/render and /v1/runs through the job pool.
+ *
+ * A request's life: server.c makes a kiln_req on the access handler's
+ * first call (route, auth, early refusals), the route's body callback eats
+ * the upload as it arrives, and its finish callback queues the reply on
+ * the last call. Every reply goes through http_queue so the status and
+ * byte count reach the access log and the metrics.
+ */
+#ifndef KILN_SERVICE_HTTP_H
+#define KILN_SERVICE_HTTP_H
+
+#include <jansson.h>
+#include <microhttpd.h>
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "service/api.h"
+#include "service/auth.h"
+#include "service/server.h"
+#include "service/store.h"
+
+/* Room for the multipart framing around a file of the largest size. */
+#define KILN_HTTP_MULTIPART_OVERHEAD (64u * 1024)
+/* Bytes of a request body discarded after it passed its limit, so the 413
+ * can still be sent; past this the connection is closed instead. */
+#define KILN_HTTP_DISCARD_MAX (64ull << 20)
+/* The post processor's buffer (multipart headers of one part must fit). */
+#define KILN_HTTP_POST_BUFFER 65536
+/* Per-connection memory libmicrohttpd reads a request's headers into. */
+#define KILN_HTTP_CONNECTION_MEMORY (128u * 1024)
+
+struct kiln_server {
+    kiln_server_options opt;
+    struct MHD_Daemon *daemon;
+    int listen_fd;
+    unsigned port;
+    char host[256];
+    kiln_store *store;
+    kiln_auth *auth;
+    unsigned char link_secret[KILN_AUTH_SECRET_BYTES];
+    kiln_metrics *metrics;
+    kiln_inuse *inuse;
+    kiln_api_ctx api;
+    char work_dir[4096];
+    volatile int stopping;  /* healthz 503; new jobs 503 */
+    volatile int kill_runs; /* kiln_api_ctx.stopping: the grace is over */
+    int active_requests;    /* made, not yet completed: the stop waits for them */
+
+    pthread_mutex_t jobs_lock; /* guards jobs: NULL once shutdown began */
+    kiln_jobs *jobs;
+
+    pthread_t sweeper;
+    int sweeper_started;
+    pthread_mutex_t sweep_lock;
+    pthread_cond_t sweep_wake;
+    int sweep_quit;
+};
+
+typedef enum {
+    ROUTE_OTHER,
+    ROUTE_FILES,        /* /v1/files */
+    ROUTE_FILE,         /* /v1/files/{id} */
+    ROUTE_CONTENT,      /* /v1/files/{id}/content */
+    ROUTE_LINK,         /* /v1/files/{id}/link */
+    ROUTE_RENDER,       /* /v1/render */
+    ROUTE_RUNS,         /* /v1/runs */
+    ROUTE_HEALTHZ,
+    ROUTE_METRICS,
+} kiln_route;
+
+/* What the request is doing with its body. */
+typedef enum {
+    BODY_IGNORE,   /* consumed and dropped (GET with a body, ...) */
+    BODY_BUFFER,   /* JSON: kept in buf up to limit */
+    BODY_UPLOAD,   /* raw upload into the store */
+    BODY_MULTIPART /* multipart upload through the post processor */
+} kiln_body_mode;
+
+typedef enum { JOB_NONE, JOB_WAITING, JOB_DONE } kiln_job_state;
+
+typedef struct kiln_req {
+    kiln_server *srv;
+    struct MHD_Connection *conn;
+    char request_id[33];
+    char method[16];
+    char path[512];       /* the URL path, query dropped, cut if longer */
+    kiln_route route;
+    char id[KILN_STORE_ID_LEN + 1];
+    char tenant[KILN_AUTH_TENANT_MAX + 1]; /* "" until authenticated */
+    struct timespec start;
+
+    int begun;            /* begin() ran */
+    int queued;           /* a response has been queued */
+    int status;
+    uint64_t bytes_out;
+
+    /* the body */
+    kiln_body_mode body;
+    uint64_t limit;       /* the body's limit (413 past it) */
+    uint64_t received;
+    int too_large;        /* passed the limit: discarding until the end */
+    char *buf;            /* BODY_BUFFER */
+    size_t len, cap;
+    kiln_store_upload *upload;       /* BODY_UPLOAD / MULTIPART, until committed */
+    struct MHD_PostProcessor *pp;
+    int part_seen;        /* the multipart "file" part began */
+    uint64_t part_bytes;  /* ... and its bytes so far */
+    int bad_request;      /* a malformed multipart body or part (400) */
+    char bad_message[KILN_MESSAGE_MAX];
+    int part_skip;        /* a later "file" part: ignored */
+    int upload_failed;    /* a store error during the upload (500) */
+    kiln_error upload_err;
+    char filename[KILN_STORE_FILENAME_MAX + 1];
+    char media_type[128];
+
+    /* a render or run in the job pool */
+    kiln_job_state job;
+    kiln_api_reply reply;
+    unsigned retry_after; /* seconds, for a 429 */
+} kiln_req;
+
+/* ---- http_util.c ---- */
+
+/* Queue a response: adds X-Request-Id, records status and bytes. The
+ * response is destroyed here. MHD_YES / MHD_NO. */
+enum MHD_Result http_queue(kiln_req *req, int status, struct MHD_Response *resp,
+                           uint64_t body_bytes);
+/* A JSON reply (body stolen); Content-Type: application/json. */
+enum MHD_Result http_json(kiln_req *req, int status, json_t *body);
+/* The error shape (details stolen, may be NULL). */
+enum MHD_Result http_error(kiln_req *req, int status, const char *code, const char *message,
+                           json_t *details);
+/* 500 with a generic message; the detail goes to the log. */
+enum MHD_Result http_internal(kiln_req *req, const char *detail);
+/* 404 not_found, identical for every cause. */
+enum MHD_Result http_not_found(kiln_req *req);
+/* 410 for an expired file. */
+enum MHD_Result http_gone(kiln_req *req, const kiln_store_file *file);
+/* 413 with details.limit. */
+enum MHD_Result http_too_large(kiln_req *req, uint64_t limit);
+/* A JSON reply with a Location header (201s). */
+enum MHD_Result http_json_location(kiln_req *req, int status, json_t *body,
+                                   const char *location);
+
+/* Log one event line: fields (stolen) gain "time" and "event". */
+void http_event(kiln_server *srv, const char *event, json_t *fields);
+
+/* IMF-fixdate of t into buf (30 bytes at least). */
+void http_date(int64_t t, char *buf, size_t cap);
+/* Parse an IMF-fixdate: 0 / -1. */
+int http_parse_date(const char *s, int64_t *t);
+/* The media type of a file name by its extension; NULL if unknown. */
+const char *http_media_type_guess(const char *filename);
+/* Append data to req->buf (limit req->limit): 0, or -1 past it / no memory
+ * (req->too_large set for the limit). */
+int http_buffer_append(kiln_req *req, const char *data, size_t len);
+/* A request header, or NULL. */
+const char *http_header(kiln_req *req, const char *name);
+/* A query argument, or NULL. */
+const char *http_arg(kiln_req *req, const char *name);
+/* The buffered body as JSON (a new reference in *out), or a reply queued
+ * (400 invalid_json with line and column; 400 invalid_request when not an
+ * object) and -1 with *r the handler's return. An empty body is {} when
+ * empty_ok. */
+int http_body_json(kiln_req *req, int empty_ok, json_t **out, enum MHD_Result *r);
+/* 1 when the request's Content-Type is type (parameters ignored). */
+int http_content_type_is(kiln_req *req, const char *type);
+/* Content-Length of the request: 1 and *len when present and valid. */
+int http_content_length(kiln_req *req, uint64_t *len);
+
+/* ---- files_api.c ---- */
+/* First call: set up the body handling (or reply at once: 400, 413). */
+enum MHD_Result files_upload_begin(kiln_req *req);
+/* Body data for BODY_UPLOAD / BODY_MULTIPART. MHD_NO closes the connection. */
+enum MHD_Result files_upload_data(kiln_req *req, const char *data, size_t size);
+enum MHD_Result files_upload_finish(kiln_req *req);
+enum MHD_Result files_list(kiln_req *req);
+enum MHD_Result files_get(kiln_req *req);
+enum MHD_Result files_delete(kiln_req *req);
+enum MHD_Result files_link(kiln_req *req);
+/* Drop an upload a connection left unfinished. */
+void files_upload_cleanup(kiln_req *req);
+
+/* ---- download.c ---- */
+enum MHD_Result download_content(kiln_req *req);
+
+/* ---- job_requests.c ---- */
+/* Last call of POST /v1/render or /v1/runs: parse, submit, suspend; on the
+ * call after the worker resumed the connection, queue its reply. */
+enum MHD_Result jobs_request(kiln_req *req);
+/* kiln_jobs_shutdown's cancel: queued jobs answer 503. */
+void jobs_cancel(void *arg);
+
+#endif

@@ -1,0 +1,799 @@
+/*
+ * server.c - the daemon: start, routing, authentication, the access log,
+ * the expiry sweep and the graceful stop.
+ *
+ * libmicrohttpd calls on_request several times per request: first with
+ * the headers only (begin: route, method, auth, and every refusal that
+ * needs no body, such as a Content-Length over the limit), then once per
+ * piece of body (body_data), then once more with no data (finish: the
+ * reply). on_completed ends every request: access log line, metrics,
+ * cleanup. Renders and runs suspend their connection while a job-pool
+ * worker does the work (job_requests.c), so no HTTP thread ever waits for
+ * one.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "service/http.h"
+
+void kiln_server_options_init(kiln_server_options *opt)
+{
+    memset(opt, 0, sizeof *opt);
+    opt->host = "127.0.0.1";
+    opt->port = KILN_SERVER_DEFAULT_PORT;
+    opt->data_dir = "kiln-data";
+}
+
+static unsigned cpu_count(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (unsigned)n : 1;
+}
+
+/* ---- routing ---- */
+
+static const char *route_name(kiln_route r)
+{
+    switch (r) {
+    case ROUTE_FILES: return "/v1/files";
+    case ROUTE_FILE: return "/v1/files/{id}";
+    case ROUTE_CONTENT: return "/v1/files/{id}/content";
+    case ROUTE_LINK: return "/v1/files/{id}/link";
+    case ROUTE_RENDER: return "/v1/render";
+    case ROUTE_RUNS: return "/v1/runs";
+    case ROUTE_HEALTHZ: return "/healthz";
+    case ROUTE_METRICS: return "/metrics";
+    default: return "other";
+    }
+}
+
+/* The methods each route answers, for 405's Allow. */
+static const char *route_allow(kiln_route r)
+{
+    switch (r) {
+    case ROUTE_FILES: return "GET, POST";
+    case ROUTE_FILE: return "GET, DELETE";
+    case ROUTE_CONTENT: return "GET, HEAD";
+    case ROUTE_LINK: return "POST";
+    case ROUTE_RENDER: return "POST";
+    case ROUTE_RUNS: return "POST";
+    case ROUTE_HEALTHZ: return "GET, HEAD";
+    case ROUTE_METRICS: return "GET, HEAD";
+    default: return "";
+    }
+}
+
+static int method_allowed(kiln_route r, const char *method)
+{
+    const char *allow = route_allow(r);
+    size_t n = strlen(method);
+    for (const char *p = allow; (p = strstr(p, method)) != NULL; p += n)
+        if ((p == allow || p[-1] == ' ') && (p[n] == ',' || p[n] == '\0'))
+            return 1;
+    return 0;
+}
+
+/* The route of a path; the id segment (whatever it holds) into id_seg. */
+static kiln_route route_of(const char *url, char *id_seg, size_t cap)
+{
+    id_seg[0] = '\0';
+    if (strcmp(url, "/healthz") == 0)
+        return ROUTE_HEALTHZ;
+    if (strcmp(url, "/metrics") == 0)
+        return ROUTE_METRICS;
+    if (strcmp(url, "/v1/render") == 0)
+        return ROUTE_RENDER;
+    if (strcmp(url, "/v1/runs") == 0)
+        return ROUTE_RUNS;
+    if (strcmp(url, "/v1/files") == 0)
+        return ROUTE_FILES;
+    if (strncmp(url, "/v1/files/", 10) != 0)
+        return ROUTE_OTHER;
+    const char *seg = url + 10, *slash = strchr(seg, '/');
+    size_t n = slash ? (size_t)(slash - seg) : strlen(seg);
+    if (n == 0)
+        return ROUTE_OTHER;
+    if (n < cap) {
+        memcpy(id_seg, seg, n);
+        id_seg[n] = '\0';
+    }
+    if (!slash)
+        return ROUTE_FILE;
+    if (strcmp(slash, "/content") == 0)
+        return ROUTE_CONTENT;
+    if (strcmp(slash, "/link") == 0)
+        return ROUTE_LINK;
+    return ROUTE_OTHER;
+}
+
+/* ---- authentication ---- */
+
+/* A signed link's query: the tenant it names becomes the request's. */
+static enum MHD_Result auth_link(kiln_req *req, const char *sig)
+{
+    kiln_server *srv = req->srv;
+    const char *tenant = http_arg(req, "tenant"), *exp = http_arg(req, "expires");
+    char *end = NULL;
+    long long expires = exp ? strtoll(exp, &end, 10) : 0;
+    int expired = 0;
+    if (!tenant || !tenant[0] || strlen(tenant) > KILN_AUTH_TENANT_MAX || !exp || !*exp ||
+        *end || strlen(sig) != KILN_AUTH_SIG_HEX ||
+        kiln_auth_verify_link(srv->link_secret, tenant, req->id, (int64_t)expires, sig,
+                              (int64_t)time(NULL), &expired) != 0) {
+        if (expired) {
+            char when[32], msg[96];
+            kiln_api_time((int64_t)expires, when, sizeof when);
+            snprintf(msg, sizeof msg, "The link expired at %s.", when);
+            return http_error(req, MHD_HTTP_FORBIDDEN, "link_expired", msg,
+                              json_pack("{s:s}", "expired_at", when));
+        }
+        return http_error(req, MHD_HTTP_FORBIDDEN, "invalid_signature",
+                          "The link's signature is not valid.", NULL);
+    }
+    snprintf(req->tenant, sizeof req->tenant, "%s", tenant);
+    return MHD_YES;
+}
+
+/* Authorization: Bearer KEY. 0, or -1 when missing or unknown. */
+static int auth_bearer(kiln_req *req)
+{
+    const char *h = http_header(req, MHD_HTTP_HEADER_AUTHORIZATION);
+    if (!h)
+        return -1;
+    while (*h == ' ')
+        h++;
+    if (strncasecmp(h, "Bearer ", 7) != 0)
+        return -1;
+    h += 7;
+    while (*h == ' ')
+        h++;
+    size_t n = strlen(h);
+    while (n > 0 && (h[n - 1] == ' ' || h[n - 1] == '\t'))
+        n--;
+    if (n == 0)
+        return -1;
+    return kiln_auth_check(req->srv->auth, h, n, req->tenant);
+}
+
+/* ---- the request's life ---- */
+
+static kiln_req *req_new(kiln_server *srv, struct MHD_Connection *conn, const char *url,
+                         const char *method)
+{
+    kiln_req *req = calloc(1, sizeof *req);
+    if (!req)
+        return NULL;
+    req->srv = srv;
+    req->conn = conn;
+    clock_gettime(CLOCK_MONOTONIC, &req->start);
+    unsigned char rnd[16];
+    if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd)
+        memset(rnd, 0, sizeof rnd);
+    for (size_t i = 0; i < sizeof rnd; i++)
+        snprintf(req->request_id + 2 * i, 3, "%02x", rnd[i]);
+    snprintf(req->method, sizeof req->method, "%s", method);
+    snprintf(req->path, sizeof req->path, "%s", url);
+    __atomic_add_fetch(&srv->active_requests, 1, __ATOMIC_SEQ_CST);
+    return req;
+}
+
+static enum MHD_Result reply_healthz(kiln_req *req)
+{
+    if (req->srv->stopping)
+        return http_json(req, MHD_HTTP_SERVICE_UNAVAILABLE, json_pack("{s:s}", "status", "stopping"));
+    return http_json(req, MHD_HTTP_OK, json_pack("{s:s}", "status", "ok"));
+}
+
+static enum MHD_Result reply_metrics(kiln_req *req)
+{
+    kiln_server *srv = req->srv;
+    unsigned running = 0, queued = 0;
+    pthread_mutex_lock(&srv->jobs_lock);
+    if (srv->jobs)
+        kiln_jobs_counts(srv->jobs, &running, &queued);
+    pthread_mutex_unlock(&srv->jobs_lock);
+    size_t len = 0;
+    char *text = kiln_metrics_text(srv->metrics, kiln_store_bytes(srv->store), running, queued,
+                                   &len);
+    if (!text)
+        return http_internal(req, "cannot build the metrics text: out of memory");
+    struct MHD_Response *resp = MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
+    if (!resp) {
+        free(text);
+        return MHD_NO;
+    }
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
+                            "text/plain; version=0.0.4; charset=utf-8");
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+    return http_queue(req, MHD_HTTP_OK, resp, len);
+}
+
+/* The first call: only the headers are known. Refuse what can be refused
+ * now; set up what the body needs. */
+static enum MHD_Result begin(kiln_req *req)
+{
+    kiln_server *srv = req->srv;
+    char seg[64];
+    req->route = route_of(req->path, seg, sizeof seg);
+    if (req->route == ROUTE_OTHER)
+        return http_not_found(req);
+    if (!method_allowed(req->route, req->method)) {
+        char msg[96];
+        snprintf(msg, sizeof msg, "%s is not allowed here; use %s.", req->method,
+                 route_allow(req->route));
+        size_t len = 0;
+        json_t *body = kiln_api_error("method_not_allowed", msg, NULL);
+        char *text = json_dumps(body, JSON_COMPACT);
+        json_decref(body);
+        if (!text)
+            return MHD_NO;
+        len = strlen(text);
+        struct MHD_Response *resp = MHD_create_response_from_buffer(len, text,
+                                                                    MHD_RESPMEM_MUST_FREE);
+        if (!resp) {
+            free(text);
+            return MHD_NO;
+        }
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, route_allow(req->route));
+        return http_queue(req, MHD_HTTP_METHOD_NOT_ALLOWED, resp, len);
+    }
+    if (req->route == ROUTE_HEALTHZ || req->route == ROUTE_METRICS)
+        return MHD_YES;
+
+    int has_id = req->route == ROUTE_FILE || req->route == ROUTE_CONTENT ||
+                 req->route == ROUTE_LINK;
+    int id_ok = has_id && kiln_api_valid_id(seg);
+    if (id_ok)
+        snprintf(req->id, sizeof req->id, "%s", seg);
+
+    /* A signed link is its own authority, for the one file it names. */
+    const char *sig = req->route == ROUTE_CONTENT ? http_arg(req, "signature") : NULL;
+    if (sig) {
+        if (!id_ok)
+            return http_error(req, MHD_HTTP_FORBIDDEN, "invalid_signature",
+                              "The link's signature is not valid.", NULL);
+        enum MHD_Result r = auth_link(req, sig);
+        if (req->queued || r != MHD_YES)
+            return r;
+    } else if (auth_bearer(req) != 0) {
+        return http_error(req, MHD_HTTP_UNAUTHORIZED, "unauthorized",
+                          "A valid API key is required (Authorization: Bearer KEY).", NULL);
+    }
+    if (has_id && !id_ok)
+        return http_not_found(req);
+
+    uint64_t clen = 0;
+    switch (req->route) {
+    case ROUTE_FILES:
+        if (strcmp(req->method, "POST") == 0)
+            return files_upload_begin(req);
+        break;
+    case ROUTE_RENDER:
+    case ROUTE_RUNS:
+        if (srv->stopping)
+            return http_error(req, MHD_HTTP_SERVICE_UNAVAILABLE, "unavailable",
+                              "The server is shutting down.", NULL);
+        if (!http_content_type_is(req, "application/json"))
+            return http_error(req, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type",
+                              "The body must be JSON (Content-Type: application/json).", NULL);
+        /* fall through */
+    case ROUTE_LINK:
+        req->body = BODY_BUFFER;
+        req->limit = srv->opt.max_request_bytes;
+        if (http_content_length(req, &clen) && clen > req->limit)
+            return http_too_large(req, req->limit);
+        break;
+    default:
+        break;
+    }
+    return MHD_YES;
+}
+
+static enum MHD_Result body_data(kiln_req *req, const char *data, size_t size)
+{
+    switch (req->body) {
+    case BODY_UPLOAD:
+    case BODY_MULTIPART:
+        return files_upload_data(req, data, size);
+    case BODY_BUFFER:
+        req->received += size;
+        if (req->too_large)
+            return req->received - req->limit > KILN_HTTP_DISCARD_MAX ? MHD_NO : MHD_YES;
+        if (http_buffer_append(req, data, size) != 0 && !req->too_large)
+            req->upload_failed = 1;
+        return MHD_YES;
+    default:
+        return MHD_YES;
+    }
+}
+
+static enum MHD_Result finish(kiln_req *req)
+{
+    if (req->job == JOB_WAITING || req->job == JOB_DONE)
+        return jobs_request(req);
+    if (req->body == BODY_UPLOAD || req->body == BODY_MULTIPART)
+        return files_upload_finish(req);
+    if (req->too_large)
+        return http_too_large(req, req->limit);
+    if (req->upload_failed)
+        return http_internal(req, "out of memory buffering the request body");
+    int get = strcmp(req->method, "GET") == 0 || strcmp(req->method, "HEAD") == 0;
+    switch (req->route) {
+    case ROUTE_HEALTHZ: return reply_healthz(req);
+    case ROUTE_METRICS: return reply_metrics(req);
+    case ROUTE_FILES: return files_list(req);
+    case ROUTE_FILE: return get ? files_get(req) : files_delete(req);
+    case ROUTE_CONTENT: return download_content(req);
+    case ROUTE_LINK: return files_link(req);
+    case ROUTE_RENDER:
+    case ROUTE_RUNS: return jobs_request(req);
+    default: return http_not_found(req);
+    }
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
+                                  const char *method, const char *version,
+                                  const char *upload_data, size_t *upload_size, void **con_cls)
+{
+    (void)version;
+    kiln_req *req = *con_cls;
+    if (!req) {
+        req = req_new(cls, conn, url, method);
+        if (!req)
+            return MHD_NO;
+        *con_cls = req;
+        /* A request without a body is looked at on the last call, so a
+         * refusal keeps the connection alive; one with a body now, so a
+         * refusal (401, 413, ...) comes before the body is read. */
+        const char *te = http_header(req, MHD_HTTP_HEADER_TRANSFER_ENCODING);
+        uint64_t clen = 0;
+        if (!te && (!http_content_length(req, &clen) || clen == 0))
+            return MHD_YES;
+        req->begun = 1;
+        return begin(req);
+    }
+    if (req->queued) {
+        *upload_size = 0;
+        return MHD_YES;
+    }
+    if (*upload_size) {
+        size_t n = *upload_size;
+        *upload_size = 0;
+        return body_data(req, upload_data, n);
+    }
+    if (!req->begun) {
+        req->begun = 1;
+        enum MHD_Result r = begin(req);
+        if (req->queued || r != MHD_YES)
+            return r;
+    }
+    return finish(req);
+}
+
+static void client_address(struct MHD_Connection *conn, char *buf, size_t cap)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    buf[0] = '\0';
+    if (!ci || !ci->client_addr)
+        return;
+    const struct sockaddr *sa = ci->client_addr;
+    if (sa->sa_family == AF_INET)
+        inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, buf, (socklen_t)cap);
+    else if (sa->sa_family == AF_INET6)
+        inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, buf, (socklen_t)cap);
+}
+
+static const char *termination_name(enum MHD_RequestTerminationCode toe)
+{
+    switch (toe) {
+    case MHD_REQUEST_TERMINATED_COMPLETED_OK: return NULL;
+    case MHD_REQUEST_TERMINATED_WITH_ERROR: return "error";
+    case MHD_REQUEST_TERMINATED_TIMEOUT_REACHED: return "timeout";
+    case MHD_REQUEST_TERMINATED_DAEMON_SHUTDOWN: return "shutdown";
+    case MHD_REQUEST_TERMINATED_READ_ERROR: return "read_error";
+    case MHD_REQUEST_TERMINATED_CLIENT_ABORT: return "client_abort";
+    default: return "other";
+    }
+}
+
+/* The end of every request: the access log line, the metrics, cleanup. */
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+                         enum MHD_RequestTerminationCode toe)
+{
+    kiln_server *srv = cls;
+    kiln_req *req = *con_cls;
+    if (!req)
+        return;
+    *con_cls = NULL;
+    files_upload_cleanup(req);
+    struct timespec end;
+    clock_gettime(CLOCK_MONOTONIC, &end);
+    double seconds = (double)(end.tv_sec - req->start.tv_sec) +
+                     (double)(end.tv_nsec - req->start.tv_nsec) / 1e9;
+    if (req->queued)
+        kiln_metrics_request(srv->metrics, req->method, route_name(req->route), req->status,
+                             seconds, req->bytes_out);
+    if (srv->opt.log) {
+        char now[32], remote[64];
+        kiln_api_time((int64_t)time(NULL), now, sizeof now);
+        client_address(conn, remote, sizeof remote);
+        json_t *line = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:i, s:I, s:f, s:o}", "time", now,
+                                 "request_id", req->request_id, "remote", remote, "method",
+                                 req->method, "route", route_name(req->route), "path", req->path,
+                                 "status", req->queued ? req->status : 0, "bytes",
+                                 (json_int_t)req->bytes_out, "duration_ms",
+                                 (double)(long long)(seconds * 1e6) / 1e3, "tenant",
+                                 req->tenant[0] ? json_string(req->tenant) : json_null());
+        const char *why = termination_name(toe);
+        if (line && why)
+            json_object_set_new(line, "termination", json_string(why));
+        char *text = line ? json_dumps(line, JSON_COMPACT | JSON_REAL_PRECISION(9)) : NULL;
+        json_decref(line);
+        if (text)
+            srv->opt.log(srv->opt.log_arg, text);
+        free(text);
+    }
+    free(req->buf);
+    json_decref(req->reply.body);
+    free(req);
+    __atomic_sub_fetch(&srv->active_requests, 1, __ATOMIC_SEQ_CST);
+}
+
+/* libmicrohttpd's own messages become events (the library never prints). */
+__attribute__((format(printf, 2, 0)))
+static void mhd_log(void *cls, const char *fmt, va_list ap)
+{
+    char msg[512];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    size_t n = strlen(msg);
+    while (n > 0 && (msg[n - 1] == '\n' || msg[n - 1] == ' '))
+        msg[--n] = '\0';
+    http_event(cls, "httpd", json_pack("{s:s}", "message", msg));
+}
+
+/* ---- the expiry sweep ---- */
+
+static void *sweeper(void *arg)
+{
+    kiln_server *srv = arg;
+    pthread_mutex_lock(&srv->sweep_lock);
+    while (!srv->sweep_quit) {
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_sec += srv->opt.sweep_seconds;
+        while (!srv->sweep_quit &&
+               pthread_cond_timedwait(&srv->sweep_wake, &srv->sweep_lock, &until) != ETIMEDOUT)
+            ;
+        if (srv->sweep_quit)
+            break;
+        pthread_mutex_unlock(&srv->sweep_lock);
+        uint64_t removed = 0;
+        kiln_error err;
+        memset(&err, 0, sizeof err);
+        if (kiln_store_sweep(srv->store, (int64_t)time(NULL), &removed, &err) != KILN_STORE_OK)
+            http_event(srv, "sweep_failed", json_pack("{s:s}", "message", err.message));
+        else if (removed)
+            http_event(srv, "sweep", json_pack("{s:I}", "removed", (json_int_t)removed));
+        pthread_mutex_lock(&srv->sweep_lock);
+    }
+    pthread_mutex_unlock(&srv->sweep_lock);
+    return NULL;
+}
+
+/* ---- start and stop ---- */
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    (void)flag;
+    if (ftw->level > 0)
+        remove(path);
+    return 0;
+}
+
+/* The listening socket, made here so port 0 can be read back and the
+ * socket is close-on-exec (runs are child processes). */
+static kiln_status open_listener(kiln_server *srv, kiln_error *err)
+{
+    char port[16];
+    snprintf(port, sizeof port, "%u", srv->opt.port);
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+                             .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
+    struct addrinfo *res = NULL;
+    const char *host = srv->opt.host && srv->opt.host[0] ? srv->opt.host : NULL;
+    int rc = getaddrinfo(host, port, &hints, &res);
+    if (rc != 0)
+        return kiln_error_set(err, KILN_E_USAGE, NULL, "cannot resolve the listen address %s: %s",
+                              host ? host : "*", gai_strerror(rc));
+    int fd = -1, saved = 0;
+    for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
+        fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        if (fd < 0) {
+            saved = errno;
+            continue;
+        }
+        int on = 1;
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
+        if (ai->ai_family == AF_INET6)
+            setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &on, sizeof on);
+        if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 && listen(fd, 511) == 0)
+            break;
+        saved = errno;
+        close(fd);
+        fd = -1;
+    }
+    freeaddrinfo(res);
+    if (fd < 0)
+        return kiln_error_set(err, KILN_E_USAGE, NULL, "cannot listen on %s:%u: %s",
+                              host ? host : "*", srv->opt.port, strerror(saved));
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof ss;
+    if (getsockname(fd, (struct sockaddr *)&ss, &sl) == 0) {
+        getnameinfo((struct sockaddr *)&ss, sl, srv->host, sizeof srv->host, NULL, 0,
+                    NI_NUMERICHOST);
+        srv->port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
+                                                   : ((struct sockaddr_in *)&ss)->sin_port);
+    }
+    srv->listen_fd = fd;
+    return KILN_E_OK;
+}
+
+static void apply_defaults(kiln_server_options *o)
+{
+    unsigned cpus = cpu_count();
+    if (!o->threads)
+        o->threads = cpus < 2 ? 2 : cpus;
+    if (!o->max_jobs)
+        o->max_jobs = cpus;
+    if (!o->queue_max)
+        o->queue_max = KILN_SERVER_DEFAULT_QUEUE;
+    if (!o->max_upload_bytes)
+        o->max_upload_bytes = KILN_SERVER_DEFAULT_MAX_UPLOAD;
+    if (!o->max_request_bytes)
+        o->max_request_bytes = KILN_SERVER_DEFAULT_MAX_REQUEST;
+    if (!o->max_file_bytes)
+        o->max_file_bytes = 30ull << 20;
+    if (!o->ttl_seconds)
+        o->ttl_seconds = KILN_STORE_DEFAULT_TTL;
+    if (!o->sweep_seconds)
+        o->sweep_seconds = KILN_SERVER_DEFAULT_SWEEP;
+    if (!o->connection_timeout)
+        o->connection_timeout = KILN_SERVER_DEFAULT_CONN_TIMEOUT;
+    if (!o->shutdown_grace)
+        o->shutdown_grace = KILN_SERVER_DEFAULT_GRACE;
+    if (!o->max_connections)
+        o->max_connections = KILN_SERVER_DEFAULT_MAX_CONNECTIONS;
+    if (!o->data_dir)
+        o->data_dir = "kiln-data";
+}
+
+static void server_free(kiln_server *srv)
+{
+    if (srv->sweeper_started) {
+        pthread_mutex_lock(&srv->sweep_lock);
+        srv->sweep_quit = 1;
+        pthread_cond_signal(&srv->sweep_wake);
+        pthread_mutex_unlock(&srv->sweep_lock);
+        pthread_join(srv->sweeper, NULL);
+    }
+    if (srv->jobs)
+        kiln_jobs_shutdown(srv->jobs, jobs_cancel);
+    if (srv->listen_fd >= 0)
+        close(srv->listen_fd);
+    kiln_metrics_free(srv->metrics);
+    kiln_inuse_free(srv->inuse);
+    kiln_auth_free(srv->auth);
+    kiln_store_close(srv->store);
+    pthread_mutex_destroy(&srv->jobs_lock);
+    pthread_mutex_destroy(&srv->sweep_lock);
+    pthread_cond_destroy(&srv->sweep_wake);
+    free(srv);
+}
+
+kiln_status kiln_server_start(kiln_server **out, const kiln_server_options *opt, kiln_error *err)
+{
+    *out = NULL;
+    kiln_server *srv = calloc(1, sizeof *srv);
+    if (!srv)
+        return kiln_error_set(err, KILN_E_NOMEM, NULL, "out of memory");
+    srv->opt = *opt;
+    apply_defaults(&srv->opt);
+    srv->listen_fd = -1;
+    pthread_mutex_init(&srv->jobs_lock, NULL);
+    pthread_mutex_init(&srv->sweep_lock, NULL);
+    pthread_cond_init(&srv->sweep_wake, NULL);
+    kiln_status st;
+
+    if (mkdir(srv->opt.data_dir, 0700) < 0 && errno != EEXIST) {
+        st = kiln_error_set(err, KILN_E_WRITE, NULL, "cannot create the data directory %s: %s",
+                            srv->opt.data_dir, strerror(errno));
+        goto free_server;
+    }
+    kiln_store_options sopt = {.dir = srv->opt.data_dir, .ttl_seconds = srv->opt.ttl_seconds,
+                               .max_bytes = srv->opt.max_upload_bytes > srv->opt.max_file_bytes
+                                                ? srv->opt.max_upload_bytes
+                                                : srv->opt.max_file_bytes};
+    if ((st = kiln_store_open(&srv->store, &sopt, err)) != KILN_E_OK)
+        goto free_server;
+    if ((st = kiln_auth_load(&srv->auth, srv->opt.keys_file, srv->opt.env_keys, err)) != KILN_E_OK)
+        goto free_server;
+    if (kiln_auth_key_count(srv->auth) == 0) {
+        st = kiln_error_set(err, KILN_E_USAGE, NULL,
+                            "no API keys: give a keys file or KILN_API_KEYS");
+        goto free_server;
+    }
+    if ((st = kiln_auth_link_secret(srv->opt.data_dir, srv->link_secret, err)) != KILN_E_OK)
+        goto free_server;
+    if ((st = kiln_metrics_init(&srv->metrics, err)) != KILN_E_OK)
+        goto free_server;
+    if ((st = kiln_inuse_init(&srv->inuse, err)) != KILN_E_OK)
+        goto free_server;
+
+    /* Scratch space for renders and runs: whatever a crash left goes. */
+    snprintf(srv->work_dir, sizeof srv->work_dir, "%s/work", srv->opt.data_dir);
+    if (mkdir(srv->work_dir, 0700) < 0 && errno != EEXIST) {
+        st = kiln_error_set(err, KILN_E_WRITE, NULL, "cannot create %s: %s", srv->work_dir,
+                            strerror(errno));
+        goto free_server;
+    }
+    nftw(srv->work_dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+
+    srv->api.store = srv->store;
+    srv->api.inuse = srv->inuse;
+    srv->api.work_dir = srv->work_dir;
+    srv->api.kiln_exe = srv->opt.kiln_exe;
+    srv->api.max_file_bytes = srv->opt.max_file_bytes;
+    srv->api.run_max = srv->opt.run_max;
+    srv->api.stopping = &srv->kill_runs;
+
+    if ((st = kiln_jobs_init(&srv->jobs, srv->opt.max_jobs, srv->opt.queue_max, err)) != KILN_E_OK)
+        goto free_server;
+    if ((st = open_listener(srv, err)) != KILN_E_OK)
+        goto free_server;
+    if (pthread_create(&srv->sweeper, NULL, sweeper, srv) != 0) {
+        st = kiln_error_set(err, KILN_E_INTERNAL, NULL, "cannot start the sweep thread");
+        goto free_server;
+    }
+    srv->sweeper_started = 1;
+
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof ss;
+    int v6 = getsockname(srv->listen_fd, (struct sockaddr *)&ss, &sl) == 0 &&
+             ss.ss_family == AF_INET6;
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
+                     MHD_USE_ERROR_LOG | (v6 ? MHD_USE_IPv6 : 0);
+    srv->daemon = MHD_start_daemon(
+        flags, 0, NULL, NULL, on_request, srv, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, srv,
+        MHD_OPTION_LISTEN_SOCKET, srv->listen_fd,
+        MHD_OPTION_THREAD_POOL_SIZE, srv->opt.threads, MHD_OPTION_CONNECTION_TIMEOUT,
+        srv->opt.connection_timeout, MHD_OPTION_CONNECTION_LIMIT, srv->opt.max_connections,
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)KILN_HTTP_CONNECTION_MEMORY,
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv, MHD_OPTION_END);
+    if (!srv->daemon) {
+        st = kiln_error_set(err, KILN_E_INTERNAL, NULL, "cannot start the HTTP daemon");
+        goto free_server;
+    }
+
+    http_event(srv, "listening",
+               json_pack("{s:s, s:i, s:s, s:i, s:i, s:i}", "address", srv->host, "port",
+                         (int)srv->port, "data_dir", srv->opt.data_dir, "threads",
+                         (int)srv->opt.threads, "max_jobs", (int)srv->opt.max_jobs, "queue",
+                         (int)srv->opt.queue_max));
+    *out = srv;
+    return KILN_E_OK;
+
+free_server:
+    server_free(srv);
+    return st;
+}
+
+unsigned kiln_server_port(const kiln_server *srv)
+{
+    return srv->port;
+}
+
+/* kiln_jobs_shutdown on a thread of its own, so the stop can give up
+ * waiting for it after the grace. */
+struct drain {
+    kiln_jobs *jobs;
+    pthread_mutex_t lock;
+    pthread_cond_t done_cond;
+    int done;
+};
+
+static void *drain_jobs(void *arg)
+{
+    struct drain *d = arg;
+    kiln_jobs_shutdown(d->jobs, jobs_cancel);
+    pthread_mutex_lock(&d->lock);
+    d->done = 1;
+    pthread_cond_signal(&d->done_cond);
+    pthread_mutex_unlock(&d->lock);
+    return NULL;
+}
+
+void kiln_server_stop(kiln_server *srv)
+{
+    if (!srv)
+        return;
+    struct timespec deadline;
+    clock_gettime(CLOCK_REALTIME, &deadline);
+    deadline.tv_sec += srv->opt.shutdown_grace;
+    srv->stopping = 1;
+    http_event(srv, "stopping", json_pack("{s:i}", "grace_seconds", (int)srv->opt.shutdown_grace));
+
+    /* No new connections; the ones open keep being served. */
+    MHD_socket lfd = MHD_quiesce_daemon(srv->daemon);
+    if (lfd != MHD_INVALID_SOCKET && lfd == srv->listen_fd) {
+        close(lfd);
+        srv->listen_fd = -1;
+    }
+
+    /* Queued jobs answer 503 at once; running ones get the grace. */
+    struct drain d = {.done = 0};
+    pthread_mutex_lock(&srv->jobs_lock);
+    d.jobs = srv->jobs;
+    srv->jobs = NULL;
+    pthread_mutex_unlock(&srv->jobs_lock);
+    if (d.jobs) {
+        pthread_mutex_init(&d.lock, NULL);
+        pthread_cond_init(&d.done_cond, NULL);
+        pthread_t t;
+        if (pthread_create(&t, NULL, drain_jobs, &d) == 0) {
+            pthread_mutex_lock(&d.lock);
+            while (!d.done &&
+                   pthread_cond_timedwait(&d.done_cond, &d.lock, &deadline) != ETIMEDOUT)
+                ;
+            int finished = d.done;
+            pthread_mutex_unlock(&d.lock);
+            if (!finished) {
+                srv->kill_runs = 1;
+                http_event(srv, "killing_runs", NULL);
+                kiln_api_kill_runs();
+            }
+            pthread_join(t, NULL);
+        } else {
+            srv->kill_runs = 1;
+            kiln_api_kill_runs();
+            kiln_jobs_shutdown(d.jobs, jobs_cancel);
+        }
+        pthread_mutex_destroy(&d.lock);
+        pthread_cond_destroy(&d.done_cond);
+    }
+
+    /* Requests still in flight (a download, the replies just resumed)
+     * finish until the deadline, and for a second at least. */
+    struct timespec now, floor_until;
+    clock_gettime(CLOCK_REALTIME, &floor_until);
+    floor_until.tv_sec += 1;
+    for (;;) {
+        clock_gettime(CLOCK_REALTIME, &now);
+        int past_deadline = now.tv_sec > deadline.tv_sec ||
+                            (now.tv_sec == deadline.tv_sec && now.tv_nsec >= deadline.tv_nsec);
+        int past_floor = now.tv_sec > floor_until.tv_sec;
+        if (__atomic_load_n(&srv->active_requests, __ATOMIC_SEQ_CST) == 0 ||
+            (past_deadline && past_floor))
+            break;
+        struct timespec nap = {0, 20 * 1000 * 1000};
+        nanosleep(&nap, NULL);
+    }
+    MHD_stop_daemon(srv->daemon);
+    srv->daemon = NULL;
+    http_event(srv, "stopped", NULL);
+    server_free(srv);
+}

@@ -1,0 +1,82 @@
+/*
+ * server.h - the HTTP service behind `kiln serve` (issue 7).
+ *
+ * One kiln_server is a libmicrohttpd daemon with a thread pool, the file
+ * store (store.h), the API keys and link secret (auth.h), the job pool that
+ * renders and runs (api.h), the metrics and a sweep thread that removes
+ * expired files. The HTTP contract it serves is docs/openapi.json;
+ * docs/serve.md describes running it.
+ *
+ * The library never prints: the access log (one JSON object per request)
+ * and the server's events (one JSON object with an "event" member each) go
+ * to the log callback in the options, one line per call, without the
+ * newline. The front end (cli/serve.c) writes them to stdout.
+ */
+#ifndef KILN_SERVICE_SERVER_H
+#define KILN_SERVICE_SERVER_H
+
+#include <stdint.h>
+
+#include "common/error.h"
+#include "exec/run.h"
+
+/* Defaults (docs/serve.md has the table). */
+#define KILN_SERVER_DEFAULT_PORT 8080
+#define KILN_SERVER_DEFAULT_QUEUE 32
+#define KILN_SERVER_DEFAULT_MAX_UPLOAD (30ull << 20)
+#define KILN_SERVER_DEFAULT_MAX_REQUEST (16ull << 20)
+#define KILN_SERVER_DEFAULT_SWEEP 60
+#define KILN_SERVER_DEFAULT_CONN_TIMEOUT 30
+#define KILN_SERVER_DEFAULT_GRACE 30
+#define KILN_SERVER_DEFAULT_MAX_CONNECTIONS 1000
+#define KILN_SERVER_LINK_DEFAULT_SECONDS 3600
+#define KILN_SERVER_LINK_MAX_SECONDS 604800 /* 7 days */
+
+/* One line (a JSON object, no newline) for the log. Called from any of the
+ * server's threads, possibly at once: the callback serialises. */
+typedef void (*kiln_server_log_fn)(void *arg, const char *line);
+
+typedef struct kiln_server_options {
+    const char *host;            /* numeric address or name to bind; "127.0.0.1" */
+    unsigned port;               /* 0 = an ephemeral port (kiln_server_port tells which) */
+    const char *data_dir;        /* kiln.db, content/, work/, link.key, keys */
+    const char *keys_file;       /* "TENANT SHA256HEX" lines; may be NULL */
+    const char *env_keys;        /* "TENANT:KEY,..." (KILN_API_KEYS); may be NULL */
+    unsigned threads;            /* HTTP thread pool; 0 = CPUs (at least 2) */
+    unsigned max_jobs;           /* render/run workers; 0 = CPUs */
+    unsigned queue_max;          /* jobs waiting beyond those; 0 = default */
+    uint64_t max_upload_bytes;   /* POST /v1/files body; 0 = default */
+    uint64_t max_request_bytes;  /* JSON bodies; 0 = default */
+    uint64_t max_file_bytes;     /* rendered and produced files; 0 = 30 MiB */
+    int64_t ttl_seconds;         /* file lifetime; 0 = 24 h */
+    unsigned sweep_seconds;      /* expiry sweep period; 0 = default */
+    unsigned connection_timeout; /* idle seconds before a connection is closed; 0 = default */
+    unsigned shutdown_grace;     /* seconds running jobs get at stop; 0 = default */
+    unsigned max_connections;    /* 0 = default */
+    const char *public_url;      /* base of signed links ("https://kiln.example"); NULL = Host */
+    const char *kiln_exe;        /* the kiln executable, for `kiln run` children */
+    kiln_run_limits run_max;     /* the most a run may ask for (zeros = kiln run's defaults) */
+    kiln_server_log_fn log;      /* may be NULL: nothing is logged */
+    void *log_arg;
+} kiln_server_options;
+
+typedef struct kiln_server kiln_server;
+
+/* Every field its default (host, port and the numbers; no keys, no log). */
+void kiln_server_options_init(kiln_server_options *opt);
+
+/* Open the store, load the keys (none at all is an error), start the job
+ * pool, the sweep thread and the daemon. Logs {"event":"listening",...}
+ * first. *srv is new: kiln_server_stop ends and frees it. */
+kiln_status kiln_server_start(kiln_server **srv, const kiln_server_options *opt,
+                              kiln_error *err);
+
+/* The port the daemon listens on (the real one when asked for 0). */
+unsigned kiln_server_port(const kiln_server *srv);
+
+/* Graceful stop, then free: stop accepting (healthz answers 503), answer
+ * queued jobs 503, let running ones finish for up to shutdown_grace
+ * seconds, kill runs still going, close every connection. */
+void kiln_server_stop(kiln_server *srv);
+
+#endif
