@@ -1,14 +1,15 @@
 #!/usr/bin/python3
 """Kiln's benchmarks (`make bench`; see bench/README.md).
 
-    /usr/bin/python3 bench/run.py [xlsx|docx|pdf|pptx|all|run] [--rows N] [--small-rows N]
+    /usr/bin/python3 bench/run.py [xlsx|docx|pdf|pptx|all|run|serve] [--rows N] [--small-rows N]
                                   [--sections N] [--slides N] [--repeat N] [--kiln PATH]
                                   [--no-python] [--no-node] [--kiln-lib PATH]
                                   [--runs-pass N] [--runs-pandas N]
 
 The workload is xlsx, docx, pdf, pptx or all (the default: those four); each is
 described below. `run` (not part of all: it needs root and bwrap) times `kiln run`'s
-sandbox against bare python3 and bubblewrap: see bench/sandbox_run.py.
+sandbox against bare python3 and bubblewrap: see bench/sandbox_run.py. `serve` (part of
+all) drives `kiln serve` with wrk beside nginx: see bench/serve_bench.py.
 
 xlsx:
 1. Generates a deterministic ROWS x 10 mixed-type dataset into bench/out/
@@ -79,6 +80,7 @@ OUT = os.path.join(HERE, "out")
 sys.path.insert(0, HERE)
 from columns import COLUMNS  # noqa: E402
 from sandbox_run import run_run  # noqa: E402
+from serve_bench import run_serve  # noqa: E402
 
 PYTHON = "/usr/bin/python3"
 DATA_VERSION = 1  # bump when the generator changes, to regenerate the files
@@ -963,10 +965,11 @@ def run_pptx(args):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("workload", nargs="?",
-                    choices=("xlsx", "docx", "pdf", "pptx", "all", "run"), default="all",
+                    choices=("xlsx", "docx", "pdf", "pptx", "all", "run", "serve"),
+                    default="all",
                     help="which benchmark to run (default: all, the four document formats; "
                          "run: the sandbox of `kiln run` against bare python3 and bubblewrap, "
-                         "needs root)")
+                         "needs root; serve: `kiln serve` under wrk beside nginx)")
     ap.add_argument("--rows", type=int, default=200_000, help="xlsx: rows of the big dataset")
     ap.add_argument("--small-rows", type=int, default=50_000, help="xlsx: rows of the small one")
     ap.add_argument("--sections", type=int, default=60,
@@ -997,6 +1000,8 @@ def main():
         ap.error("need --runs-pass >= 1 and --runs-pandas >= 1")
     if args.workload == "run":
         return run_run(args)
+    if args.workload == "serve":
+        return run_serve(args)
     status = 0
     if args.workload in ("xlsx", "all"):
         status |= run_xlsx(args)
@@ -1019,6 +1024,8 @@ def main():
             status |= run_run(args)
         else:
             print("bench: run: skipped (kiln run needs root; run `make bench BENCH=run` as root)")
+        print()
+        status |= run_serve(args)
     return status
 
 
