@@ -307,5 +307,11 @@ def test_metrics(serve_factory):
     for name in ("kiln_http_requests_total", "kiln_http_request_duration_seconds", "kiln_store_bytes"):
         assert re.search(r"^# TYPE %s " % name, text, re.M), name
     # the next scrape counts the first one
+    # (counted, like any request, once its response is done: scrape until it shows)
+    series = 'kiln_http_requests_total{method="GET",route="/metrics",status="200"}'
+    deadline = time.monotonic() + 3
     m2 = parse_metrics(s.metrics())
-    assert m2['kiln_http_requests_total{method="GET",route="/metrics",status="200"}'] >= 1
+    while series not in m2 and time.monotonic() < deadline:
+        time.sleep(0.1)
+        m2 = parse_metrics(s.metrics())
+    assert m2.get(series, 0) >= 1, sorted(m2)
