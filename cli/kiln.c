@@ -430,7 +430,7 @@ static int parse_count(const char *text, uint32_t *out)
     char *end;
     errno = 0;
     unsigned long n = strtoul(text, &end, 10);
-    if (errno || end == text || *end || text[0] == '-' || n == 0 || n > 1000000)
+    if (errno || end == text || *end || text[0] == '-' || n == 0 || n > KILN_RUN_COUNT_MAX)
         return -1;
     *out = (uint32_t)n;
     return 0;

@@ -52,6 +52,20 @@ static const char usage_serve[] =
     "      --shutdown-grace DURATION  time running jobs get at shutdown (30s)\n"
     "      --max-connections N     open connections at most (1000)\n"
     "      --public-url URL        base URL of signed links (default: the request's Host)\n"
+    "The most a POST /v1/runs may ask for, and what it gets when it asks for nothing\n"
+    "(kiln run's flags with run- before them; defaults: kiln run's, docs/run.md):\n"
+    "      --run-timeout DURATION  wall clock (60s; at most 86400s)\n"
+    "      --run-cpu DURATION      CPU time (60s; at most 86400s)\n"
+    "      --run-memory SIZE       memory (1G; at least 16M)\n"
+    "      --run-processes N       processes (64; 2 to 1000000)\n"
+    "      --run-disk SIZE         the /mnt/data tmpfs (256M)\n"
+    "      --run-tmp SIZE          the /tmp tmpfs (64M)\n"
+    "      --run-file-size SIZE    largest file written (256M)\n"
+    "      --run-open-files N      open files (256; 16 to 1000000)\n"
+    "      --run-stream-keep SIZE  stdout and stderr kept, each (1M; at most 64M)\n"
+    "      --run-max-files N       files collected (100; at most 1000000)\n"
+    "      --run-max-file-bytes SIZE  one collected file (30M)\n"
+    "      --run-max-total-bytes SIZE  all collected files (100M)\n"
     "      --hash-key              read a key on standard input, print its hash, exit\n"
     "  -h, --help                  show this help\n"
     "SIZE: bytes or with K, M, G (KiB-based). DURATION: seconds, or with s, m, h, d.\n"
@@ -63,12 +77,28 @@ static const char usage_serve[] =
 /* Bytes of a generated API key before encoding. */
 #define KEY_BYTES 32
 
+/* What `kiln run` accepts (cli/kiln.c, exec/run.c check_options). A run_max
+ * outside these would make every run that asks for nothing (it gets the
+ * maximum) fail in the child with a usage error, a 500 for the client: so
+ * the --run-* settings are held to them here, at startup. */
+#define RUN_SECONDS_MAX ((uint64_t)KILN_RUN_SECONDS_MAX)
+#define RUN_COUNT_MAX KILN_RUN_COUNT_MAX
+#define RUN_MEMORY_MIN KILN_RUN_MEMORY_MIN
+#define RUN_PROCESSES_MIN KILN_RUN_PROCESSES_MIN
+#define RUN_OPEN_FILES_MIN KILN_RUN_OPEN_FILES_MIN
+#define RUN_STREAM_KEEP_MAX KILN_RUN_STREAM_KEEP_MAX
+/* runs_api.c carries limits as doubles and writes them on kiln run's command
+ * line with %.0f: every size up to 2^53 is exact there; 1 PiB is a round
+ * bound below it, far past any real machine. */
+#define RUN_SIZE_MAX (1ull << 50)
+
 enum kind { K_STR, K_COUNT, K_SIZE, K_DURATION, K_LISTEN, K_URL };
 
 struct setting {
     const char *name;     /* long flag without --, config name */
     enum kind kind;
-    uint64_t max;         /* for counts and durations */
+    uint64_t max;         /* for counts and durations; for sizes, 0 = none */
+    uint64_t min;         /* for counts and sizes; 0 = 1 */
     const char *value;    /* chosen value */
     char origin[PATH_MAX + 64];
     const char *flag_val;
@@ -79,6 +109,9 @@ struct setting {
 
 enum { S_LISTEN, S_DATA_DIR, S_KEYS_FILE, S_THREADS, S_MAX_JOBS, S_QUEUE, S_MAX_UPLOAD,
        S_MAX_REQUEST, S_TTL, S_SWEEP, S_CONN_TIMEOUT, S_GRACE, S_MAX_CONN, S_PUBLIC_URL,
+       S_RUN_TIMEOUT, S_RUN_CPU, S_RUN_MEMORY, S_RUN_PROCESSES, S_RUN_DISK, S_RUN_TMP,
+       S_RUN_FILE_SIZE, S_RUN_OPEN_FILES, S_RUN_STREAM_KEEP, S_RUN_MAX_FILES,
+       S_RUN_MAX_FILE_BYTES, S_RUN_MAX_TOTAL_BYTES,
        S__COUNT };
 
 static struct setting settings[S__COUNT] = {
@@ -96,6 +129,23 @@ static struct setting settings[S__COUNT] = {
     [S_GRACE] = {.name = "shutdown-grace", .kind = K_DURATION, .max = 86400},
     [S_MAX_CONN] = {.name = "max-connections", .kind = K_COUNT, .max = 1000000},
     [S_PUBLIC_URL] = {.name = "public-url", .kind = K_URL, .max = 0},
+    /* run_max: kiln run's flags with run- before them */
+    [S_RUN_TIMEOUT] = {.name = "run-timeout", .kind = K_DURATION, .max = RUN_SECONDS_MAX},
+    [S_RUN_CPU] = {.name = "run-cpu", .kind = K_DURATION, .max = RUN_SECONDS_MAX},
+    [S_RUN_MEMORY] = {.name = "run-memory", .kind = K_SIZE, .max = RUN_SIZE_MAX,
+                      .min = RUN_MEMORY_MIN},
+    [S_RUN_PROCESSES] = {.name = "run-processes", .kind = K_COUNT, .max = RUN_COUNT_MAX,
+                         .min = RUN_PROCESSES_MIN},
+    [S_RUN_DISK] = {.name = "run-disk", .kind = K_SIZE, .max = RUN_SIZE_MAX},
+    [S_RUN_TMP] = {.name = "run-tmp", .kind = K_SIZE, .max = RUN_SIZE_MAX},
+    [S_RUN_FILE_SIZE] = {.name = "run-file-size", .kind = K_SIZE, .max = RUN_SIZE_MAX},
+    [S_RUN_OPEN_FILES] = {.name = "run-open-files", .kind = K_COUNT, .max = RUN_COUNT_MAX,
+                          .min = RUN_OPEN_FILES_MIN},
+    [S_RUN_STREAM_KEEP] = {.name = "run-stream-keep", .kind = K_SIZE, .max = RUN_STREAM_KEEP_MAX},
+    [S_RUN_MAX_FILES] = {.name = "run-max-files", .kind = K_COUNT, .max = RUN_COUNT_MAX},
+    [S_RUN_MAX_FILE_BYTES] = {.name = "run-max-file-bytes", .kind = K_SIZE, .max = RUN_SIZE_MAX},
+    [S_RUN_MAX_TOTAL_BYTES] = {.name = "run-max-total-bytes", .kind = K_SIZE,
+                               .max = RUN_SIZE_MAX},
 };
 
 __attribute__((format(printf, 1, 2)))
@@ -141,6 +191,20 @@ static int parse_size(const char *text, uint64_t *out)
         return -1;
     *out = (uint64_t)n << shift;
     return 0;
+}
+
+/* A size as parse_size reads it, in its largest exact unit ("64M"). */
+static void format_size(uint64_t n, char *out, size_t cap)
+{
+    static const char units[] = "GMK";
+    for (int i = 0; i < 3; i++) {
+        unsigned shift = 30 - 10 * (unsigned)i;
+        if (n >= (1ull << shift) && n % (1ull << shift) == 0) {
+            snprintf(out, cap, "%llu%c", (unsigned long long)(n >> shift), units[i]);
+            return;
+        }
+    }
+    snprintf(out, cap, "%llu", (unsigned long long)n);
 }
 
 /* "3600", "90s", "90m", "24h", "7d" -> seconds. */
@@ -490,6 +554,18 @@ int kiln_serve_main(int argc, char **argv)
         {"shutdown-grace", required_argument, NULL, 256 + S_GRACE},
         {"max-connections", required_argument, NULL, 256 + S_MAX_CONN},
         {"public-url", required_argument, NULL, 256 + S_PUBLIC_URL},
+        {"run-timeout", required_argument, NULL, 256 + S_RUN_TIMEOUT},
+        {"run-cpu", required_argument, NULL, 256 + S_RUN_CPU},
+        {"run-memory", required_argument, NULL, 256 + S_RUN_MEMORY},
+        {"run-processes", required_argument, NULL, 256 + S_RUN_PROCESSES},
+        {"run-disk", required_argument, NULL, 256 + S_RUN_DISK},
+        {"run-tmp", required_argument, NULL, 256 + S_RUN_TMP},
+        {"run-file-size", required_argument, NULL, 256 + S_RUN_FILE_SIZE},
+        {"run-open-files", required_argument, NULL, 256 + S_RUN_OPEN_FILES},
+        {"run-stream-keep", required_argument, NULL, 256 + S_RUN_STREAM_KEEP},
+        {"run-max-files", required_argument, NULL, 256 + S_RUN_MAX_FILES},
+        {"run-max-file-bytes", required_argument, NULL, 256 + S_RUN_MAX_FILE_BYTES},
+        {"run-max-total-bytes", required_argument, NULL, 256 + S_RUN_MAX_TOTAL_BYTES},
         {"config", required_argument, NULL, 'c'},
         {"hash-key", no_argument, NULL, 'k'},
         {"help", no_argument, NULL, 'h'},
@@ -543,24 +619,38 @@ int kiln_serve_main(int argc, char **argv)
             opt.host = host;
             break;
         case K_COUNT:
-            if (parse_count(s->value, s->max, &v) != 0) {
+            if (parse_count(s->value, s->max, &v) != 0 || v < s->min) {
                 char why[64];
-                snprintf(why, sizeof why, "expected a whole number from 1 to %llu",
-                         (unsigned long long)s->max);
+                snprintf(why, sizeof why, "expected a whole number from %llu to %llu",
+                         (unsigned long long)(s->min ? s->min : 1), (unsigned long long)s->max);
                 status = bad_value(s, why);
                 goto free_settings;
             }
             break;
         case K_SIZE:
-            if (parse_size(s->value, &v) != 0) {
-                status = bad_value(s, "expected a size: bytes, or a number with K, M or G");
+            if (parse_size(s->value, &v) != 0 || v < s->min || (s->max && v > s->max)) {
+                char why[160];
+                size_t o = (size_t)snprintf(why, sizeof why,
+                                            "expected a size: bytes, or a number with K, M or G");
+                char lim[32];
+                if (s->min) {
+                    format_size(s->min, lim, sizeof lim);
+                    o += (size_t)snprintf(why + o, sizeof why - o, ", at least %s", lim);
+                }
+                if (s->max) {
+                    format_size(s->max, lim, sizeof lim);
+                    snprintf(why + o, sizeof why - o, ", at most %s", lim);
+                }
+                status = bad_value(s, why);
                 goto free_settings;
             }
             break;
         case K_DURATION:
             if (parse_duration(s->value, s->max, &v) != 0) {
-                status = bad_value(s, "expected a duration: seconds, or a number with s, m, h "
-                                      "or d, more than 0");
+                char why[128];
+                snprintf(why, sizeof why, "expected a duration: seconds, or a number with s, m, "
+                         "h or d, more than 0 and at most %llus", (unsigned long long)s->max);
+                status = bad_value(s, why);
                 goto free_settings;
             }
             break;
@@ -587,6 +677,18 @@ int kiln_serve_main(int argc, char **argv)
         case S_GRACE: opt.shutdown_grace = (unsigned)v; break;
         case S_MAX_CONN: opt.max_connections = (unsigned)v; break;
         case S_PUBLIC_URL: opt.public_url = s->value; break;
+        case S_RUN_TIMEOUT: opt.run_max.wall_seconds = (double)v; break;
+        case S_RUN_CPU: opt.run_max.cpu_seconds = (double)v; break;
+        case S_RUN_MEMORY: opt.run_max.memory_bytes = v; break;
+        case S_RUN_PROCESSES: opt.run_max.processes = (uint32_t)v; break;
+        case S_RUN_DISK: opt.run_max.job_dir_bytes = v; break;
+        case S_RUN_TMP: opt.run_max.tmp_bytes = v; break;
+        case S_RUN_FILE_SIZE: opt.run_max.file_bytes = v; break;
+        case S_RUN_OPEN_FILES: opt.run_max.open_files = (uint32_t)v; break;
+        case S_RUN_STREAM_KEEP: opt.run_max.stream_keep_bytes = v; break;
+        case S_RUN_MAX_FILES: opt.run_max.output_files = (uint32_t)v; break;
+        case S_RUN_MAX_FILE_BYTES: opt.run_max.output_file_bytes = v; break;
+        case S_RUN_MAX_TOTAL_BYTES: opt.run_max.output_total_bytes = v; break;
         default: break;
         }
     }

@@ -516,17 +516,17 @@ static kiln_status check_options(const kiln_run_options *opt, const kiln_run_lim
         return kiln_error_set(err, KILN_E_USAGE, "", "no program to run");
     if (opt->language != KILN_LANG_PYTHON && opt->language != KILN_LANG_BASH)
         return kiln_error_set(err, KILN_E_USAGE, "", "unknown language");
-    if (!(l->wall_seconds > 0 && l->wall_seconds <= 86400 && isfinite(l->wall_seconds)))
+    if (!(l->wall_seconds > 0 && l->wall_seconds <= KILN_RUN_SECONDS_MAX && isfinite(l->wall_seconds)))
         return kiln_error_set(err, KILN_E_USAGE, "", "limits.wall_seconds (--timeout) must be more than 0 and at most 86400");
-    if (!(l->cpu_seconds > 0 && l->cpu_seconds <= 86400 && isfinite(l->cpu_seconds)))
+    if (!(l->cpu_seconds > 0 && l->cpu_seconds <= KILN_RUN_SECONDS_MAX && isfinite(l->cpu_seconds)))
         return kiln_error_set(err, KILN_E_USAGE, "", "limits.cpu_seconds (--cpu) must be more than 0 and at most 86400");
-    if (l->memory_bytes < (16ull << 20))
+    if (l->memory_bytes < KILN_RUN_MEMORY_MIN)
         return kiln_error_set(err, KILN_E_USAGE, "", "limits.memory_bytes (--memory): the memory limit must be at least 16 MiB");
-    if (l->processes < 2)
+    if (l->processes < KILN_RUN_PROCESSES_MIN)
         return kiln_error_set(err, KILN_E_USAGE, "", "limits.processes (--processes) must be at least 2");
-    if (l->open_files < 16)
+    if (l->open_files < KILN_RUN_OPEN_FILES_MIN)
         return kiln_error_set(err, KILN_E_USAGE, "", "limits.open_files (--open-files) must be at least 16");
-    if (l->stream_keep_bytes > (64ull << 20))
+    if (l->stream_keep_bytes > KILN_RUN_STREAM_KEEP_MAX)
         return kiln_error_set(err, KILN_E_USAGE, "", "limits.stream_keep_bytes (--stream-keep): at most 64 MiB of each stream can be kept");
     if (opt->out_dir && opt->out_dir[0] != '/')
         return kiln_error_set(err, KILN_E_USAGE, "", "the output directory must be absolute");

@@ -45,6 +45,16 @@ typedef struct kiln_run_limits {
 
 void kiln_run_limits_default(kiln_run_limits *limits);
 
+/* The bounds kiln_run_job holds limits to (and the CLI and the server's
+ * run maxima and run requests with it, so none of them can ask for a run
+ * the runner would refuse). */
+#define KILN_RUN_SECONDS_MAX 86400.0          /* wall_seconds, cpu_seconds */
+#define KILN_RUN_MEMORY_MIN (16ull << 20)     /* memory_bytes */
+#define KILN_RUN_PROCESSES_MIN 2u
+#define KILN_RUN_OPEN_FILES_MIN 16u
+#define KILN_RUN_STREAM_KEEP_MAX (64ull << 20) /* stream_keep_bytes */
+#define KILN_RUN_COUNT_MAX 1000000u           /* what the CLI takes for any count */
+
 /* One input file, copied into /mnt/data before the code starts. */
 typedef struct kiln_run_input {
     const char *host_path; /* read by the runner (not by the job) */

@@ -60,22 +60,24 @@ typedef struct limit_def {
     const char *flag;   /* kiln run's option */
     enum limit_kind kind;
     size_t offset;      /* in kiln_run_limits */
+    double least;       /* the smallest kiln run accepts (exec/run.h); 0 = any positive */
 } limit_def;
 
-#define LIMIT(name, flag, kind, field) {name, flag, kind, offsetof(kiln_run_limits, field)}
+#define LIMIT(name, flag, kind, field, least) \
+    {name, flag, kind, offsetof(kiln_run_limits, field), least}
 static const limit_def limit_defs[] = {
-    LIMIT("wall_seconds", "--timeout", SECONDS, wall_seconds),
-    LIMIT("cpu_seconds", "--cpu", SECONDS, cpu_seconds),
-    LIMIT("memory_bytes", "--memory", BYTES, memory_bytes),
-    LIMIT("processes", "--processes", COUNT, processes),
-    LIMIT("disk_bytes", "--disk", BYTES, job_dir_bytes),
-    LIMIT("tmp_bytes", "--tmp", BYTES, tmp_bytes),
-    LIMIT("file_bytes", "--file-size", BYTES, file_bytes),
-    LIMIT("open_files", "--open-files", COUNT, open_files),
-    LIMIT("stream_keep_bytes", "--stream-keep", BYTES, stream_keep_bytes),
-    LIMIT("output_files", "--max-files", COUNT, output_files),
-    LIMIT("output_file_bytes", "--max-file-bytes", BYTES, output_file_bytes),
-    LIMIT("output_total_bytes", "--max-total-bytes", BYTES, output_total_bytes),
+    LIMIT("wall_seconds", "--timeout", SECONDS, wall_seconds, 0),
+    LIMIT("cpu_seconds", "--cpu", SECONDS, cpu_seconds, 0),
+    LIMIT("memory_bytes", "--memory", BYTES, memory_bytes, (double)KILN_RUN_MEMORY_MIN),
+    LIMIT("processes", "--processes", COUNT, processes, KILN_RUN_PROCESSES_MIN),
+    LIMIT("disk_bytes", "--disk", BYTES, job_dir_bytes, 0),
+    LIMIT("tmp_bytes", "--tmp", BYTES, tmp_bytes, 0),
+    LIMIT("file_bytes", "--file-size", BYTES, file_bytes, 0),
+    LIMIT("open_files", "--open-files", COUNT, open_files, KILN_RUN_OPEN_FILES_MIN),
+    LIMIT("stream_keep_bytes", "--stream-keep", BYTES, stream_keep_bytes, 0),
+    LIMIT("output_files", "--max-files", COUNT, output_files, 0),
+    LIMIT("output_file_bytes", "--max-file-bytes", BYTES, output_file_bytes, 0),
+    LIMIT("output_total_bytes", "--max-total-bytes", BYTES, output_total_bytes, 0),
 };
 #define LIMIT_COUNT (sizeof limit_defs / sizeof limit_defs[0])
 
@@ -225,6 +227,11 @@ static void check_limits(const json_t *limits, const kiln_run_limits *max, kiln_
         }
         if (d->kind != SECONDS && floor(v) != v) {
             add_error(errors, pointer, "invalid_run", "%s must be a whole number", key);
+            continue;
+        }
+        if (v < d->least) {
+            add_error(errors, pointer, "invalid_run", "%s must be at least %.15g", key,
+                      d->least);
             continue;
         }
         double most = limit_get(max, d);

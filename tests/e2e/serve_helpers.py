@@ -258,9 +258,13 @@ def multipart(fields, boundary="kilnTestBoundary7MA4YWxkTrZu0gW"):
 class Server:
     """A `kiln serve` child on a loopback port with its own data directory."""
 
-    def __init__(self, data_dir, *args, keys=API_KEYS, env=None):
+    def __init__(self, data_dir, *args, keys=API_KEYS, env=None, exe=None, wrap=()):
+        """exe: the kiln binary (default KILN_BIN); wrap: a command it is run under
+        (["setpriv", "--reuid=65534", ...]): it must exec kiln, so the pid stays the server's."""
         self.data_dir = Path(data_dir)
         self.args = [str(a) for a in args]
+        self.exe = Path(exe) if exe else KILN_BIN
+        self.wrap = [str(w) for w in wrap]
         self.keys = keys
         self.extra_env = env or {}
         self.proc = None
@@ -274,8 +278,8 @@ class Server:
 
     # -- life
     def start(self, timeout=30):
-        if not (KILN_BIN.is_file() and os.access(KILN_BIN, os.X_OK)):
-            pytest.fail("kiln binary not found at %s (build it with `make`, or set KILN_BIN)" % KILN_BIN)
+        if not (self.exe.is_file() and os.access(self.exe, os.X_OK)):
+            pytest.fail("kiln binary not found at %s (build it with `make`, or set KILN_BIN)" % self.exe)
         self.data_dir.mkdir(parents=True, exist_ok=True)
         env = {k: v for k, v in os.environ.items() if not k.startswith("KILN_")}
         if self.keys is not None:
@@ -285,7 +289,7 @@ class Server:
         self._stderr = open(self.stderr_path, "ab")
         self.lines, self.first_line, self.port = [], None, None
         self.proc = subprocess.Popen(
-            [str(KILN_BIN), "serve", "--listen", "127.0.0.1:0", "--data-dir", str(self.data_dir)]
+            self.wrap + [str(self.exe), "serve", "--listen", "127.0.0.1:0", "--data-dir", str(self.data_dir)]
             + self.args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=self._stderr,
             env=env)
         self._reader = threading.Thread(target=self._drain, args=(self.proc.stdout,), daemon=True)
@@ -476,13 +480,14 @@ def need_root():
 
 @pytest.fixture(scope="module")
 def serve_factory(tmp_path_factory):
-    """start(*args, name=..., keys=...) -> a started Server; every server still running at the
+    """start(*args, name=..., keys=..., env=..., data_dir=..., exe=..., wrap=...) -> a started
+    Server (see Server for exe and wrap); every server still running at the
     end of the module is stopped with SIGTERM and must exit 0."""
     servers = []
 
-    def start(*args, name="data", keys=API_KEYS, env=None, data_dir=None):
+    def start(*args, name="data", keys=API_KEYS, env=None, data_dir=None, exe=None, wrap=()):
         d = Path(data_dir) if data_dir else tmp_path_factory.mktemp("serve") / name
-        s = Server(d, *args, keys=keys, env=env).start()
+        s = Server(d, *args, keys=keys, env=env, exe=exe, wrap=wrap).start()
         servers.append(s)
         return s
 

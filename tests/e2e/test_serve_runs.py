@@ -2,20 +2,28 @@
 files it writes and the documents it renders stored with file ids; inputs by id; limits
 above the server's maximum (422); a file used by a running run (409); the queue full (429
 with Retry-After); SIGTERM with a run in flight (it finishes, exit 0) and with one queued
-(503). Runs need root (namespaces, cgroups): skipped with a reason otherwise.
+(503); the operator's run maxima (--run-timeout, --run-memory, ... and their environment and
+config-file forms); a server that cannot make a sandbox (503 sandbox_unavailable; as root
+the server is started as nobody for it). Runs need root (namespaces, cgroups): skipped
+with a reason otherwise.
 """
 import csv
 import os
 import hashlib
 import re
+import shutil
 import signal
+import stat
+import tempfile
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
-from conftest import SAMPLES
-from serve_helpers import MEDIA_TYPES, need_root, request_on, serve_factory, server  # noqa: F401
+from conftest import KILN_BIN, SAMPLES, err_text, run_kiln
+from serve_helpers import (API_KEYS, MEDIA_TYPES, MIB, check_response, need_root,  # noqa: F401
+                           request_on, serve_factory, server)
 
 try:
     import openpyxl
@@ -26,18 +34,75 @@ SALES_CSV = SAMPLES / "jobs" / "data" / "sales.csv"
 SLEEP = "import time; time.sleep(3); print('slept')"
 
 
+# Tests that work without root: the rest need it for the sandbox.
+NO_ROOT_NEEDED = ("test_run_without_root_is_503", "test_run_max_bad_value")
+NOBODY = 65534
+
+
 @pytest.fixture(autouse=True)
 def _root(request):
-    if request.node.name != "test_run_without_root_is_503":
+    if request.node.originalname not in NO_ROOT_NEEDED:
         need_root()
 
 
-def test_run_without_root_is_503(server):
-    """Not root: the sandbox cannot be set up, and the API says so (503 sandbox_unavailable)."""
-    if os.geteuid() == 0:
-        pytest.skip("runs as root: the sandbox can be set up here")
-    r = run(server, "print(1)")
+def _reachable_by_others(path):
+    """path is readable and executable by others, and every directory above it searchable."""
+    p = Path(path).resolve()
+    if p.stat().st_mode & (stat.S_IROTH | stat.S_IXOTH) != (stat.S_IROTH | stat.S_IXOTH):
+        return False
+    return all(d.stat().st_mode & stat.S_IXOTH for d in p.parents)
+
+
+@pytest.fixture
+def nobody_dir():
+    """A directory owned by nobody (65534) in /tmp (pytest's own tmp dirs are 0700 root's),
+    removed afterwards."""
+    d = Path(tempfile.mkdtemp(prefix="kiln-serve-nobody-"))
+    os.chown(d, NOBODY, NOBODY)
+    try:
+        yield d
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def test_run_without_root_is_503(serve_factory, request):
+    """No privileges: the sandbox cannot be set up, and the API says so (503
+    sandbox_unavailable, a body as docs/openapi.json has it). As root the server is started
+    as nobody (setpriv, no capabilities), so CI (root) runs this too."""
+    if os.geteuid() != 0:
+        s = serve_factory(name="noroot")
+    else:
+        if not shutil.which("setpriv"):
+            pytest.fail("setpriv (util-linux) is required to start the server unprivileged")
+        home = request.getfixturevalue("nobody_dir")
+        exe = KILN_BIN
+        if not _reachable_by_others(KILN_BIN):
+            # nobody cannot reach the binary where it is: a copy, with the libraries it
+            # loads from beside it (kiln-service.so, kiln-writers.so).
+            bindir = home / "bin"
+            bindir.mkdir()
+            for f in [KILN_BIN] + sorted(KILN_BIN.parent.glob("kiln-*.so")):
+                shutil.copy2(f, bindir / f.name)
+                os.chmod(bindir / f.name, 0o755)
+            exe = bindir / KILN_BIN.name
+        data = home / "data"
+        data.mkdir()
+        os.chown(data, NOBODY, NOBODY)
+        s = serve_factory(data_dir=data, exe=exe,
+                          wrap=["setpriv", "--reuid=%d" % NOBODY, "--regid=%d" % NOBODY,
+                                "--clear-groups", "--inh-caps=-all", "--bounding-set=-all"])
+        status = Path("/proc/%d/status" % s.proc.pid).read_text()
+        uids = re.search(r"^Uid:\s+(.*)$", status, re.M).group(1).split()
+        assert uids == [str(NOBODY)] * 4, "the server is not running as nobody: Uid %s" % uids
+    r = run(s, "print(1)")
     assert r.status == 503 and r.error_code == "sandbox_unavailable", r
+    check_response(r, "POST", "/v1/runs")        # the body and headers as docs/openapi.json says
+    reason = r.json["error"]["details"].get("reason")
+    assert isinstance(reason, str) and reason, r.json
+    # everything else still works
+    f = s.upload("a.csv", b"x\n1\n")
+    assert s.request("GET", "/v1/files/" + f["id"]).status == 200
+    s.stop()
 
 
 def run(srv, code, key="KEY1", **fields):
@@ -168,6 +233,10 @@ def test_run_limit_above_max(server, limits, pointer):
     ({"code": "print(1)", "limits": {"wall_seconds": -1}}, "/limits/wall_seconds"),
     ({"code": "print(1)", "limits": {"processes": "many"}}, "/limits/processes"),
     ({"code": "print(1)", "limits": {"bogus": 1}}, "/limits/bogus"),
+    # below what kiln run accepts (exec/run.h): refused here, not a 500 from the child
+    ({"code": "print(1)", "limits": {"memory_bytes": 1}}, "/limits/memory_bytes"),
+    ({"code": "print(1)", "limits": {"processes": 1}}, "/limits/processes"),
+    ({"code": "print(1)", "limits": {"open_files": 15}}, "/limits/open_files"),
     ({"language": "python"}, "/code")])
 def test_run_bad_request(server, body, pointer):
     """A malformed run request: 422 invalid_run, the member's pointer among details.errors."""
@@ -267,3 +336,94 @@ def test_sigterm_grace_kills_long_run(serve_factory):
     bg.join(10)
     if bg.resp is not None:
         assert bg.resp.status in (200, 503), bg.resp
+
+
+# --------------------------------------------------------------------------- run maxima
+
+def _limit_errors(r):
+    assert r.status == 422 and r.error_code == "invalid_run", r
+    return {e["pointer"]: e for e in r.json["error"]["details"]["errors"]}
+
+
+def test_run_max_from_flags(serve_factory):
+    """--run-timeout 5 --run-memory 256M: more is 422 at /limits/NAME; a run asking for
+    nothing gets them; less is honoured; the other limits keep kiln run's defaults."""
+    s = serve_factory("--run-timeout", "5", "--run-memory", "256M", name="runmax")
+    errs = _limit_errors(run(s, "print(1)", limits={"wall_seconds": 6}))
+    assert list(errs) == ["/limits/wall_seconds"], errs
+    assert errs["/limits/wall_seconds"]["code"] == "limit_exceeded"
+    assert errs["/limits/wall_seconds"]["limit"] == 5, errs
+    errs = _limit_errors(run(s, "print(1)", limits={"memory_bytes": 256 * MIB + 1}))
+    assert list(errs) == ["/limits/memory_bytes"], errs
+    assert errs["/limits/memory_bytes"]["limit"] == 256 * MIB, errs
+
+    r = run(s, "print(1)")
+    assert r.status == 200 and r.json["status"] == "ok", r
+    lim = r.json["limits"]
+    assert lim["wall_seconds"] == 5 and lim["memory_bytes"] == 256 * MIB, lim
+    assert lim["cpu_seconds"] == 60 and lim["processes"] == 64, lim      # kiln run's defaults
+
+    r = run(s, "print(1)", limits={"wall_seconds": 5, "memory_bytes": 128 * MIB})
+    assert r.status == 200 and r.json["status"] == "ok", r
+    assert r.json["limits"]["wall_seconds"] == 5 and r.json["limits"]["memory_bytes"] == 128 * MIB
+
+
+def test_run_max_env_and_config(serve_factory, tmp_path):
+    """The same settings from KILN_RUN_* and from the config file; a flag wins over both."""
+    conf = tmp_path / "serve.conf"
+    conf.write_text("# run maxima\nrun-memory = 300M\nrun-processes = '8'\nrun-timeout = 9\n")
+    s = serve_factory("--config", conf, env={"KILN_RUN_TIMEOUT": "7", "KILN_RUN_MAX_FILES": "3"},
+                      name="runmax-env")
+    errs = _limit_errors(run(s, "print(1)", limits={"wall_seconds": 8, "memory_bytes": 301 * MIB,
+                                                    "processes": 9, "output_files": 4}))
+    assert sorted(errs) == ["/limits/memory_bytes", "/limits/output_files", "/limits/processes",
+                            "/limits/wall_seconds"], errs
+    assert errs["/limits/wall_seconds"]["limit"] == 7          # the environment over the file
+    assert errs["/limits/memory_bytes"]["limit"] == 300 * MIB
+    r = run(s, "print(1)")
+    assert r.status == 200 and r.json["status"] == "ok", r
+    lim = r.json["limits"]
+    assert (lim["wall_seconds"], lim["memory_bytes"], lim["processes"], lim["output_files"]) == \
+        (7, 300 * MIB, 8, 3), lim
+
+    s2 = serve_factory("--config", conf, "--run-timeout", "2m", env={"KILN_RUN_TIMEOUT": "7"},
+                       name="runmax-flag")
+    r = run(s2, "print(1)")
+    assert r.status == 200 and r.json["limits"]["wall_seconds"] == 120, r   # the flag over both
+
+
+@pytest.mark.parametrize("how,name,value,named", [
+    ("flag", "run-memory", "12Q", "--run-memory"),
+    ("flag", "run-timeout", "100000", "--run-timeout"),      # kiln run: at most 86400 s
+    ("flag", "run-cpu", "2d", "--run-cpu"),
+    ("flag", "run-memory", "8M", "--run-memory"),            # kiln run: at least 16 MiB
+    ("flag", "run-stream-keep", "65M", "--run-stream-keep"),  # kiln run: at most 64 MiB
+    ("flag", "run-processes", "1", "--run-processes"),
+    ("flag", "run-open-files", "1000001", "--run-open-files"),
+    ("flag", "run-max-files", "0", "--run-max-files"),
+    ("flag", "run-disk", "2000000G", "--run-disk"),
+    ("env", "run-memory", "12Q", "KILN_RUN_MEMORY"),
+    ("env", "run-tmp", "lots", "KILN_RUN_TMP"),
+    ("config", "run-timeout", "100000", "(run-timeout)"),
+    ("config", "run-max-total-bytes", "-1", "(run-max-total-bytes)"),
+])
+def test_run_max_bad_value(tmp_path, how, name, value, named):
+    """A run maximum kiln run would refuse is a usage error at startup (exit 2) naming where
+    it came from, not a 500 on every run."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KILN_")}
+    env["KILN_API_KEYS"] = API_KEYS
+    args = ["serve", "--listen", "127.0.0.1:0", "--data-dir", tmp_path / "data"]
+    if how == "flag":
+        args += ["--" + name, value]
+    elif how == "env":
+        env["KILN_" + name.upper().replace("-", "_")] = value
+    else:
+        conf = tmp_path / "serve.conf"
+        conf.write_text("listen = 127.0.0.1:0\n%s = %s\n" % (name, value))
+        args += ["--config", conf]
+        named = "%s:2 %s" % (conf, named)
+    p = run_kiln(*args, env=env, timeout=30)
+    err = err_text(p)
+    assert p.returncode == 2, "exit %s\n%s" % (p.returncode, err)
+    assert named in err and ("'%s'" % value) in err, err
+    assert not (tmp_path / "data").exists(), "the server got as far as the data directory"
