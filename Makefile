@@ -174,8 +174,12 @@ FUZZ_CFLAGS  := -std=c11 -D_GNU_SOURCE -I. $(WARN) -O1 -g -fno-omit-frame-pointe
 FUZZ_OBJS    := $(LIB_SRCS:%.c=fuzz/build/obj/%.o)
 FUZZ_TARGETS := $(patsubst fuzz/%.c,fuzz/build/%,$(wildcard fuzz/fuzz_*.c))
 FUZZ_ARGS    := -max_len=65536 -timeout=25 -rss_limit_mb=2048 -detect_leaks=1 \
-	-dict=fuzz/spec.dict -artifact_prefix=fuzz/build/ -print_final_stats=1
+	-artifact_prefix=fuzz/build/ -print_final_stats=1
 FUZZ_SEEDS    = fuzz/seeds $(wildcard samples)
+# Per target (fuzz_NAME): fuzz/NAME.dict and fuzz/seeds/NAME/ when they exist,
+# else fuzz/spec.dict and FUZZ_SEEDS. Sets $$dict and $$seeds from $$n.
+FUZZ_PICK     = dict=fuzz/$${n\#fuzz_}.dict; [ -f $$dict ] || dict=fuzz/spec.dict; \
+	seeds=fuzz/seeds/$${n\#fuzz_}; [ -d $$seeds ] || seeds="$(FUZZ_SEEDS)";
 
 fuzz/build/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -191,19 +195,19 @@ $(FUZZ_TARGETS): fuzz/build/%: fuzz/%.c fuzz/fuzz_common.h $(FUZZ_OBJS)
 
 # Long runs: FUZZ_SECONDS per target (default 300), corpus kept in fuzz/corpus/.
 fuzz: $(FUZZ_TARGETS)
-	@for f in $(FUZZ_TARGETS); do n=$$(basename $$f); mkdir -p fuzz/corpus/$$n; \
+	@for f in $(FUZZ_TARGETS); do n=$$(basename $$f); mkdir -p fuzz/corpus/$$n; $(FUZZ_PICK) \
 		echo "== $$n ($${FUZZ_SECONDS:-300} s)"; \
-		$(SAN_ENV) $$f $(FUZZ_ARGS) -max_total_time=$${FUZZ_SECONDS:-300} \
-			fuzz/corpus/$$n $(FUZZ_SEEDS) || exit 1; done
+		$(SAN_ENV) $$f $(FUZZ_ARGS) -dict=$$dict -max_total_time=$${FUZZ_SECONDS:-300} \
+			fuzz/corpus/$$n $$seeds || exit 1; done
 
 # Quick check for `make check`: FUZZ_SECONDS per target (default 20). Any crash,
 # leak, timeout or sanitizer report fails the make; the log and the crashing
 # input stay in fuzz/build/.
 fuzz-check: $(FUZZ_TARGETS)
-	@for f in $(FUZZ_TARGETS); do n=$$(basename $$f); corpus=$$(mktemp -d); \
+	@for f in $(FUZZ_TARGETS); do n=$$(basename $$f); corpus=$$(mktemp -d); $(FUZZ_PICK) \
 		echo "== $$n ($${FUZZ_SECONDS:-20} s)"; \
-		$(SAN_ENV) $$f $(FUZZ_ARGS) -max_total_time=$${FUZZ_SECONDS:-20} \
-			$$corpus $(FUZZ_SEEDS) >fuzz/build/$$n.log 2>&1; rc=$$?; rm -rf $$corpus; \
+		$(SAN_ENV) $$f $(FUZZ_ARGS) -dict=$$dict -max_total_time=$${FUZZ_SECONDS:-20} \
+			$$corpus $$seeds >fuzz/build/$$n.log 2>&1; rc=$$?; rm -rf $$corpus; \
 		if [ $$rc -ne 0 ]; then tail -n 40 fuzz/build/$$n.log; \
 			echo "fuzz-check: $$n failed (exit $$rc); see fuzz/build/$$n.log"; exit 1; fi; \
 		grep -E '^(Done|stat::number_of_executed_units)' fuzz/build/$$n.log | tr '\n' ' '; echo; \

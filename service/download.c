@@ -16,22 +16,31 @@
 
 #include "service/http.h"
 
-/* Room for a 255-byte name percent-encoded (3 bytes each) and the rest. */
-#define DISPOSITION_MAX 1024
-
-static int is_attr_char(unsigned char c)
+int http_is_attr_char(unsigned char c)
 {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
            (c && strchr("!#$&+-.^_`|~", c));
 }
 
-/* attachment; filename="ascii"[; filename*=UTF-8''pct] */
-static void disposition(const char *name, char *out, size_t cap)
+/* The fallback "attachment" when the real header cannot be written. */
+static int disposition_refuse(char *out, size_t cap)
 {
+    if (cap > 0)
+        snprintf(out, cap, "%s", "attachment");
+    return -1;
+}
+
+int http_disposition(const char *name, char *out, size_t cap)
+{
+    /* Past the store's limit the worst case below no longer holds, and no
+     * stored file has such a name. */
+    size_t nlen = strlen(name);
+    if (nlen > KILN_STORE_FILENAME_MAX)
+        return disposition_refuse(out, cap);
     char ascii[KILN_STORE_FILENAME_MAX + 1];
     size_t o = 0;
     int plain = 1;
-    for (const unsigned char *p = (const unsigned char *)name; *p && o + 1 < sizeof ascii; p++) {
+    for (const unsigned char *p = (const unsigned char *)name; *p; p++) {
         if (*p >= 0x80) {
             plain = 0;
             /* One '_' per character, not per byte. */
@@ -45,29 +54,41 @@ static void disposition(const char *name, char *out, size_t cap)
         }
     }
     ascii[o] = '\0';
-    int n = snprintf(out, cap, "attachment; filename=\"%s\"", ascii);
-    if (plain || n < 0 || (size_t)n >= cap)
-        return;
-    size_t w = (size_t)n;
-    const char *pre = "; filename*=UTF-8''";
-    if (w + strlen(pre) >= cap)
-        return;
-    strcpy(out + w, pre);
-    w += strlen(pre);
-    for (const unsigned char *p = (const unsigned char *)name; *p && w + 4 < cap; p++) {
-        if (is_attr_char(*p))
+    /* Measure first: a filename* cut at a %XX boundary decodes to a
+     * different, valid name, so a short buffer is an error, never a cut. */
+    static const char pre[] = "; filename*=UTF-8''";
+    size_t need = sizeof "attachment; filename=\"\"" - 1 + o;
+    if (!plain) {
+        need += sizeof pre - 1;
+        for (const unsigned char *p = (const unsigned char *)name; *p; p++)
+            need += http_is_attr_char(*p) ? 1 : 3;
+    }
+    if (need + 1 > cap)
+        return disposition_refuse(out, cap);
+    size_t w = (size_t)snprintf(out, cap, "attachment; filename=\"%s\"", ascii);
+    if (plain)
+        return 0;
+    memcpy(out + w, pre, sizeof pre - 1);
+    w += sizeof pre - 1;
+    static const char hex[] = "0123456789ABCDEF";
+    for (const unsigned char *p = (const unsigned char *)name; *p; p++) {
+        if (http_is_attr_char(*p)) {
             out[w++] = (char)*p;
-        else
-            w += (size_t)snprintf(out + w, cap - w, "%%%02X", *p);
+        } else {
+            out[w++] = '%';
+            out[w++] = hex[*p >> 4];
+            out[w++] = hex[*p & 15];
+        }
     }
     out[w] = '\0';
+    return 0;
 }
 
-/* If-None-Match against our ETag ("sha256"), compared weakly (RFC 9110
- * 13.1.2): W/ prefixes are ignored; "*" matches any existing file. */
-static int none_match(const char *header, const char *sha)
+/* Weak comparison (RFC 9110 13.1.2): W/ prefixes are ignored. */
+int http_none_match(const char *header, const char *sha)
 {
     const char *p = header;
+    size_t n = strlen(sha);
     while (*p) {
         while (*p == ' ' || *p == '\t' || *p == ',')
             p++;
@@ -84,20 +105,22 @@ static int none_match(const char *header, const char *sha)
         const char *q = strchr(p + 1, '"');
         if (!q)
             break;
-        if ((size_t)(q - p - 1) == strlen(sha) && strncmp(p + 1, sha, strlen(sha)) == 0)
+        if ((size_t)(q - p - 1) == n && strncmp(p + 1, sha, n) == 0)
             return 1;
         p = q + 1;
     }
     return 0;
 }
 
-/* If-Range: our strong ETag exactly, or an HTTP date equal to Last-Modified. */
-static int if_range_holds(const char *header, const kiln_store_file *file)
+/* If-Range needs a strong validator (RFC 9110 13.1.5): a weak ETag never
+ * holds, and a date only when it is exactly our Last-Modified. */
+int http_if_range_holds(const char *header, const kiln_store_file *file)
 {
-    while (*header == ' ')
+    while (*header == ' ' || *header == '\t')
         header++;
     if (header[0] == '"') {
         size_t n = strlen(file->sha256);
+        /* strncmp stops at header's NUL, so header[n + 1] is in bounds. */
         return strncmp(header + 1, file->sha256, n) == 0 && header[n + 1] == '"' &&
                header[n + 2] == '\0';
     }
@@ -105,63 +128,79 @@ static int if_range_holds(const char *header, const kiln_store_file *file)
     return http_parse_date(header, &t) == 0 && t == file->created_at;
 }
 
-typedef enum { RANGE_NONE, RANGE_ONE, RANGE_BAD } range_kind;
-
-/* A Range header with one range over size bytes. Multiple ranges and
- * syntax we do not read are NONE (the whole file: allowed by RFC 9110). */
-static range_kind parse_range(const char *h, uint64_t size, uint64_t *first, uint64_t *last)
+static int is_ows(char c)
 {
-    while (*h == ' ')
+    return c == ' ' || c == '\t';
+}
+
+/* A run of decimal digits into *v, saturating at UINT64_MAX (a position
+ * past any file means the same as the largest one). NULL if no digit. */
+static const char *range_number(const char *p, uint64_t *v)
+{
+    if (*p < '0' || *p > '9')
+        return NULL;
+    uint64_t n = 0;
+    for (; *p >= '0' && *p <= '9'; p++) {
+        unsigned d = (unsigned)(*p - '0');
+        n = n > (UINT64_MAX - d) / 10 ? UINT64_MAX : n * 10 + d;
+    }
+    *v = n;
+    return p;
+}
+
+http_range_kind http_parse_range(const char *h, uint64_t size, uint64_t *first, uint64_t *last)
+{
+    while (is_ows(*h))
         h++;
     if (strncasecmp(h, "bytes=", 6) != 0)
-        return RANGE_NONE;
+        return HTTP_RANGE_NONE;
     h += 6;
+    /* Several ranges: the whole file is a valid answer, and spares us
+     * multipart/byteranges. */
     if (strchr(h, ','))
-        return RANGE_NONE;
-    while (*h == ' ')
+        return HTTP_RANGE_NONE;
+    while (is_ows(*h))
         h++;
-    char *end;
-    if (*h == '-') {
-        if (h[1] < '0' || h[1] > '9')
-            return RANGE_NONE;
-        unsigned long long n = strtoull(h + 1, &end, 10);
-        while (*end == ' ')
-            end++;
-        if (*end)
-            return RANGE_NONE;
-        if (n == 0 || size == 0)
-            return RANGE_BAD;
-        *first = n >= size ? 0 : size - n;
+    uint64_t a = 0, b = UINT64_MAX;
+    int suffix = *h == '-';
+    const char *p = range_number(suffix ? h + 1 : h, suffix ? &b : &a);
+    if (!p)
+        return HTTP_RANGE_NONE;
+    if (!suffix) {
+        if (*p++ != '-')
+            return HTTP_RANGE_NONE;
+        if (*p >= '0' && *p <= '9') {
+            p = range_number(p, &b);
+            /* last < first is an invalid range-spec: ignored, 200. */
+            if (b < a)
+                return HTTP_RANGE_NONE;
+        }
+    }
+    while (is_ows(*p))
+        p++;
+    if (*p)
+        return HTTP_RANGE_NONE;
+    if (suffix) {
+        /* bytes=-0, or any suffix of an empty file: nothing to send. */
+        if (b == 0 || size == 0)
+            return HTTP_RANGE_BAD;
+        *first = b >= size ? 0 : size - b;
         *last = size - 1;
-        return RANGE_ONE;
+        return HTTP_RANGE_ONE;
     }
-    if (*h < '0' || *h > '9')
-        return RANGE_NONE;
-    unsigned long long a = strtoull(h, &end, 10), b = UINT64_MAX;
-    if (*end != '-')
-        return RANGE_NONE;
-    end++;
-    if (*end >= '0' && *end <= '9') {
-        b = strtoull(end, &end, 10);
-        if (b < a)
-            return RANGE_NONE;
-    }
-    while (*end == ' ')
-        end++;
-    if (*end)
-        return RANGE_NONE;
     if (a >= size)
-        return RANGE_BAD;
+        return HTTP_RANGE_BAD;
     *first = a;
     *last = b >= size ? size - 1 : b;
-    return RANGE_ONE;
+    return HTTP_RANGE_ONE;
 }
 
 static void common_headers(struct MHD_Response *resp, const kiln_store_file *file,
                            const char *etag, const char *modified)
 {
     MHD_add_response_header(resp, MHD_HTTP_HEADER_ETAG, etag);
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_LAST_MODIFIED, modified);
+    if (modified[0])
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_LAST_MODIFIED, modified);
     MHD_add_response_header(resp, MHD_HTTP_HEADER_ACCEPT_RANGES, "bytes");
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "private, no-cache");
     MHD_add_response_header(resp, MHD_HTTP_HEADER_X_CONTENT_TYPE_OPTIONS, "nosniff");
@@ -180,12 +219,14 @@ enum MHD_Result download_content(kiln_req *req)
     case KILN_STORE_GONE: return http_gone(req, &file);
     default: return http_internal(req, err.message);
     }
-    char etag[70], modified[40], disp[DISPOSITION_MAX];
+    char etag[70], modified[40], disp[KILN_HTTP_DISPOSITION_MAX];
     snprintf(etag, sizeof etag, "\"%s\"", file.sha256);
+    /* A created_at no date can show (never stored) leaves modified "":
+     * no Last-Modified then. */
     http_date(file.created_at, modified, sizeof modified);
 
     const char *inm = http_header(req, MHD_HTTP_HEADER_IF_NONE_MATCH);
-    if (inm && none_match(inm, file.sha256)) {
+    if (inm && http_none_match(inm, file.sha256)) {
         close(fd);
         struct MHD_Response *resp =
             MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
@@ -196,14 +237,14 @@ enum MHD_Result download_content(kiln_req *req)
     }
 
     uint64_t first = 0, last = file.bytes ? file.bytes - 1 : 0;
-    range_kind rk = RANGE_NONE;
+    http_range_kind rk = HTTP_RANGE_NONE;
     const char *range = http_header(req, MHD_HTTP_HEADER_RANGE);
     if (range) {
         const char *ifr = http_header(req, MHD_HTTP_HEADER_IF_RANGE);
-        if (!ifr || if_range_holds(ifr, &file))
-            rk = parse_range(range, file.bytes, &first, &last);
+        if (!ifr || http_if_range_holds(ifr, &file))
+            rk = http_parse_range(range, file.bytes, &first, &last);
     }
-    if (rk == RANGE_BAD) {
+    if (rk == HTTP_RANGE_BAD) {
         close(fd);
         char cr[48], msg[96];
         snprintf(cr, sizeof cr, "bytes */%llu", (unsigned long long)file.bytes);
@@ -228,8 +269,8 @@ enum MHD_Result download_content(kiln_req *req)
         return http_queue(req, MHD_HTTP_RANGE_NOT_SATISFIABLE, resp, len);
     }
 
-    uint64_t len = rk == RANGE_ONE ? last - first + 1 : file.bytes;
-    uint64_t off = rk == RANGE_ONE ? first : 0;
+    uint64_t len = rk == HTTP_RANGE_ONE ? last - first + 1 : file.bytes;
+    uint64_t off = rk == HTTP_RANGE_ONE ? first : 0;
     struct MHD_Response *resp;
     if (len == 0) {
         close(fd);
@@ -242,11 +283,13 @@ enum MHD_Result download_content(kiln_req *req)
     }
     if (!resp)
         return http_internal(req, "cannot make the file response");
-    disposition(file.filename, disp, sizeof disp);
+    /* Cannot fail for a stored name (the buffer is its worst case); if it
+     * did, disp is a bare "attachment". */
+    http_disposition(file.filename, disp, sizeof disp);
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, file.media_type);
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_DISPOSITION, disp);
     common_headers(resp, &file, etag, modified);
-    if (rk == RANGE_ONE) {
+    if (rk == HTTP_RANGE_ONE) {
         char cr[80];
         snprintf(cr, sizeof cr, "bytes %llu-%llu/%llu", (unsigned long long)first,
                  (unsigned long long)last, (unsigned long long)file.bytes);

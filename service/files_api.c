@@ -31,9 +31,7 @@ static void drop_upload(kiln_req *req)
     }
 }
 
-/* A media type given by the client, unless it says nothing
- * (application/octet-stream, the form default): then by extension. */
-static void pick_media_type(kiln_req *req, const char *given)
+void http_pick_media_type(kiln_req *req, const char *given)
 {
     const char *guess = http_media_type_guess(req->filename);
     req->media_type[0] = '\0';
@@ -127,7 +125,7 @@ static enum MHD_Result post_iter(void *cls, enum MHD_ValueKind kind, const char 
             set_bad(req, "The file name is longer than 255 bytes.");
             return MHD_NO;
         }
-        pick_media_type(req, content_type);
+        http_pick_media_type(req, content_type);
         if (begin_store(req) != 0)
             return MHD_NO;
     }
@@ -136,8 +134,7 @@ static enum MHD_Result post_iter(void *cls, enum MHD_ValueKind kind, const char 
     return write_piece(req, data, size) == 0 ? MHD_YES : MHD_NO;
 }
 
-/* Percent-decode src into dst (cap bytes); -1 when malformed or too long. */
-static int pct_decode(const char *src, size_t n, char *dst, size_t cap)
+int http_pct_decode(const char *src, size_t n, char *dst, size_t cap)
 {
     size_t o = 0;
     for (size_t i = 0; i < n; i++) {
@@ -153,48 +150,190 @@ static int pct_decode(const char *src, size_t n, char *dst, size_t cap)
             return -1;
         dst[o++] = (char)c;
     }
+    if (cap == 0)
+        return -1;
     dst[o] = '\0';
     return 0;
 }
 
-/* filename*=UTF-8''... or filename="..." / filename=token from a
- * Content-Disposition header. 0 / -1. */
-static int disposition_filename(const char *h, char *out, size_t cap)
+/* RFC 9110 5.6.2 tchar. */
+static int is_tchar(unsigned char c)
 {
-    const char *p = strcasestr(h, "filename*=");
-    if (p) {
-        p += 10;
-        if (strncasecmp(p, "UTF-8''", 7) == 0) {
-            p += 7;
-            size_t n = strcspn(p, "; \t");
-            if (pct_decode(p, n, out, cap) == 0 && out[0])
-                return 0;
-        }
-    }
-    for (p = h; (p = strcasestr(p, "filename=")) != NULL; p += 9) {
-        if (p > h && p[-1] != ';' && p[-1] != ' ' && p[-1] != '\t')
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+           (c && strchr("!#$%&'*+-.^_`|~", c));
+}
+
+static const char *skip_ows(const char *p)
+{
+    while (*p == ' ' || *p == '\t')
+        p++;
+    return p;
+}
+
+/* Strict UTF-8: the store's rule (store.c, valid_utf8), checked here too
+ * so a filename* that decodes to something else is refused as malformed
+ * (400 naming the header) rather than later by the store. No overlong
+ * forms, no surrogates, nothing past U+10FFFF. */
+static int utf8_valid(const char *s)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    while (*p) {
+        unsigned c = *p, cp, min;
+        int n;
+        if (c < 0x80) {
+            p++;
             continue;
-        p += 9;
-        size_t o = 0;
-        if (*p == '"') {
-            for (p++; *p && *p != '"'; p++) {
-                if (*p == '\\' && p[1])
-                    p++;
-                if (o + 1 >= cap)
-                    return -1;
-                out[o++] = *p;
-            }
+        } else if ((c & 0xe0) == 0xc0) {
+            n = 1, cp = c & 0x1f, min = 0x80;
+        } else if ((c & 0xf0) == 0xe0) {
+            n = 2, cp = c & 0x0f, min = 0x800;
+        } else if ((c & 0xf8) == 0xf0) {
+            n = 3, cp = c & 0x07, min = 0x10000;
         } else {
-            size_t n = strcspn(p, "; \t");
-            if (n + 1 > cap)
-                return -1;
-            memcpy(out, p, n);
-            o = n;
+            return 0;
         }
-        out[o] = '\0';
-        return o ? 0 : -1;
+        for (int i = 1; i <= n; i++) {
+            if ((p[i] & 0xc0) != 0x80)
+                return 0;
+            cp = (cp << 6) | (p[i] & 0x3f);
+        }
+        if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+            return 0;
+        p += n + 1;
     }
-    return -1;
+    return 1;
+}
+
+/* An RFC 8187 ext-value (charset'[language]'value-chars) of n bytes into
+ * out: 0, 1 when its charset is not UTF-8 (we read no other; the plain
+ * filename may still do), -1 when malformed or not valid UTF-8. */
+static int ext_value(const char *v, size_t n, char *out, size_t cap)
+{
+    const char *end = v + n, *q1 = memchr(v, '\'', n);
+    if (!q1 || q1 == v)
+        return -1;
+    const char *q2 = memchr(q1 + 1, '\'', (size_t)(end - q1 - 1));
+    if (!q2)
+        return -1;
+    for (const char *p = q1 + 1; p < q2; p++)
+        if (!isalnum((unsigned char)*p) && *p != '-')
+            return -1;
+    for (const char *p = q2 + 1; p < end; p++)
+        if (*p != '%' && !http_is_attr_char((unsigned char)*p))
+            return -1;
+    if ((size_t)(q1 - v) != 5 || strncasecmp(v, "UTF-8", 5) != 0)
+        return 1;
+    if (http_pct_decode(q2 + 1, (size_t)(end - q2 - 1), out, cap) != 0 || !utf8_valid(out))
+        return -1;
+    return 0;
+}
+
+/* A parameter value at p: a token, or a quoted-string (qdtext, or "\"
+ * before HTAB / SP / VCHAR / obs-text). Sets *v and *n to its text (quotes
+ * included) and returns the end, or NULL when it is neither. */
+static const char *param_value(const char *p, const char **v, size_t *n)
+{
+    const char *start = p;
+    if (*p != '"') {
+        while (is_tchar((unsigned char)*p))
+            p++;
+        if (p == start)
+            return NULL;
+    } else {
+        for (p++; *p != '"'; p++) {
+            unsigned char c = (unsigned char)(*p == '\\' ? *++p : *p);
+            if (c == '\0' || (c < 0x20 && c != '\t') || c == 0x7f)
+                return NULL; /* unterminated, or a control */
+        }
+        p++;
+    }
+    *v = start;
+    *n = (size_t)(p - start);
+    return p;
+}
+
+/* A value param_value accepted, unquoted and unescaped into out: 0, or -1
+ * when it does not fit. */
+static int param_copy(const char *v, size_t n, char *out, size_t cap)
+{
+    size_t o = 0;
+    int quoted = v[0] == '"';
+    const char *end = quoted ? v + n - 1 : v + n;
+    for (const char *p = quoted ? v + 1 : v; p < end; p++) {
+        if (quoted && *p == '\\')
+            p++;
+        if (o + 1 >= cap)
+            return -1;
+        out[o++] = *p;
+    }
+    out[o] = '\0';
+    return 0;
+}
+
+/*
+ * RFC 6266: disposition-type *( OWS ";" OWS name OWS "=" OWS value ), the
+ * value a token or a quoted-string. The walk goes parameter by parameter,
+ * so "filename" inside a quoted value or at the end of another name
+ * ("xfilename*=") is never taken for one; anything off the grammar, an
+ * unterminated quote, or a filename given twice is no name at all, since
+ * two readers of a malformed header may disagree on the file it names.
+ */
+int http_disposition_filename(const char *h, char *out, size_t cap)
+{
+    if (cap == 0)
+        return -1;
+    const char *p = skip_ows(h);
+    const char *type = p;
+    while (is_tchar((unsigned char)*p))
+        p++;
+    if (p == type)
+        return -1;
+    /* Both are found before either is used: filename* wins wherever it is. */
+    const char *plain = NULL, *ext = NULL;
+    size_t plain_len = 0, ext_len = 0;
+    for (;;) {
+        p = skip_ows(p);
+        if (!*p)
+            break;
+        if (*p != ';')
+            return -1;
+        p = skip_ows(p + 1);
+        if (!*p)
+            break; /* a trailing ';' is harmless */
+        const char *name = p;
+        while (is_tchar((unsigned char)*p))
+            p++;
+        size_t name_len = (size_t)(p - name);
+        if (name_len == 0)
+            return -1;
+        p = skip_ows(p);
+        if (*p != '=')
+            return -1;
+        const char *v;
+        size_t n;
+        p = param_value(skip_ows(p + 1), &v, &n);
+        if (!p)
+            return -1;
+        if (name_len == 8 && strncasecmp(name, "filename", 8) == 0) {
+            if (plain)
+                return -1;
+            plain = v, plain_len = n;
+        } else if (name_len == 9 && strncasecmp(name, "filename*", 9) == 0) {
+            if (ext || v[0] == '"') /* an ext-value is never quoted (RFC 8187) */
+                return -1;
+            ext = v, ext_len = n;
+        }
+    }
+    if (ext) {
+        int e = ext_value(ext, ext_len, out, cap);
+        if (e < 0)
+            return -1;
+        if (e == 0)
+            return out[0] ? 0 : -1;
+    }
+    if (!plain || param_copy(plain, plain_len, out, cap) != 0)
+        return -1;
+    return out[0] ? 0 : -1;
 }
 
 enum MHD_Result files_upload_begin(kiln_req *req)
@@ -220,7 +359,7 @@ enum MHD_Result files_upload_begin(kiln_req *req)
         snprintf(req->filename, sizeof req->filename, "%s", name);
     else {
         const char *cd = http_header(req, MHD_HTTP_HEADER_CONTENT_DISPOSITION);
-        if (!cd || disposition_filename(cd, req->filename, sizeof req->filename) != 0)
+        if (!cd || http_disposition_filename(cd, req->filename, sizeof req->filename) != 0)
             req->filename[0] = '\0';
     }
     if (!req->filename[0])
@@ -232,7 +371,7 @@ enum MHD_Result files_upload_begin(kiln_req *req)
         return http_error(req, MHD_HTTP_BAD_REQUEST, "invalid_request",
                           "The file name is longer than 255 bytes.",
                           json_pack("{s:s}", "parameter", "filename"));
-    pick_media_type(req, http_header(req, MHD_HTTP_HEADER_CONTENT_TYPE));
+    http_pick_media_type(req, http_header(req, MHD_HTTP_HEADER_CONTENT_TYPE));
     if (begin_store(req) != 0) {
         if (req->bad_request)
             return http_error(req, MHD_HTTP_BAD_REQUEST, "invalid_request", req->bad_message,
@@ -312,10 +451,8 @@ void files_upload_cleanup(kiln_req *req)
 
 /* ---- list, metadata, delete ---- */
 
-/* A non-negative decimal query parameter: 1 (set), 0 (absent), -1 (bad). */
-static int query_int(kiln_req *req, const char *name, int64_t max, int64_t *out)
+int http_query_int(const char *s, int64_t max, int64_t *out)
 {
-    const char *s = http_arg(req, name);
     if (!s)
         return 0;
     if (!*s)
@@ -340,11 +477,11 @@ static void list_one(const kiln_store_file *file, void *arg)
 enum MHD_Result files_list(kiln_req *req)
 {
     int64_t limit = 100, offset = 0;
-    if (query_int(req, "limit", 1000, &limit) < 0 || limit < 1)
+    if (http_query_int(http_arg(req, "limit"), 1000, &limit) < 0 || limit < 1)
         return http_error(req, MHD_HTTP_BAD_REQUEST, "invalid_request",
                           "limit must be a whole number from 1 to 1000.",
                           json_pack("{s:s}", "parameter", "limit"));
-    if (query_int(req, "offset", INT64_MAX / 16, &offset) < 0)
+    if (http_query_int(http_arg(req, "offset"), INT64_MAX / 16, &offset) < 0)
         return http_error(req, MHD_HTTP_BAD_REQUEST, "invalid_request",
                           "offset must be a whole number, 0 or more.",
                           json_pack("{s:s}", "parameter", "offset"));

@@ -155,9 +155,14 @@ enum MHD_Result http_json_location(kiln_req *req, int status, json_t *body,
 /* Log one event line: fields (stolen) gain "time" and "event". */
 void http_event(kiln_server *srv, const char *event, json_t *fields);
 
-/* IMF-fixdate of t into buf (30 bytes at least). */
-void http_date(int64_t t, char *buf, size_t cap);
-/* Parse an IMF-fixdate: 0 / -1. */
+/* IMF-fixdate of t into buf: 0, or -1 with buf "" when t is outside the
+ * years 0..9999 (gmtime_r fails or the year has more than four digits) or
+ * cap is under 30. */
+int http_date(int64_t t, char *buf, size_t cap);
+/* Parse an HTTP date (RFC 9110 5.6.7): IMF-fixdate, and the obsolete RFC 850
+ * and asctime forms recipients must accept. Case-sensitive, fixed width, the
+ * weekday must be the date's, every field in range (no 31 Jun, no leap
+ * second :60), years 1970..9999. 0 and *t, or -1 (*t untouched). */
 int http_parse_date(const char *s, int64_t *t);
 /* The media type of a file name by its extension; NULL if unknown. */
 const char *http_media_type_guess(const char *filename);
@@ -173,10 +178,80 @@ const char *http_arg(kiln_req *req, const char *name);
  * object) and -1 with *r the handler's return. An empty body is {} when
  * empty_ok. */
 int http_body_json(kiln_req *req, int empty_ok, json_t **out, enum MHD_Result *r);
+/* http_body_json without the reply: 0 and an object in *out (a new
+ * reference), HTTP_BODY_INVALID_JSON (*err says where) or
+ * HTTP_BODY_NOT_OBJECT, *out NULL. */
+enum { HTTP_BODY_INVALID_JSON = -1, HTTP_BODY_NOT_OBJECT = -2 };
+int http_body_parse(const char *buf, size_t len, int empty_ok, json_t **out, json_error_t *err);
 /* 1 when the request's Content-Type is type (parameters ignored). */
 int http_content_type_is(kiln_req *req, const char *type);
+/* The same on a header value (ct may be NULL: 0). */
+int http_content_type_matches(const char *ct, const char *type);
 /* Content-Length of the request: 1 and *len when present and valid. */
 int http_content_length(kiln_req *req, uint64_t *len);
+/* The same on a header value (cl may be NULL: 0). */
+int http_parse_content_length(const char *cl, uint64_t *len);
+
+/*
+ * The parsers of request input below are pure (no connection, no store):
+ * the routes call them, and so do tests/unit/test_http_parse.c and
+ * fuzz/fuzz_http.c directly.
+ */
+
+/* ---- server.c: routing ---- */
+/* The route of a URL path; the id segment (whatever it holds, "" when it
+ * does not fit cap) into id_seg. */
+kiln_route http_route_of(const char *url, char *id_seg, size_t cap);
+/* The methods a route answers, for 405's Allow ("" for ROUTE_OTHER). */
+const char *http_route_allow(kiln_route r);
+/* 1 when method (exact, case-sensitive) is in the route's Allow list. */
+int http_method_allowed(kiln_route r, const char *method);
+
+/* ---- files_api.c: upload names and types, query integers ---- */
+/* A media type given by the client into req->media_type, unless it says
+ * nothing (application/octet-stream, the form default): then by the
+ * extension of req->filename. */
+void http_pick_media_type(kiln_req *req, const char *given);
+/* An RFC 8187 attr-char (what filename* leaves unencoded). */
+int http_is_attr_char(unsigned char c);
+/* Percent-decode n bytes of src into dst (cap bytes, NUL-terminated);
+ * -1 when a %XX is malformed, decodes to NUL, or dst is too small. */
+int http_pct_decode(const char *src, size_t n, char *dst, size_t cap);
+/* The file name of a Content-Disposition value (RFC 6266): filename*
+ * (RFC 8187, UTF-8 only) when present, else filename. 0, or -1 when the
+ * header is malformed, names no file, or the name does not fit cap. */
+int http_disposition_filename(const char *h, char *out, size_t cap);
+/* A non-negative decimal query value s (NULL: absent): 1 and *out when it
+ * is all digits and <= max, 0 when absent, -1 otherwise. */
+int http_query_int(const char *s, int64_t max, int64_t *out);
+
+/* ---- download.c: the response's headers and the conditional ones ---- */
+/* The worst case of http_disposition, for a KILN_STORE_FILENAME_MAX-byte
+ * name: the prefix, one fallback character per byte, the closing quote, the
+ * filename* prefix, %XX for every byte, and the NUL (1063 bytes today). */
+#define KILN_HTTP_DISPOSITION_MAX                                              \
+    (sizeof "attachment; filename=\"" - 1 + KILN_STORE_FILENAME_MAX + 1 +     \
+     sizeof "; filename*=UTF-8''" - 1 + 3 * KILN_STORE_FILENAME_MAX + 1)
+/* attachment; filename="ascii"[; filename*=UTF-8''pct] for a stored name.
+ * 0, or -1 with out "attachment" (when it fits) for a name longer than
+ * KILN_STORE_FILENAME_MAX or a cap under what the name needs: never a
+ * header cut short, which would name another file. */
+int http_disposition(const char *name, char *out, size_t cap);
+/* If-None-Match against our ETag ("sha"): 1 on a (weak) match or "*". */
+int http_none_match(const char *header, const char *sha);
+/* If-Range: 1 for our strong ETag exactly, or an HTTP date equal to
+ * created_at (our Last-Modified). */
+int http_if_range_holds(const char *header, const kiln_store_file *file);
+typedef enum {
+    HTTP_RANGE_NONE, /* no range we read: the whole file, 200 */
+    HTTP_RANGE_ONE,  /* one satisfiable range: 206 */
+    HTTP_RANGE_BAD   /* a range past the end: 416 */
+} http_range_kind;
+/* A Range header against a file of size bytes. Only a single bytes range
+ * is served; several ranges, another unit or an invalid range-spec are
+ * NONE (RFC 9110 14.2 lets a server ignore Range). ONE sets *first and
+ * *last (first <= last < size); otherwise they are untouched. */
+http_range_kind http_parse_range(const char *h, uint64_t size, uint64_t *first, uint64_t *last);
 
 /* ---- files_api.c ---- */
 /* First call: set up the body handling (or reply at once: 400, 413). */

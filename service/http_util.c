@@ -127,36 +127,162 @@ void http_event(kiln_server *srv, const char *event, json_t *fields)
 }
 
 static const char wdays[7][4] = {"Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"};
+static const char wdays_long[7][10] = {"Sunday",   "Monday", "Tuesday", "Wednesday",
+                                       "Thursday", "Friday", "Saturday"};
 static const char months[12][4] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
                                    "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
 
 /* By hand, not strftime: %a and %b follow the locale. */
-void http_date(int64_t t, char *buf, size_t cap)
+int http_date(int64_t t, char *buf, size_t cap)
 {
     time_t tt = (time_t)t;
     struct tm tm;
-    gmtime_r(&tt, &tm);
-    snprintf(buf, cap, "%s, %02d %s %04d %02d:%02d:%02d GMT", wdays[tm.tm_wday % 7],
-             tm.tm_mday, months[tm.tm_mon % 12], tm.tm_year + 1900, tm.tm_hour, tm.tm_min,
+    if (cap > 0)
+        buf[0] = '\0';
+    /* gmtime_r fails past its year range and leaves tm unset; a year of
+     * five digits (or a negative one) is no IMF-fixdate. */
+    if ((int64_t)tt != t || !gmtime_r(&tt, &tm) || tm.tm_year < -1900 ||
+        tm.tm_year > 9999 - 1900 || cap < 30)
+        return -1;
+    snprintf(buf, cap, "%s, %02d %s %04d %02d:%02d:%02d GMT", wdays[tm.tm_wday],
+             tm.tm_mday, months[tm.tm_mon], tm.tm_year + 1900, tm.tm_hour, tm.tm_min,
              tm.tm_sec);
+    return 0;
+}
+
+/* A cursor over a date: every step matches exactly or fails, so a field
+ * can never be wider, narrower, signed or padded differently than its
+ * form says (sscanf's %d allowed all of that, and overflowed). */
+static int date_lit(const char **p, const char *lit)
+{
+    size_t n = strlen(lit);
+    if (strncmp(*p, lit, n) != 0)
+        return 0;
+    *p += n;
+    return 1;
+}
+
+/* Exactly n digits (a leading space allowed when space_pad: asctime's
+ * day). */
+static int date_num(const char **p, int n, int space_pad, int *v)
+{
+    int x = 0;
+    for (int i = 0; i < n; i++) {
+        char c = (*p)[i];
+        if (i == 0 && space_pad && c == ' ' && n > 1)
+            continue;
+        if (c < '0' || c > '9')
+            return 0;
+        x = x * 10 + (c - '0');
+    }
+    *p += n;
+    *v = x;
+    return 1;
+}
+
+/* One of n names of a table, case-sensitive (RFC 9110 5.6.7): its index. */
+static int date_name(const char **p, const char *table, size_t stride, int n, int *idx)
+{
+    for (int i = 0; i < n; i++) {
+        if (date_lit(p, table + (size_t)i * stride)) {
+            *idx = i;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static int date_time(const char **p, int *h, int *m, int *sec)
+{
+    return date_num(p, 2, 0, h) && date_lit(p, ":") && date_num(p, 2, 0, m) &&
+           date_lit(p, ":") && date_num(p, 2, 0, sec);
+}
+
+static int leap_year(int y)
+{
+    return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+}
+
+/* Days since 1970-01-01 of a proleptic Gregorian date (month 0..11):
+ * H. Hinnant's days_from_civil, exact for every year here. */
+static int64_t days_from_civil(int y, int m0, int d)
+{
+    int m = m0 + 1; /* the algorithm counts months from 1 */
+    y -= m <= 2;
+    int64_t era = (y >= 0 ? y : y - 399) / 400;
+    int64_t yoe = y - era * 400;
+    int64_t mp = (m + 9) % 12;
+    int64_t doy = (153 * mp + 2) / 5 + d - 1;
+    int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    return era * 146097 + doe - 719468;
+}
+
+/* RFC 850's two-digit year (RFC 9110 5.6.7): one more than 50 years
+ * ahead of now is the most recent past year with those digits. */
+static int rfc850_year(int yy)
+{
+    time_t now = time(NULL);
+    struct tm tm;
+    int cur = gmtime_r(&now, &tm) ? tm.tm_year + 1900 : 2026;
+    int y = cur - cur % 100 + yy;
+    if (y > cur + 50)
+        y -= 100;
+    else if (y <= cur - 50)
+        y += 100;
+    return y;
 }
 
 int http_parse_date(const char *s, int64_t *t)
 {
-    char wd[4], mon[4];
-    int day, year, h, m, sec, n = 0;
-    if (sscanf(s, "%3s, %d %3s %d %d:%d:%d GMT%n", wd, &day, mon, &year, &h, &m, &sec, &n) != 7 ||
-        n == 0 || s[n] != '\0')
+    const char *p = s;
+    int wd = -1, day = 0, mon = -1, year = 0, h = 0, m = 0, sec = 0;
+    if (date_name(&p, &wdays[0][0], sizeof wdays[0], 7, &wd) && date_lit(&p, ", ")) {
+        /* IMF-fixdate: Sun, 06 Nov 1994 08:49:37 GMT */
+        if (!(date_num(&p, 2, 0, &day) && date_lit(&p, " ") &&
+              date_name(&p, &months[0][0], sizeof months[0], 12, &mon) && date_lit(&p, " ") &&
+              date_num(&p, 4, 0, &year) && date_lit(&p, " ") && date_time(&p, &h, &m, &sec) &&
+              date_lit(&p, " GMT")))
+            return -1;
+    } else if (p = s, date_name(&p, &wdays_long[0][0], sizeof wdays_long[0], 7, &wd) &&
+                          date_lit(&p, ", ")) {
+        /* RFC 850: Sunday, 06-Nov-94 08:49:37 GMT */
+        if (!(date_num(&p, 2, 0, &day) && date_lit(&p, "-") &&
+              date_name(&p, &months[0][0], sizeof months[0], 12, &mon) && date_lit(&p, "-") &&
+              date_num(&p, 2, 0, &year) && date_lit(&p, " ") && date_time(&p, &h, &m, &sec) &&
+              date_lit(&p, " GMT")))
+            return -1;
+        year = rfc850_year(year);
+    } else if (p = s, date_name(&p, &wdays[0][0], sizeof wdays[0], 7, &wd) && date_lit(&p, " ")) {
+        /* asctime: Sun Nov  6 08:49:37 1994 */
+        if (!(date_name(&p, &months[0][0], sizeof months[0], 12, &mon) && date_lit(&p, " ") &&
+              date_num(&p, 2, 1, &day) && date_lit(&p, " ") && date_time(&p, &h, &m, &sec) &&
+              date_lit(&p, " ") && date_num(&p, 4, 0, &year)))
+            return -1;
+    } else {
         return -1;
-    int month = -1;
-    for (int i = 0; i < 12; i++)
-        if (strcmp(mon, months[i]) == 0)
-            month = i;
-    if (month < 0 || day < 1 || day > 31 || h > 23 || m > 59 || sec > 60 || year < 1970)
+    }
+    if (*p != '\0')
         return -1;
-    struct tm tm = {.tm_year = year - 1900, .tm_mon = month, .tm_mday = day,
-                    .tm_hour = h, .tm_min = m, .tm_sec = sec};
-    *t = (int64_t)timegm(&tm);
+    static const int mdays[12] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    /* Every field in range, so nothing is normalised into another date. A
+     * leap second (:60) is refused rather than clamped: POSIX time has no
+     * such second, and If-Range compares dates exactly, so no clamped
+     * value could ever be ours. */
+    if (year < 1970 || year > 9999 || day < 1 ||
+        day > mdays[mon] + (mon == 1 && leap_year(year)) || h > 23 || m > 59 || sec > 59)
+        return -1;
+    int64_t days = days_from_civil(year, mon, day);
+    if ((days % 7 + 4) % 7 != wd) /* 1970-01-01 was a Thursday */
+        return -1;
+    int64_t v = days * 86400 + h * 3600 + m * 60 + sec;
+    /* Round trip: what gmtime_r makes of v must be the fields read. */
+    time_t tt = (time_t)v;
+    struct tm tm;
+    if ((int64_t)tt != v || !gmtime_r(&tt, &tm) || tm.tm_year + 1900 != year ||
+        tm.tm_mon != mon || tm.tm_mday != day || tm.tm_hour != h || tm.tm_min != m ||
+        tm.tm_sec != sec || tm.tm_wday != wd)
+        return -1;
+    *t = v;
     return 0;
 }
 
@@ -237,7 +363,11 @@ const char *http_arg(kiln_req *req, const char *name)
 
 int http_content_type_is(kiln_req *req, const char *type)
 {
-    const char *ct = http_header(req, MHD_HTTP_HEADER_CONTENT_TYPE);
+    return http_content_type_matches(http_header(req, MHD_HTTP_HEADER_CONTENT_TYPE), type);
+}
+
+int http_content_type_matches(const char *ct, const char *type)
+{
     if (!ct)
         return 0;
     while (*ct == ' ' || *ct == '\t')
@@ -253,7 +383,11 @@ int http_content_type_is(kiln_req *req, const char *type)
 
 int http_content_length(kiln_req *req, uint64_t *len)
 {
-    const char *cl = http_header(req, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    return http_parse_content_length(http_header(req, MHD_HTTP_HEADER_CONTENT_LENGTH), len);
+}
+
+int http_parse_content_length(const char *cl, uint64_t *len)
+{
     if (!cl || *cl < '0' || *cl > '9')
         return 0;
     char *end;
@@ -265,28 +399,39 @@ int http_content_length(kiln_req *req, uint64_t *len)
     return 1;
 }
 
-int http_body_json(kiln_req *req, int empty_ok, json_t **out, enum MHD_Result *r)
+int http_body_parse(const char *buf, size_t len, int empty_ok, json_t **out, json_error_t *err)
 {
     *out = NULL;
-    if (req->len == 0 && empty_ok) {
+    if (len == 0 && empty_ok) {
         *out = json_object();
         return 0;
     }
+    json_t *root = json_loadb(buf ? buf : "", len, JSON_REJECT_DUPLICATES, err);
+    if (!root)
+        return HTTP_BODY_INVALID_JSON;
+    if (!json_is_object(root)) {
+        json_decref(root);
+        return HTTP_BODY_NOT_OBJECT;
+    }
+    *out = root;
+    return 0;
+}
+
+int http_body_json(kiln_req *req, int empty_ok, json_t **out, enum MHD_Result *r)
+{
     json_error_t jerr;
-    json_t *root = json_loadb(req->buf ? req->buf : "", req->len, JSON_REJECT_DUPLICATES, &jerr);
-    if (!root) {
+    int rc = http_body_parse(req->buf, req->len, empty_ok, out, &jerr);
+    if (rc == HTTP_BODY_INVALID_JSON) {
         char msg[256];
         snprintf(msg, sizeof msg, "The body is not valid JSON: %s.", jerr.text);
         *r = http_error(req, MHD_HTTP_BAD_REQUEST, "invalid_json", msg,
                         json_pack("{s:i, s:i}", "line", jerr.line, "column", jerr.column));
         return -1;
     }
-    if (!json_is_object(root)) {
-        json_decref(root);
+    if (rc == HTTP_BODY_NOT_OBJECT) {
         *r = http_error(req, MHD_HTTP_BAD_REQUEST, "invalid_request",
                         "The body must be a JSON object.", json_pack("{s:s}", "pointer", ""));
         return -1;
     }
-    *out = root;
     return 0;
 }

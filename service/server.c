@@ -60,8 +60,7 @@ static const char *route_name(kiln_route r)
     }
 }
 
-/* The methods each route answers, for 405's Allow. */
-static const char *route_allow(kiln_route r)
+const char *http_route_allow(kiln_route r)
 {
     switch (r) {
     case ROUTE_FILES: return "GET, POST";
@@ -76,20 +75,28 @@ static const char *route_allow(kiln_route r)
     }
 }
 
-static int method_allowed(kiln_route r, const char *method)
+/* Item by item through the Allow list rather than strstr: an empty method
+ * matched everywhere, and the search never moved on from it. */
+int http_method_allowed(kiln_route r, const char *method)
 {
-    const char *allow = route_allow(r);
     size_t n = strlen(method);
-    for (const char *p = allow; (p = strstr(p, method)) != NULL; p += n)
-        if ((p == allow || p[-1] == ' ') && (p[n] == ',' || p[n] == '\0'))
+    if (n == 0)
+        return 0;
+    for (const char *p = http_route_allow(r); *p;) {
+        size_t len = strcspn(p, ",");
+        if (len == n && strncmp(p, method, n) == 0)
             return 1;
+        p += len;
+        while (*p == ',' || *p == ' ')
+            p++;
+    }
     return 0;
 }
 
-/* The route of a path; the id segment (whatever it holds) into id_seg. */
-static kiln_route route_of(const char *url, char *id_seg, size_t cap)
+kiln_route http_route_of(const char *url, char *id_seg, size_t cap)
 {
-    id_seg[0] = '\0';
+    if (cap > 0)
+        id_seg[0] = '\0';
     if (strcmp(url, "/healthz") == 0)
         return ROUTE_HEALTHZ;
     if (strcmp(url, "/metrics") == 0)
@@ -227,13 +234,13 @@ static enum MHD_Result begin(kiln_req *req)
 {
     kiln_server *srv = req->srv;
     char seg[64];
-    req->route = route_of(req->path, seg, sizeof seg);
+    req->route = http_route_of(req->path, seg, sizeof seg);
     if (req->route == ROUTE_OTHER)
         return http_not_found(req);
-    if (!method_allowed(req->route, req->method)) {
+    if (!http_method_allowed(req->route, req->method)) {
         char msg[96];
         snprintf(msg, sizeof msg, "%s is not allowed here; use %s.", req->method,
-                 route_allow(req->route));
+                 http_route_allow(req->route));
         size_t len = 0;
         json_t *body = kiln_api_error("method_not_allowed", msg, NULL);
         char *text = json_dumps(body, JSON_COMPACT);
@@ -248,7 +255,7 @@ static enum MHD_Result begin(kiln_req *req)
             return MHD_NO;
         }
         MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
-        MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, route_allow(req->route));
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, http_route_allow(req->route));
         return http_queue(req, MHD_HTTP_METHOD_NOT_ALLOWED, resp, len);
     }
     if (req->route == ROUTE_HEALTHZ || req->route == ROUTE_METRICS)
@@ -257,8 +264,10 @@ static enum MHD_Result begin(kiln_req *req)
     int has_id = req->route == ROUTE_FILE || req->route == ROUTE_CONTENT ||
                  req->route == ROUTE_LINK;
     int id_ok = has_id && kiln_api_valid_id(seg);
+    /* A valid id is exactly KILN_STORE_ID_LEN characters; the precision
+     * only tells the compiler so. */
     if (id_ok)
-        snprintf(req->id, sizeof req->id, "%s", seg);
+        snprintf(req->id, sizeof req->id, "%.*s", (int)(sizeof req->id - 1), seg);
 
     /* A signed link is its own authority, for the one file it names. */
     const char *sig = req->route == ROUTE_CONTENT ? http_arg(req, "signature") : NULL;
