@@ -641,20 +641,27 @@ static int cmd_serve(int argc, char **argv)
     char path[PATH_MAX];
     const char *env = getenv("KILN_SERVICE");
     if (env && env[0]) {
-        if (strlen(env) >= sizeof path) {
+        int n = snprintf(path, sizeof path, "%s", env);
+        if (n < 0 || (size_t)n >= sizeof path) {
             fprintf(stderr, "kiln: error: KILN_SERVICE is too long\n");
             return kiln_status_exit(KILN_E_INTERNAL);
         }
-        strcpy(path, env);
     } else {
-        ssize_t n = readlink("/proc/self/exe", path, sizeof path - sizeof KILN_SERVICE_SO - 1);
-        if (n <= 0 || (size_t)n >= sizeof path - sizeof KILN_SERVICE_SO - 1) {
+        ssize_t n = readlink("/proc/self/exe", path, sizeof path);
+        if (n <= 0 || (size_t)n >= sizeof path) {
             fprintf(stderr, "kiln: error: cannot find the kiln executable's directory\n");
             return kiln_status_exit(KILN_E_INTERNAL);
         }
         path[n] = '\0';
+        /* The library's name in place of the executable's, in the same
+         * directory; a path with no room for it is refused, never cut. */
         char *slash = strrchr(path, '/');
-        strcpy(slash ? slash + 1 : path, KILN_SERVICE_SO);
+        size_t dir_len = slash ? (size_t)(slash + 1 - path) : 0;
+        if (dir_len + sizeof KILN_SERVICE_SO > sizeof path) {
+            fprintf(stderr, "kiln: error: cannot find the kiln executable's directory\n");
+            return kiln_status_exit(KILN_E_INTERNAL);
+        }
+        memcpy(path + dir_len, KILN_SERVICE_SO, sizeof KILN_SERVICE_SO);
     }
     void *handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (!handle) {

@@ -43,14 +43,17 @@ static const char usage_serve[] =
     "      --config FILE           settings file, \"name = value\" lines\n"
     "      --threads N             HTTP threads (CPUs, at least 2)\n"
     "      --max-jobs N            renders and runs at once (CPUs)\n"
-    "      --queue N               renders and runs waiting beyond those (32)\n"
+    "      --queue N               renders and runs waiting beyond those (32; 0 = none)\n"
     "      --max-upload SIZE       largest upload (30M)\n"
     "      --max-request SIZE      largest JSON body (16M)\n"
     "      --ttl DURATION          file lifetime (24h)\n"
     "      --sweep-interval DURATION  expired-file sweep period (60s)\n"
-    "      --connection-timeout DURATION  idle connection limit (30s)\n"
+    "      --connection-timeout DURATION  longest wait for the next byte (30s)\n"
+    "      --header-timeout DURATION  request line and headers must arrive within (10s)\n"
+    "      --request-timeout DURATION  a request body must arrive within (300s)\n"
     "      --shutdown-grace DURATION  time running jobs get at shutdown (30s)\n"
     "      --max-connections N     open connections at most (1000)\n"
+    "      --max-connections-per-ip N  open connections from one address (64; 0 = no limit)\n"
     "      --public-url URL        base URL of signed links (default: the request's Host)\n"
     "The most a POST /v1/runs may ask for, and what it gets when it asks for nothing\n"
     "(kiln run's flags with run- before them; defaults: kiln run's, docs/run.md):\n"
@@ -99,6 +102,7 @@ struct setting {
     enum kind kind;
     uint64_t max;         /* for counts and durations; for sizes, 0 = none */
     uint64_t min;         /* for counts and sizes; 0 = 1 */
+    int zero_ok;          /* counts: 0 is a value too (its meaning is the option's) */
     const char *value;    /* chosen value */
     char origin[PATH_MAX + 64];
     const char *flag_val;
@@ -108,7 +112,8 @@ struct setting {
 };
 
 enum { S_LISTEN, S_DATA_DIR, S_KEYS_FILE, S_THREADS, S_MAX_JOBS, S_QUEUE, S_MAX_UPLOAD,
-       S_MAX_REQUEST, S_TTL, S_SWEEP, S_CONN_TIMEOUT, S_GRACE, S_MAX_CONN, S_PUBLIC_URL,
+       S_MAX_REQUEST, S_TTL, S_SWEEP, S_CONN_TIMEOUT, S_HEADER_TIMEOUT, S_REQUEST_TIMEOUT,
+       S_GRACE, S_MAX_CONN, S_MAX_PER_IP, S_PUBLIC_URL,
        S_RUN_TIMEOUT, S_RUN_CPU, S_RUN_MEMORY, S_RUN_PROCESSES, S_RUN_DISK, S_RUN_TMP,
        S_RUN_FILE_SIZE, S_RUN_OPEN_FILES, S_RUN_STREAM_KEEP, S_RUN_MAX_FILES,
        S_RUN_MAX_FILE_BYTES, S_RUN_MAX_TOTAL_BYTES,
@@ -120,14 +125,19 @@ static struct setting settings[S__COUNT] = {
     [S_KEYS_FILE] = {.name = "keys-file", .kind = K_STR, .max = 0},
     [S_THREADS] = {.name = "threads", .kind = K_COUNT, .max = 1024},
     [S_MAX_JOBS] = {.name = "max-jobs", .kind = K_COUNT, .max = 1024},
-    [S_QUEUE] = {.name = "queue", .kind = K_COUNT, .max = 1000000},
+    /* 0: nothing waits; a job is taken only by an idle worker (jobs.c) */
+    [S_QUEUE] = {.name = "queue", .kind = K_COUNT, .max = 1000000, .zero_ok = 1},
     [S_MAX_UPLOAD] = {.name = "max-upload", .kind = K_SIZE, .max = 0},
     [S_MAX_REQUEST] = {.name = "max-request", .kind = K_SIZE, .max = 0},
     [S_TTL] = {.name = "ttl", .kind = K_DURATION, .max = 10ull * 365 * 86400},
     [S_SWEEP] = {.name = "sweep-interval", .kind = K_DURATION, .max = 86400},
     [S_CONN_TIMEOUT] = {.name = "connection-timeout", .kind = K_DURATION, .max = 86400},
+    [S_HEADER_TIMEOUT] = {.name = "header-timeout", .kind = K_DURATION, .max = 86400},
+    [S_REQUEST_TIMEOUT] = {.name = "request-timeout", .kind = K_DURATION, .max = 86400},
     [S_GRACE] = {.name = "shutdown-grace", .kind = K_DURATION, .max = 86400},
     [S_MAX_CONN] = {.name = "max-connections", .kind = K_COUNT, .max = 1000000},
+    [S_MAX_PER_IP] = {.name = "max-connections-per-ip", .kind = K_COUNT, .max = 1000000,
+                      .zero_ok = 1},
     [S_PUBLIC_URL] = {.name = "public-url", .kind = K_URL, .max = 0},
     /* run_max: kiln run's flags with run- before them */
     [S_RUN_TIMEOUT] = {.name = "run-timeout", .kind = K_DURATION, .max = RUN_SECONDS_MAX},
@@ -551,8 +561,11 @@ int kiln_serve_main(int argc, char **argv)
         {"ttl", required_argument, NULL, 256 + S_TTL},
         {"sweep-interval", required_argument, NULL, 256 + S_SWEEP},
         {"connection-timeout", required_argument, NULL, 256 + S_CONN_TIMEOUT},
+        {"header-timeout", required_argument, NULL, 256 + S_HEADER_TIMEOUT},
+        {"request-timeout", required_argument, NULL, 256 + S_REQUEST_TIMEOUT},
         {"shutdown-grace", required_argument, NULL, 256 + S_GRACE},
         {"max-connections", required_argument, NULL, 256 + S_MAX_CONN},
+        {"max-connections-per-ip", required_argument, NULL, 256 + S_MAX_PER_IP},
         {"public-url", required_argument, NULL, 256 + S_PUBLIC_URL},
         {"run-timeout", required_argument, NULL, 256 + S_RUN_TIMEOUT},
         {"run-cpu", required_argument, NULL, 256 + S_RUN_CPU},
@@ -619,10 +632,15 @@ int kiln_serve_main(int argc, char **argv)
             opt.host = host;
             break;
         case K_COUNT:
+            if (s->zero_ok && strcmp(s->value, "0") == 0) {
+                v = 0;
+                break;
+            }
             if (parse_count(s->value, s->max, &v) != 0 || v < s->min) {
                 char why[64];
                 snprintf(why, sizeof why, "expected a whole number from %llu to %llu",
-                         (unsigned long long)(s->min ? s->min : 1), (unsigned long long)s->max);
+                         (unsigned long long)(s->zero_ok ? 0 : s->min ? s->min : 1),
+                         (unsigned long long)s->max);
                 status = bad_value(s, why);
                 goto free_settings;
             }
@@ -674,8 +692,11 @@ int kiln_serve_main(int argc, char **argv)
         case S_TTL: opt.ttl_seconds = (int64_t)v; break;
         case S_SWEEP: opt.sweep_seconds = (unsigned)v; break;
         case S_CONN_TIMEOUT: opt.connection_timeout = (unsigned)v; break;
+        case S_HEADER_TIMEOUT: opt.header_timeout = (unsigned)v; break;
+        case S_REQUEST_TIMEOUT: opt.request_timeout = (unsigned)v; break;
         case S_GRACE: opt.shutdown_grace = (unsigned)v; break;
         case S_MAX_CONN: opt.max_connections = (unsigned)v; break;
+        case S_MAX_PER_IP: opt.max_connections_per_ip = (unsigned)v; break;
         case S_PUBLIC_URL: opt.public_url = s->value; break;
         case S_RUN_TIMEOUT: opt.run_max.wall_seconds = (double)v; break;
         case S_RUN_CPU: opt.run_max.cpu_seconds = (double)v; break;

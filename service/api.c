@@ -19,8 +19,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "common/utf8.h"
-
 /* ---- the shared JSON ---- */
 
 json_t *kiln_api_error(const char *code, const char *message, json_t *details)
@@ -85,25 +83,66 @@ void kiln_api_reply_internal(kiln_api_reply *reply, const char *fmt, ...)
                          NULL);
 }
 
-int kiln_api_valid_filename(const char *s, size_t len)
+/* The length of the strict UTF-8 sequence at s[0..left), or 0 when it is
+ * malformed: no overlong forms, no surrogates, nothing past U+10FFFF (the
+ * store's rule). *cp gets the code point. */
+static size_t utf8_sequence(const unsigned char *s, size_t left, uint32_t *cp)
 {
-    if (len == 0 || len > KILN_STORE_FILENAME_MAX)
+    unsigned c = s[0];
+    size_t n;
+    uint32_t v, min;
+    if (c < 0x80) {
+        *cp = c;
+        return 1;
+    } else if ((c & 0xe0) == 0xc0) {
+        n = 2, v = c & 0x1f, min = 0x80;
+    } else if ((c & 0xf0) == 0xe0) {
+        n = 3, v = c & 0x0f, min = 0x800;
+    } else if ((c & 0xf8) == 0xf0) {
+        n = 4, v = c & 0x07, min = 0x10000;
+    } else {
         return 0;
-    size_t pos = 0;
-    while (pos < len) {
-        size_t before = pos;
-        uint32_t cp = kiln_utf8_next(s, len, &pos);
-        if (pos == before || cp == 0xFFFD) {
-            /* kiln_utf8_next answers U+FFFD for a malformed sequence;
-             * a real U+FFFD is three bytes EF BF BD. */
-            if (!(pos - before == 3 && (unsigned char)s[before] == 0xEF &&
-                  (unsigned char)s[before + 1] == 0xBF && (unsigned char)s[before + 2] == 0xBD))
-                return 0;
-        }
-        if (cp < 0x20 || cp == 0x7F || (cp >= 0x80 && cp < 0xA0) || cp == '/')
-            return 0;
     }
-    return 1;
+    if (n > left)
+        return 0;
+    for (size_t i = 1; i < n; i++) {
+        if ((s[i] & 0xc0) != 0x80)
+            return 0;
+        v = (v << 6) | (s[i] & 0x3f);
+    }
+    if (v < min || v > 0x10ffff || (v >= 0xd800 && v <= 0xdfff))
+        return 0;
+    *cp = v;
+    return n;
+}
+
+const char *kiln_api_check_filename(const char *s, size_t len)
+{
+    if (len == 0)
+        return "is empty";
+    if (len > KILN_STORE_FILENAME_MAX)
+        return "is longer than 255 bytes";
+    if (memchr(s, '\0', len))
+        return "contains a NUL byte";
+    const unsigned char *u = (const unsigned char *)s;
+    for (size_t pos = 0; pos < len;) {
+        uint32_t cp;
+        size_t n = utf8_sequence(u + pos, len - pos, &cp);
+        if (n == 0)
+            return "is not valid UTF-8";
+        /* A control character could end a header line or a log line
+         * wherever the name is shown. */
+        if (cp < 0x20 || cp == 0x7f)
+            return "contains a control character (U+0000 to U+001F or U+007F)";
+        pos += n;
+    }
+    /* A name is one path component wherever it is used: a run sees its
+     * inputs under their names in /mnt/data. */
+    if (memchr(s, '/', len))
+        return "contains '/'";
+    if ((len == 1 && s[0] == '.') || (len == 2 && s[0] == '.' && s[1] == '.'))
+        return "cannot be '.' or '..'";
+    return NULL;
 }
 
 /* ---- files in use ---- */
@@ -169,8 +208,9 @@ void kiln_inuse_take(kiln_inuse *inuse, const char *tenant, const char *const *i
 {
     pthread_mutex_lock(&inuse->lock);
     for (size_t i = 0; i < n; i++) {
-        if (!ids[i] || strlen(ids[i]) > KILN_STORE_ID_LEN ||
-            strlen(tenant) > KILN_STORE_TENANT_MAX)
+        /* Longer than an entry holds: no such file exists to protect. */
+        size_t id_len = ids[i] ? strlen(ids[i]) : 0, tenant_len = strlen(tenant);
+        if (!ids[i] || id_len > KILN_STORE_ID_LEN || tenant_len > KILN_STORE_TENANT_MAX)
             continue;
         inuse_entry **p = find(inuse, tenant, ids[i]);
         if (*p) {
@@ -181,8 +221,9 @@ void kiln_inuse_take(kiln_inuse *inuse, const char *tenant, const char *const *i
         if (!e)
             continue; /* out of memory: the file is merely not protected from DELETE */
         e->count = 1;
-        strcpy(e->id, ids[i]);
-        strcpy(e->tenant, tenant);
+        /* calloc's zeros end both strings. */
+        memcpy(e->id, ids[i], id_len);
+        memcpy(e->tenant, tenant, tenant_len);
         *p = e;
     }
     pthread_mutex_unlock(&inuse->lock);
@@ -252,7 +293,7 @@ int kiln_api_inputs_open(const kiln_api_ctx *ctx, const char *tenant, const json
         } else if (r == KILN_STORE_GONE) {
             char when[32];
             kiln_api_time(in[i].file.expires_at, when, sizeof when);
-            snprintf(msg, sizeof msg, "file %s expired at %s", id, when);
+            snprintf(msg, sizeof msg, "File %s expired at %s.", id, when);
             kiln_api_reply_error(reply, 410, "gone", msg, json_pack("{s:s}", "pointer", pointer));
         } else {
             kiln_api_reply_internal(reply, "input %s: %s", id, err.message);

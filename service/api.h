@@ -20,6 +20,7 @@
 #define KILN_SERVICE_API_H
 
 #include <jansson.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -92,7 +93,7 @@ typedef struct kiln_api_ctx {
     const char *kiln_exe;      /* the kiln executable, for `kiln run` children */
     uint64_t max_file_bytes;   /* the output ceiling (30 MiB) */
     kiln_run_limits run_max;   /* the most a run may ask for; also its defaults */
-    volatile int *stopping;    /* set on SIGTERM: runs in flight are killed after the grace */
+    atomic_int *stopping;      /* set on SIGTERM: runs in flight are killed after the grace */
 } kiln_api_ctx;
 
 /*

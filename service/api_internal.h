@@ -1,6 +1,7 @@
 /*
  * api_internal.h - what render_api.c and runs_api.c share (api.c defines
- * it). Not part of the contract with the HTTP layer (api.h).
+ * it), and the file-name rule files_api.c applies to uploads too. Not part
+ * of the contract with the HTTP layer (api.h).
  */
 #ifndef KILN_SERVICE_API_INTERNAL_H
 #define KILN_SERVICE_API_INTERNAL_H
@@ -50,8 +51,16 @@ int kiln_api_scratch_make(const kiln_api_ctx *ctx, const char *prefix, char *pat
 /* Remove path and everything below it, never following a symlink. */
 void kiln_api_rmtree(const char *path);
 
-/* 1 when s (len bytes) is a file name the service keeps: 1..255 bytes of
- * UTF-8, no control characters, no '/'. */
-int kiln_api_valid_filename(const char *s, size_t len);
+/*
+ * The service's one rule for a file name, wherever a client gives one (an
+ * upload's ?filename=, its Content-Disposition, a multipart part's
+ * filename, a render's "filename"): 1 to 255 bytes of UTF-8, no NUL, no
+ * control characters (U+0000 to U+001F, U+007F), no '/', not "." or "..".
+ * s is len bytes (a NUL inside counts against it). NULL when the name is
+ * fine, else why not, as the end of a sentence ("contains '/'") for the
+ * caller to put after its own subject ("The file name ..."). ':' is allowed:
+ * only a run refuses it as an input (runs_api.c says why).
+ */
+const char *kiln_api_check_filename(const char *s, size_t len);
 
 #endif

@@ -39,6 +39,9 @@ int http_disposition(const char *name, char *out, size_t cap)
         return disposition_refuse(out, cap);
     char ascii[KILN_STORE_FILENAME_MAX + 1];
     size_t o = 0;
+    /* plain: the fallback is the name itself. Whenever it is not (a
+     * character replaced by '_'), filename* carries the real name, or it
+     * would be lost ('a"b' is not 'a_b'). */
     int plain = 1;
     for (const unsigned char *p = (const unsigned char *)name; *p; p++) {
         if (*p >= 0x80) {
@@ -48,6 +51,7 @@ int http_disposition(const char *name, char *out, size_t cap)
                 continue;
             ascii[o++] = '_';
         } else if (*p < 0x20 || *p == 0x7f || *p == '"' || *p == '\\') {
+            plain = 0;
             ascii[o++] = '_';
         } else {
             ascii[o++] = (char)*p;
@@ -227,9 +231,21 @@ enum MHD_Result download_content(kiln_req *req)
 
     const char *inm = http_header(req, MHD_HTTP_HEADER_IF_NONE_MATCH);
     if (inm && http_none_match(inm, file.sha256)) {
-        close(fd);
+        /*
+         * libmicrohttpd 0.9.75 writes Content-Length for a 304 as for any
+         * status but 1xx and 204, from the response's size, and refuses one
+         * set by hand (MHD_add_response_header ignores it unless
+         * MHD_RF_INSANITY_HEADER_CONTENT_LENGTH, which then sends both). An
+         * empty response would say 0, which RFC 9110 8.6 forbids for a file
+         * that is not empty. So the response is the file's own, sized as
+         * the 200 would be: its Content-Length is the one value allowed, and
+         * no body is ever read from it, as a 304 has none.
+         */
         struct MHD_Response *resp =
-            MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
+            file.bytes ? MHD_create_response_from_fd_at_offset64(file.bytes, fd, 0)
+                       : MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
+        if (!file.bytes || !resp)
+            close(fd); /* else the response owns it */
         if (!resp)
             return MHD_NO;
         common_headers(resp, &file, etag, modified);

@@ -11,6 +11,7 @@
 #include <strings.h>
 #include <time.h>
 
+#include "service/api_internal.h"
 #include "service/http.h"
 
 /* ---- upload ---- */
@@ -49,17 +50,29 @@ void http_pick_media_type(kiln_req *req, const char *given)
              guess ? guess : "application/octet-stream");
 }
 
+/* Take name (len bytes, a NUL inside counting) as req->filename when the
+ * service's file-name rule (api_internal.h) allows it; what is the subject
+ * of the message ("The file name given by ?filename="). 0, or -1 with the
+ * 400 set (set_bad). */
+static int take_name(kiln_req *req, const char *name, size_t len, const char *what)
+{
+    const char *why = kiln_api_check_filename(name, len);
+    if (why) {
+        char msg[KILN_MESSAGE_MAX];
+        snprintf(msg, sizeof msg, "%s %s.", what, why);
+        set_bad(req, msg);
+        return -1;
+    }
+    /* The rule holds len to KILN_STORE_FILENAME_MAX: it fits. */
+    memcpy(req->filename, name, len);
+    req->filename[len] = '\0';
+    return 0;
+}
+
 static int begin_store(kiln_req *req)
 {
     kiln_error err;
     memset(&err, 0, sizeof err);
-    /* A name is kept as metadata only, but runs see inputs under their
-     * names in /mnt/data: a path is no file name there. (The store checks
-     * the length and the UTF-8.) */
-    if (!req->filename[0] || strchr(req->filename, '/')) {
-        set_bad(req, "The file name must be 1 to 255 bytes of UTF-8 without '/'.");
-        return -1;
-    }
     kiln_store_result r = kiln_store_begin(req->srv->store, req->tenant, req->filename,
                                            req->media_type, &req->upload, &err);
     if (r == KILN_STORE_OK)
@@ -109,22 +122,33 @@ static enum MHD_Result post_iter(void *cls, enum MHD_ValueKind kind, const char 
     (void)transfer_encoding;
     if (!key || strcmp(key, "file") != 0)
         return MHD_YES;
-    /* Only the first part named "file" counts; later ones are dropped. */
-    if (off == 0 && req->part_seen && req->part_bytes > 0)
+    /*
+     * Only the first part named "file" counts; later ones are ignored. The
+     * iterator is never told where a part ends, so a later part is told
+     * from the first by what libmicrohttpd 0.9.75 guarantees: a part's
+     * offsets only grow; its first call may carry no data, but every later
+     * call carries some. So a call at offset 0 after the first part began
+     * is a new part when the first part has data already, or when it
+     * carries none itself. What is left (the first part's first call was
+     * empty, and a call at offset 0 brings data) is either the first
+     * part's data arriving late or the next part after an empty first
+     * one: the file name tells them apart, except for two parts of the
+     * same name, where the empty first one loses to the next.
+     */
+    if (req->part_seen && off == 0 &&
+        (req->part_bytes > 0 || size == 0 || !filename || strcmp(filename, req->filename) != 0))
         req->part_skip = 1;
     if (req->part_skip)
         return MHD_YES;
     if (!req->part_seen) {
         req->part_seen = 1;
-        if (!filename || !filename[0]) {
-            set_bad(req, "The part named file has no filename.");
+        if (!filename) {
+            set_bad(req, "The multipart part named file has no filename.");
             return MHD_NO;
         }
-        snprintf(req->filename, sizeof req->filename, "%s", filename);
-        if (strlen(filename) > KILN_STORE_FILENAME_MAX) {
-            set_bad(req, "The file name is longer than 255 bytes.");
+        if (take_name(req, filename, strlen(filename),
+                      "The filename of the multipart part named file") != 0)
             return MHD_NO;
-        }
         http_pick_media_type(req, content_type);
         if (begin_store(req) != 0)
             return MHD_NO;
@@ -354,30 +378,44 @@ enum MHD_Result files_upload_begin(kiln_req *req)
         return MHD_YES;
     }
     req->body = BODY_UPLOAD;
-    const char *name = http_arg(req, "filename");
-    if (name && name[0])
-        snprintf(req->filename, sizeof req->filename, "%s", name);
-    else {
-        const char *cd = http_header(req, MHD_HTTP_HEADER_CONTENT_DISPOSITION);
-        if (!cd || http_disposition_filename(cd, req->filename, sizeof req->filename) != 0)
-            req->filename[0] = '\0';
-    }
-    if (!req->filename[0])
+    /* The name: ?filename= first, else Content-Disposition. The query
+     * value is read with its length, since %00 decodes to a NUL that would
+     * otherwise end the name early ("a%00b" is no name, not "a"). */
+    const char *name = NULL;
+    size_t name_len = 0;
+    const char *cd = http_header(req, MHD_HTTP_HEADER_CONTENT_DISPOSITION);
+    json_t *where;
+    if (MHD_lookup_connection_value_n(req->conn, MHD_GET_ARGUMENT_KIND, "filename",
+                                      sizeof "filename" - 1, &name, &name_len) == MHD_YES) {
+        where = json_pack("{s:s}", "parameter", "filename");
+        take_name(req, name ? name : "", name ? name_len : 0, "The file name given by ?filename=");
+    } else if (cd) {
+        where = json_pack("{s:s}", "header", "Content-Disposition");
+        /* Room for a name well past the limit, so a long one is refused
+         * as long rather than as a header that does not parse. */
+        char buf[4 * KILN_STORE_FILENAME_MAX + 1];
+        if (http_disposition_filename(cd, buf, sizeof buf) != 0)
+            set_bad(req, "The Content-Disposition header is malformed or names no file (it "
+                         "takes attachment; filename=\"NAME\" or filename*=UTF-8''NAME).");
+        else
+            take_name(req, buf, strlen(buf), "The file name given by Content-Disposition");
+    } else {
         return http_error(req, MHD_HTTP_BAD_REQUEST, "invalid_request",
                           "The file needs a name: ?filename=NAME, or Content-Disposition with "
                           "filename=, or a multipart part named file.",
                           json_pack("{s:s}", "parameter", "filename"));
-    if (name && strlen(name) > KILN_STORE_FILENAME_MAX)
-        return http_error(req, MHD_HTTP_BAD_REQUEST, "invalid_request",
-                          "The file name is longer than 255 bytes.",
-                          json_pack("{s:s}", "parameter", "filename"));
+    }
+    if (req->bad_request)
+        return http_error(req, MHD_HTTP_BAD_REQUEST, "invalid_request", req->bad_message, where);
     http_pick_media_type(req, http_header(req, MHD_HTTP_HEADER_CONTENT_TYPE));
     if (begin_store(req) != 0) {
         if (req->bad_request)
             return http_error(req, MHD_HTTP_BAD_REQUEST, "invalid_request", req->bad_message,
-                              json_pack("{s:s}", "parameter", "filename"));
+                              where);
+        json_decref(where);
         return http_internal(req, req->upload_err.message);
     }
+    json_decref(where);
     return MHD_YES;
 }
 
@@ -407,7 +445,11 @@ enum MHD_Result files_upload_data(kiln_req *req, const char *data, size_t size)
 enum MHD_Result files_upload_finish(kiln_req *req)
 {
     if (req->pp) {
-        MHD_destroy_post_processor(req->pp);
+        /* MHD_NO: the body ended inside a part or before the closing
+         * boundary. What was written of the part is then a cut file, never
+         * one to store. */
+        if (MHD_destroy_post_processor(req->pp) != MHD_YES)
+            set_bad(req, "The multipart body ends before its closing boundary.");
         req->pp = NULL;
     }
     if (req->too_large) {
@@ -421,9 +463,14 @@ enum MHD_Result files_upload_finish(kiln_req *req)
     if (!req->bad_request && req->body == BODY_MULTIPART && !req->part_seen)
         set_bad(req, "The multipart body has no part named file.");
     if (req->bad_request) {
+        /* The file part began but no upload did: its headers (the file
+         * name, the media type) were refused, so the details say where. */
+        json_t *details = req->body == BODY_MULTIPART && req->part_seen && !req->upload
+                              ? json_pack("{s:s}", "part", "file")
+                              : NULL;
         drop_upload(req);
         return http_error(req, MHD_HTTP_BAD_REQUEST, "invalid_request", req->bad_message,
-                          NULL);
+                          details);
     }
     kiln_store_file file;
     kiln_error err;

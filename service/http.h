@@ -21,6 +21,7 @@
 #include <jansson.h>
 #include <microhttpd.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -52,9 +53,14 @@ struct kiln_server {
     kiln_inuse *inuse;
     kiln_api_ctx api;
     char work_dir[4096];
-    volatile int stopping;  /* healthz 503; new jobs 503 */
-    volatile int kill_runs; /* kiln_api_ctx.stopping: the grace is over */
-    int active_requests;    /* made, not yet completed: the stop waits for them */
+    /* Read by the HTTP and job threads while the stop sets them: C11
+     * atomics, so every thread sees the store (volatile promised none). */
+    atomic_int stopping;        /* healthz 503; new jobs 503 */
+    atomic_int kill_runs;       /* kiln_api_ctx.stopping: the grace is over */
+    atomic_int active_requests; /* made, not yet completed: the stop waits for them */
+    /* The open connections and the thread that ends those past
+     * --header-timeout / --request-timeout (server.c). */
+    struct kiln_reaper *reaper;
 
     pthread_mutex_t jobs_lock; /* guards jobs: NULL once shutdown began */
     kiln_jobs *jobs;
@@ -179,9 +185,10 @@ const char *http_arg(kiln_req *req, const char *name);
  * empty_ok. */
 int http_body_json(kiln_req *req, int empty_ok, json_t **out, enum MHD_Result *r);
 /* http_body_json without the reply: 0 and an object in *out (a new
- * reference), HTTP_BODY_INVALID_JSON (*err says where) or
- * HTTP_BODY_NOT_OBJECT, *out NULL. */
-enum { HTTP_BODY_INVALID_JSON = -1, HTTP_BODY_NOT_OBJECT = -2 };
+ * reference), HTTP_BODY_INVALID_JSON (*err says where),
+ * HTTP_BODY_NOT_OBJECT, or HTTP_BODY_OVER_BUDGET (the JSON needs more
+ * memory than its size allows, json_budget.h: a 413), *out NULL. */
+enum { HTTP_BODY_INVALID_JSON = -1, HTTP_BODY_NOT_OBJECT = -2, HTTP_BODY_OVER_BUDGET = -3 };
 int http_body_parse(const char *buf, size_t len, int empty_ok, json_t **out, json_error_t *err);
 /* 1 when the request's Content-Type is type (parameters ignored). */
 int http_content_type_is(kiln_req *req, const char *type);

@@ -4,6 +4,7 @@
  * extension, bounded body buffers.
  */
 #include <errno.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,12 @@
 #include <time.h>
 
 #include "service/http.h"
+#include "service/json_budget.h"
+
+/* A freed request text or refused parse this big is worth malloc_trim:
+ * glibc keeps freed heap memory, and raises its mmap threshold to the
+ * largest block freed, so one big body would otherwise stay resident. */
+#define HTTP_BODY_TRIM_BYTES (1u << 20)
 
 enum MHD_Result http_queue(kiln_req *req, int status, struct MHD_Response *resp,
                            uint64_t body_bytes)
@@ -92,7 +99,7 @@ enum MHD_Result http_gone(kiln_req *req, const kiln_store_file *file)
 {
     char when[32], msg[128];
     kiln_api_time(file->expires_at, when, sizeof when);
-    snprintf(msg, sizeof msg, "file %s expired at %s", file->id, when);
+    snprintf(msg, sizeof msg, "File %s expired at %s.", file->id, when);
     return http_error(req, 410, "gone", msg, json_pack("{s:s}", "expired_at", when));
 }
 
@@ -406,9 +413,11 @@ int http_body_parse(const char *buf, size_t len, int empty_ok, json_t **out, jso
         *out = json_object();
         return 0;
     }
-    json_t *root = json_loadb(buf ? buf : "", len, JSON_REJECT_DUPLICATES, err);
+    int over_budget = 0;
+    json_t *root = kiln_json_budget_load(buf ? buf : "", len, JSON_REJECT_DUPLICATES, err,
+                                         &over_budget);
     if (!root)
-        return HTTP_BODY_INVALID_JSON;
+        return over_budget ? HTTP_BODY_OVER_BUDGET : HTTP_BODY_INVALID_JSON;
     if (!json_is_object(root)) {
         json_decref(root);
         return HTTP_BODY_NOT_OBJECT;
@@ -420,7 +429,23 @@ int http_body_parse(const char *buf, size_t len, int empty_ok, json_t **out, jso
 int http_body_json(kiln_req *req, int empty_ok, json_t **out, enum MHD_Result *r)
 {
     json_error_t jerr;
-    int rc = http_body_parse(req->buf, req->len, empty_ok, out, &jerr);
+    size_t len = req->len;
+    int rc = http_body_parse(req->buf, len, empty_ok, out, &jerr);
+    /* The text is not needed again: free it now rather than when the
+     * request ends, which for a render or run is after the job. */
+    int big = req->cap >= HTTP_BODY_TRIM_BYTES;
+    free(req->buf);
+    req->buf = NULL;
+    req->len = req->cap = 0;
+    if (big || rc == HTTP_BODY_OVER_BUDGET)
+        malloc_trim(0);
+    if (rc == HTTP_BODY_OVER_BUDGET) {
+        *r = http_error(req, MHD_HTTP_CONTENT_TOO_LARGE, "too_large",
+                        "The JSON needs more memory than its size allows (deeply nested or "
+                        "many empty values).",
+                        json_pack("{s:I}", "limit", (json_int_t)kiln_json_budget_for(len)));
+        return -1;
+    }
     if (rc == HTTP_BODY_INVALID_JSON) {
         char msg[256];
         snprintf(msg, sizeof msg, "The body is not valid JSON: %s.", jerr.text);

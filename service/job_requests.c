@@ -8,6 +8,7 @@
  * access handler again, which queues the reply. A full queue is a 429
  * with Retry-After; a stopping server answers 503.
  */
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +23,7 @@ struct job_task {
     char tenant[KILN_AUTH_TENANT_MAX + 1];
     char format[8]; /* the metrics label of a render */
     json_t *request;
+    size_t body_bytes; /* the request's JSON text, for the trim in task_free */
     size_t n_ids;
     const char **ids; /* point into request's strings */
 };
@@ -32,6 +34,11 @@ static void task_free(struct job_task *t)
         kiln_inuse_release(t->srv->inuse, t->tenant, t->ids, t->n_ids);
     free(t->ids);
     json_decref(t->request);
+    /* A big request's parsed JSON (up to 32 bytes a byte of its text,
+     * json_budget.h) and the job's own memory are free now; glibc keeps
+     * freed heap memory resident unless asked. */
+    if (t->body_bytes >= (1u << 20))
+        malloc_trim(0);
     free(t);
 }
 
@@ -114,6 +121,7 @@ enum MHD_Result jobs_request(kiln_req *req)
 
     json_t *request = NULL;
     enum MHD_Result res = MHD_NO;
+    size_t body_bytes = req->len; /* http_body_json frees the text */
     if (http_body_json(req, 0, &request, &res) != 0)
         return res;
 
@@ -130,6 +138,7 @@ enum MHD_Result jobs_request(kiln_req *req)
     t->is_run = req->route == ROUTE_RUNS;
     snprintf(t->tenant, sizeof t->tenant, "%s", req->tenant);
     t->request = request;
+    t->body_bytes = body_bytes;
     if (!t->is_run)
         render_format(request, t->format, sizeof t->format);
     /* Hold the inputs now, so a DELETE between this and the worker is a 409. */

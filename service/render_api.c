@@ -157,10 +157,17 @@ void kiln_api_render(const kiln_api_ctx *ctx, const char *tenant, const json_t *
     }
     char filename[KILN_STORE_FILENAME_MAX + 1] = "";
     if (jfilename && !json_is_null(jfilename)) {
-        if (!json_is_string(jfilename) ||
-            !kiln_api_valid_filename(json_string_value(jfilename), json_string_length(jfilename))) {
-            bad_request(reply, "/filename",
-                        "filename must be 1 to 255 bytes of UTF-8 without control characters or '/'.");
+        if (!json_is_string(jfilename)) {
+            bad_request(reply, "/filename", "filename must be a string.");
+            return;
+        }
+        /* json_string_length counts a \u0000 the C string would end at. */
+        const char *why =
+            kiln_api_check_filename(json_string_value(jfilename), json_string_length(jfilename));
+        if (why) {
+            char msg[128];
+            snprintf(msg, sizeof msg, "filename %s.", why);
+            bad_request(reply, "/filename", msg);
             return;
         }
         snprintf(filename, sizeof filename, "%s", json_string_value(jfilename));

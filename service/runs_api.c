@@ -372,11 +372,21 @@ static int check_input_names(const kiln_api_input *in, size_t n, kiln_api_reply 
         const char *name = in[i].file.filename;
         char pointer[32];
         snprintf(pointer, sizeof pointer, "/inputs/%zu", i);
-        if (!name[0] || strchr(name, '/') || strchr(name, ':') || strcmp(name, ".") == 0 ||
+        if (strchr(name, ':')) {
+            /* Uploads allow ':' ("10:30 notes.csv"); only here is it a
+             * problem, so the message says why and what to do. */
+            add_error(errors, pointer, "invalid_run",
+                      "the file's name \"%.255s\" contains ':', which a run cannot give an "
+                      "input: kiln run takes inputs as -i PATH:NAME and splits at the last ':'; "
+                      "upload the file again under a name without ':'",
+                      name);
+            continue;
+        }
+        if (!name[0] || strchr(name, '/') || strcmp(name, ".") == 0 ||
             strcmp(name, "..") == 0 || strcmp(name, ".kiln") == 0 || strlen(name) >= 256) {
             add_error(errors, pointer, "invalid_run",
-                      "the file's name \"%.255s\" cannot be a name in /mnt/data (one file name "
-                      "without ':', not '.', '..' or '.kiln')",
+                      "the file's name \"%.255s\" cannot be a name in /mnt/data (one file name, "
+                      "not '.', '..' or '.kiln')",
                       name);
             continue;
         }

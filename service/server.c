@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <malloc.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <stdio.h>
@@ -28,6 +29,13 @@
 #include <unistd.h>
 
 #include "service/http.h"
+#include "service/json_budget.h"
+
+/* A JSON body over this leaves glibc's heap holding its parse tree's pages
+ * once freed (in arenas that never shrink on their own): on_completed gives
+ * them back with malloc_trim. Below it the trim would cost more than it
+ * returns. */
+#define TRIM_AFTER_BODY_BYTES (1u << 20)
 
 void kiln_server_options_init(kiln_server_options *opt)
 {
@@ -35,6 +43,10 @@ void kiln_server_options_init(kiln_server_options *opt)
     opt->host = "127.0.0.1";
     opt->port = KILN_SERVER_DEFAULT_PORT;
     opt->data_dir = "kiln-data";
+    /* Here rather than in apply_defaults, where 0 would mean "default":
+     * for these 0 is a setting of its own ("no limit", "nothing waits"). */
+    opt->max_connections_per_ip = KILN_SERVER_DEFAULT_MAX_PER_IP;
+    opt->queue_max = KILN_SERVER_DEFAULT_QUEUE;
 }
 
 static unsigned cpu_count(void)
@@ -63,8 +75,8 @@ static const char *route_name(kiln_route r)
 const char *http_route_allow(kiln_route r)
 {
     switch (r) {
-    case ROUTE_FILES: return "GET, POST";
-    case ROUTE_FILE: return "GET, DELETE";
+    case ROUTE_FILES: return "GET, HEAD, POST";
+    case ROUTE_FILE: return "GET, HEAD, DELETE";
     case ROUTE_CONTENT: return "GET, HEAD";
     case ROUTE_LINK: return "POST";
     case ROUTE_RENDER: return "POST";
@@ -175,6 +187,210 @@ static int auth_bearer(kiln_req *req)
     return kiln_auth_check(req->srv->auth, h, n, req->tenant);
 }
 
+static void client_address(struct MHD_Connection *conn, char *buf, size_t cap)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    buf[0] = '\0';
+    if (!ci || !ci->client_addr)
+        return;
+    const struct sockaddr *sa = ci->client_addr;
+    if (sa->sa_family == AF_INET)
+        inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, buf, (socklen_t)cap);
+    else if (sa->sa_family == AF_INET6)
+        inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, buf, (socklen_t)cap);
+}
+
+/* ---- connection deadlines ---- */
+
+/*
+ * libmicrohttpd's connection timeout is an idle timer that every byte
+ * resets, so a client sending a header byte now and then holds its
+ * connection forever (slowloris), and enough of them hold every one. So
+ * each connection also has a deadline for the phase it is in:
+ *
+ *   CONN_HEADERS  the request line and headers must be in header_timeout
+ *                 seconds after the accept, or after the previous response
+ *                 on a kept-alive connection;
+ *   CONN_BODY     the body must be in request_timeout seconds after the
+ *                 headers;
+ *   CONN_BUSY     none: the request is in, the server is working on it or
+ *                 sending the reply (a slow reader is the idle timer's).
+ *
+ * The reaper thread shutdown()s a socket past its deadline rather than
+ * closing it: libmicrohttpd owns the descriptor, sees the end of the stream
+ * and closes the connection through its usual path (on_completed, the
+ * per-address count). The descriptor is safe to use because libmicrohttpd
+ * reports NOTIFY_CLOSED (on_connection unlinks under the lock) before it
+ * closes it, so the reaper never shuts down a number reused by another file.
+ */
+typedef enum { CONN_HEADERS, CONN_BODY, CONN_BUSY } conn_phase;
+
+struct kiln_conn {
+    struct kiln_conn *prev, *next;
+    int fd;
+    conn_phase phase;
+    struct timespec deadline; /* CLOCK_MONOTONIC, for HEADERS and BODY */
+    const char *reaped;       /* the termination the reaper's close is logged with */
+    unsigned requests;        /* completed on this connection */
+    char remote[64];
+};
+
+struct kiln_reaper {
+    pthread_mutex_t lock; /* the list, every kiln_conn's fields but fd, quit */
+    pthread_cond_t wake;  /* on CLOCK_MONOTONIC, like the deadlines */
+    struct kiln_conn *head;
+    pthread_t thread;
+    int started;
+    int quit;
+};
+
+static int ts_before(const struct timespec *a, const struct timespec *b)
+{
+    return a->tv_sec < b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec < b->tv_nsec);
+}
+
+/* Enter phase; the caller holds the lock. */
+static void conn_enter(kiln_server *srv, struct kiln_conn *c, conn_phase phase)
+{
+    c->phase = phase;
+    if (phase == CONN_BUSY)
+        return;
+    clock_gettime(CLOCK_MONOTONIC, &c->deadline);
+    c->deadline.tv_sec += phase == CONN_HEADERS ? srv->opt.header_timeout
+                                                : srv->opt.request_timeout;
+}
+
+static struct kiln_conn *conn_of(struct MHD_Connection *conn)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return ci ? ci->socket_context : NULL;
+}
+
+static void conn_phase_set(kiln_server *srv, struct MHD_Connection *conn, conn_phase phase)
+{
+    struct kiln_conn *c = conn_of(conn);
+    if (!c)
+        return;
+    pthread_mutex_lock(&srv->reaper->lock);
+    conn_enter(srv, c, phase);
+    pthread_mutex_unlock(&srv->reaper->lock);
+}
+
+/* MHD_OPTION_NOTIFY_CONNECTION: track every connection from its accept. */
+static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+                          enum MHD_ConnectionNotificationCode toe)
+{
+    kiln_server *srv = cls;
+    struct kiln_reaper *r = srv->reaper;
+    if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+        /* Untracked (no memory): the connection still has the idle timer. */
+        struct kiln_conn *c = ci ? calloc(1, sizeof *c) : NULL;
+        if (!c)
+            return;
+        c->fd = ci->connect_fd;
+        client_address(conn, c->remote, sizeof c->remote);
+        pthread_mutex_lock(&r->lock);
+        conn_enter(srv, c, CONN_HEADERS);
+        c->next = r->head;
+        if (r->head)
+            r->head->prev = c;
+        r->head = c;
+        pthread_mutex_unlock(&r->lock);
+        *socket_context = c;
+        return;
+    }
+    struct kiln_conn *c = *socket_context;
+    if (!c)
+        return;
+    *socket_context = NULL;
+    pthread_mutex_lock(&r->lock);
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        r->head = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    const char *reaped = c->reaped;
+    pthread_mutex_unlock(&r->lock);
+    /* A close in the body phase was logged by on_completed, with its
+     * request; one waiting for headers has no request line to log. */
+    if (reaped)
+        http_event(srv, "connection_closed",
+                   json_pack("{s:s, s:s, s:i, s:i}", "termination", reaped, "remote", c->remote,
+                             "requests", (int)c->requests, "limit_seconds",
+                             (int)srv->opt.header_timeout));
+    free(c);
+}
+
+static void *reaper_main(void *arg)
+{
+    kiln_server *srv = arg;
+    struct kiln_reaper *r = srv->reaper;
+    pthread_mutex_lock(&r->lock);
+    while (!r->quit) {
+        struct timespec now, next;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        /* A connection made after this pass has a deadline a whole second
+         * (the least timeout) away at least: a second's sleep misses none. */
+        next = now;
+        next.tv_sec += 1;
+        for (struct kiln_conn *c = r->head; c; c = c->next) {
+            if (c->phase == CONN_BUSY || c->reaped)
+                continue;
+            if (!ts_before(&now, &c->deadline)) {
+                c->reaped = c->phase == CONN_HEADERS ? "header_timeout" : "request_timeout";
+                shutdown(c->fd, SHUT_RDWR);
+            } else if (ts_before(&c->deadline, &next)) {
+                next = c->deadline;
+            }
+        }
+        pthread_cond_timedwait(&r->wake, &r->lock, &next);
+    }
+    pthread_mutex_unlock(&r->lock);
+    return NULL;
+}
+
+static kiln_status reaper_start(kiln_server *srv, kiln_error *err)
+{
+    struct kiln_reaper *r = calloc(1, sizeof *r);
+    if (!r)
+        return kiln_error_set(err, KILN_E_NOMEM, NULL, "out of memory");
+    pthread_condattr_t attr;
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&r->wake, &attr);
+    pthread_condattr_destroy(&attr);
+    pthread_mutex_init(&r->lock, NULL);
+    srv->reaper = r;
+    if (pthread_create(&r->thread, NULL, reaper_main, srv) != 0)
+        return kiln_error_set(err, KILN_E_INTERNAL, NULL, "cannot start the reaper thread");
+    r->started = 1;
+    return KILN_E_OK;
+}
+
+/* After the daemon stopped: every connection has been reported closed. */
+static void reaper_free(kiln_server *srv)
+{
+    struct kiln_reaper *r = srv->reaper;
+    if (!r)
+        return;
+    if (r->started) {
+        pthread_mutex_lock(&r->lock);
+        r->quit = 1;
+        pthread_cond_signal(&r->wake);
+        pthread_mutex_unlock(&r->lock);
+        pthread_join(r->thread, NULL);
+    }
+    pthread_mutex_destroy(&r->lock);
+    pthread_cond_destroy(&r->wake);
+    free(r);
+    srv->reaper = NULL;
+}
+
 /* ---- the request's life ---- */
 
 static kiln_req *req_new(kiln_server *srv, struct MHD_Connection *conn, const char *url,
@@ -193,13 +409,13 @@ static kiln_req *req_new(kiln_server *srv, struct MHD_Connection *conn, const ch
         snprintf(req->request_id + 2 * i, 3, "%02x", rnd[i]);
     snprintf(req->method, sizeof req->method, "%s", method);
     snprintf(req->path, sizeof req->path, "%s", url);
-    __atomic_add_fetch(&srv->active_requests, 1, __ATOMIC_SEQ_CST);
+    atomic_fetch_add(&srv->active_requests, 1);
     return req;
 }
 
 static enum MHD_Result reply_healthz(kiln_req *req)
 {
-    if (req->srv->stopping)
+    if (atomic_load(&req->srv->stopping))
         return http_json(req, MHD_HTTP_SERVICE_UNAVAILABLE, json_pack("{s:s}", "status", "stopping"));
     return http_json(req, MHD_HTTP_OK, json_pack("{s:s}", "status", "ok"));
 }
@@ -226,6 +442,14 @@ static enum MHD_Result reply_metrics(kiln_req *req)
                             "text/plain; version=0.0.4; charset=utf-8");
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
     return http_queue(req, MHD_HTTP_OK, resp, len);
+}
+
+/* A body follows the headers: chunked, or a Content-Length above 0. */
+static int request_has_body(kiln_req *req)
+{
+    uint64_t clen = 0;
+    return http_header(req, MHD_HTTP_HEADER_TRANSFER_ENCODING) != NULL ||
+           (http_content_length(req, &clen) && clen > 0);
 }
 
 /* The first call: only the headers are known. Refuse what can be refused
@@ -255,9 +479,16 @@ static enum MHD_Result begin(kiln_req *req)
             return MHD_NO;
         }
         MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
         MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, http_route_allow(req->route));
         return http_queue(req, MHD_HTTP_METHOD_NOT_ALLOWED, resp, len);
     }
+    /* Only the POSTs take a body. Any other is refused now, on the first
+     * call, so libmicrohttpd reads none of it: reading and dropping it
+     * would let one client stream without limit into a GET. */
+    if (strcmp(req->method, "POST") != 0 && request_has_body(req))
+        return http_error(req, MHD_HTTP_CONTENT_TOO_LARGE, "too_large",
+                          "This request takes no body.", json_pack("{s:i}", "limit", 0));
     if (req->route == ROUTE_HEALTHZ || req->route == ROUTE_METRICS)
         return MHD_YES;
 
@@ -293,7 +524,7 @@ static enum MHD_Result begin(kiln_req *req)
         break;
     case ROUTE_RENDER:
     case ROUTE_RUNS:
-        if (srv->stopping)
+        if (atomic_load(&srv->stopping))
             return http_error(req, MHD_HTTP_SERVICE_UNAVAILABLE, "unavailable",
                               "The server is shutting down.", NULL);
         if (!http_content_type_is(req, "application/json"))
@@ -326,7 +557,9 @@ static enum MHD_Result body_data(kiln_req *req, const char *data, size_t size)
             req->upload_failed = 1;
         return MHD_YES;
     default:
-        return MHD_YES;
+        /* A body where none is taken was refused before it was read
+         * (begin): data here means it came anyway, so close. */
+        return MHD_NO;
     }
 }
 
@@ -344,7 +577,7 @@ static enum MHD_Result finish(kiln_req *req)
     switch (req->route) {
     case ROUTE_HEALTHZ: return reply_healthz(req);
     case ROUTE_METRICS: return reply_metrics(req);
-    case ROUTE_FILES: return files_list(req);
+    case ROUTE_FILES: return files_list(req); /* GET and HEAD */
     case ROUTE_FILE: return get ? files_get(req) : files_delete(req);
     case ROUTE_CONTENT: return download_content(req);
     case ROUTE_LINK: return files_link(req);
@@ -365,17 +598,23 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         if (!req)
             return MHD_NO;
         *con_cls = req;
+        /* The headers are in: the body's deadline starts. */
+        conn_phase_set(req->srv, conn, CONN_BODY);
         /* A request without a body is looked at on the last call, so a
          * refusal keeps the connection alive; one with a body now, so a
          * refusal (401, 413, ...) comes before the body is read. */
-        const char *te = http_header(req, MHD_HTTP_HEADER_TRANSFER_ENCODING);
-        uint64_t clen = 0;
-        if (!te && (!http_content_length(req, &clen) || clen == 0))
+        if (!request_has_body(req))
             return MHD_YES;
         req->begun = 1;
         return begin(req);
     }
+    if (*upload_size == 0)
+        conn_phase_set(req->srv, conn, CONN_BUSY); /* the last call: all of it is in */
     if (req->queued) {
+        /* An early reply to a request whose body no route takes: close
+         * rather than read whatever comes. */
+        if (*upload_size && strcmp(req->method, "POST") != 0)
+            return MHD_NO;
         *upload_size = 0;
         return MHD_YES;
     }
@@ -391,20 +630,6 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
             return r;
     }
     return finish(req);
-}
-
-static void client_address(struct MHD_Connection *conn, char *buf, size_t cap)
-{
-    const union MHD_ConnectionInfo *ci =
-        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-    buf[0] = '\0';
-    if (!ci || !ci->client_addr)
-        return;
-    const struct sockaddr *sa = ci->client_addr;
-    if (sa->sa_family == AF_INET)
-        inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, buf, (socklen_t)cap);
-    else if (sa->sa_family == AF_INET6)
-        inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, buf, (socklen_t)cap);
 }
 
 static const char *termination_name(enum MHD_RequestTerminationCode toe)
@@ -429,6 +654,18 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     if (!req)
         return;
     *con_cls = NULL;
+    /* A close the reaper made is logged as what it was, not as the read
+     * error it looks like; otherwise the next request's headers are due. */
+    const char *reaped = NULL;
+    struct kiln_conn *c = conn_of(conn);
+    if (c) {
+        pthread_mutex_lock(&srv->reaper->lock);
+        reaped = c->reaped;
+        c->reaped = NULL;
+        c->requests++;
+        conn_enter(srv, c, reaped ? CONN_BUSY : CONN_HEADERS);
+        pthread_mutex_unlock(&srv->reaper->lock);
+    }
     files_upload_cleanup(req);
     struct timespec end;
     clock_gettime(CLOCK_MONOTONIC, &end);
@@ -448,7 +685,8 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                                  (json_int_t)req->bytes_out, "duration_ms",
                                  (double)(long long)(seconds * 1e6) / 1e3, "tenant",
                                  req->tenant[0] ? json_string(req->tenant) : json_null());
-        const char *why = termination_name(toe);
+        const char *why = toe != MHD_REQUEST_TERMINATED_COMPLETED_OK && reaped
+                              ? reaped : termination_name(toe);
         if (line && why)
             json_object_set_new(line, "termination", json_string(why));
         char *text = line ? json_dumps(line, JSON_COMPACT | JSON_REAL_PRECISION(9)) : NULL;
@@ -457,10 +695,13 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
             srv->opt.log(srv->opt.log_arg, text);
         free(text);
     }
+    int trim = req->body == BODY_BUFFER && req->received > TRIM_AFTER_BODY_BYTES;
     free(req->buf);
     json_decref(req->reply.body);
     free(req);
-    __atomic_sub_fetch(&srv->active_requests, 1, __ATOMIC_SEQ_CST);
+    if (trim)
+        malloc_trim(0);
+    atomic_fetch_sub(&srv->active_requests, 1);
 }
 
 /* libmicrohttpd's own messages become events (the library never prints). */
@@ -569,8 +810,6 @@ static void apply_defaults(kiln_server_options *o)
         o->threads = cpus < 2 ? 2 : cpus;
     if (!o->max_jobs)
         o->max_jobs = cpus;
-    if (!o->queue_max)
-        o->queue_max = KILN_SERVER_DEFAULT_QUEUE;
     if (!o->max_upload_bytes)
         o->max_upload_bytes = KILN_SERVER_DEFAULT_MAX_UPLOAD;
     if (!o->max_request_bytes)
@@ -583,6 +822,10 @@ static void apply_defaults(kiln_server_options *o)
         o->sweep_seconds = KILN_SERVER_DEFAULT_SWEEP;
     if (!o->connection_timeout)
         o->connection_timeout = KILN_SERVER_DEFAULT_CONN_TIMEOUT;
+    if (!o->header_timeout)
+        o->header_timeout = KILN_SERVER_DEFAULT_HEADER_TIMEOUT;
+    if (!o->request_timeout)
+        o->request_timeout = KILN_SERVER_DEFAULT_REQUEST_TIMEOUT;
     if (!o->shutdown_grace)
         o->shutdown_grace = KILN_SERVER_DEFAULT_GRACE;
     if (!o->max_connections)
@@ -600,6 +843,7 @@ static void server_free(kiln_server *srv)
         pthread_mutex_unlock(&srv->sweep_lock);
         pthread_join(srv->sweeper, NULL);
     }
+    reaper_free(srv);
     if (srv->jobs)
         kiln_jobs_shutdown(srv->jobs, jobs_cancel);
     if (srv->listen_fd >= 0)
@@ -617,6 +861,7 @@ static void server_free(kiln_server *srv)
 kiln_status kiln_server_start(kiln_server **out, const kiln_server_options *opt, kiln_error *err)
 {
     *out = NULL;
+    kiln_json_budget_install(); /* request JSON is parsed within a budget from now on */
     kiln_server *srv = calloc(1, sizeof *srv);
     if (!srv)
         return kiln_error_set(err, KILN_E_NOMEM, NULL, "out of memory");
@@ -679,19 +924,28 @@ kiln_status kiln_server_start(kiln_server **out, const kiln_server_options *opt,
         goto free_server;
     }
     srv->sweeper_started = 1;
+    if ((st = reaper_start(srv, err)) != KILN_E_OK)
+        goto free_server;
 
     struct sockaddr_storage ss;
     socklen_t sl = sizeof ss;
     int v6 = getsockname(srv->listen_fd, (struct sockaddr *)&ss, &sl) == 0 &&
              ss.ss_family == AF_INET6;
-    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
+    /* poll, not epoll: libmicrohttpd 0.9.75's epoll loop misses a client's
+     * clean close (FIN) in the middle of a body, so the connection, its
+     * upload's temporary file and its slot under --max-connections stayed
+     * until the idle timeout (30 s); poll sees the end of the stream at
+     * once. Each pool thread polls only its own connections. */
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_ALLOW_SUSPEND_RESUME |
                      MHD_USE_ERROR_LOG | (v6 ? MHD_USE_IPv6 : 0);
     srv->daemon = MHD_start_daemon(
         flags, 0, NULL, NULL, on_request, srv, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, srv,
         MHD_OPTION_LISTEN_SOCKET, srv->listen_fd,
         MHD_OPTION_THREAD_POOL_SIZE, srv->opt.threads, MHD_OPTION_CONNECTION_TIMEOUT,
         srv->opt.connection_timeout, MHD_OPTION_CONNECTION_LIMIT, srv->opt.max_connections,
+        MHD_OPTION_PER_IP_CONNECTION_LIMIT, srv->opt.max_connections_per_ip,
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)KILN_HTTP_CONNECTION_MEMORY,
+        MHD_OPTION_NOTIFY_CONNECTION, on_connection, srv,
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv, MHD_OPTION_END);
     if (!srv->daemon) {
         st = kiln_error_set(err, KILN_E_INTERNAL, NULL, "cannot start the HTTP daemon");
@@ -703,6 +957,14 @@ kiln_status kiln_server_start(kiln_server **out, const kiln_server_options *opt,
                          (int)srv->port, "data_dir", srv->opt.data_dir, "threads",
                          (int)srv->opt.threads, "max_jobs", (int)srv->opt.max_jobs, "queue",
                          (int)srv->opt.queue_max));
+    /* What the store's start removed after a crash, said once. */
+    kiln_store_recovery rec;
+    kiln_store_last_recovery(srv->store, &rec);
+    if (rec.orphan_bodies || rec.temporaries || rec.lost_rows)
+        http_event(srv, "recovered",
+                   json_pack("{s:I, s:I, s:I}", "orphan_bodies", (json_int_t)rec.orphan_bodies,
+                             "temporaries", (json_int_t)rec.temporaries, "lost_rows",
+                             (json_int_t)rec.lost_rows));
     *out = srv;
     return KILN_E_OK;
 
@@ -743,7 +1005,7 @@ void kiln_server_stop(kiln_server *srv)
     struct timespec deadline;
     clock_gettime(CLOCK_REALTIME, &deadline);
     deadline.tv_sec += srv->opt.shutdown_grace;
-    srv->stopping = 1;
+    atomic_store(&srv->stopping, 1);
     http_event(srv, "stopping", json_pack("{s:i}", "grace_seconds", (int)srv->opt.shutdown_grace));
 
     /* No new connections; the ones open keep being served. */
@@ -771,13 +1033,13 @@ void kiln_server_stop(kiln_server *srv)
             int finished = d.done;
             pthread_mutex_unlock(&d.lock);
             if (!finished) {
-                srv->kill_runs = 1;
+                atomic_store(&srv->kill_runs, 1);
                 http_event(srv, "killing_runs", NULL);
                 kiln_api_kill_runs();
             }
             pthread_join(t, NULL);
         } else {
-            srv->kill_runs = 1;
+            atomic_store(&srv->kill_runs, 1);
             kiln_api_kill_runs();
             kiln_jobs_shutdown(d.jobs, jobs_cancel);
         }
@@ -795,7 +1057,7 @@ void kiln_server_stop(kiln_server *srv)
         int past_deadline = now.tv_sec > deadline.tv_sec ||
                             (now.tv_sec == deadline.tv_sec && now.tv_nsec >= deadline.tv_nsec);
         int past_floor = now.tv_sec > floor_until.tv_sec;
-        if (__atomic_load_n(&srv->active_requests, __ATOMIC_SEQ_CST) == 0 ||
+        if (atomic_load(&srv->active_requests) == 0 ||
             (past_deadline && past_floor))
             break;
         struct timespec nap = {0, 20 * 1000 * 1000};

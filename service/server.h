@@ -29,6 +29,10 @@
 #define KILN_SERVER_DEFAULT_CONN_TIMEOUT 30
 #define KILN_SERVER_DEFAULT_GRACE 30
 #define KILN_SERVER_DEFAULT_MAX_CONNECTIONS 1000
+#define KILN_SERVER_DEFAULT_MAX_PER_IP 64
+#define KILN_SERVER_DEFAULT_HEADER_TIMEOUT 10
+/* 30 MiB (the largest upload) at 100 KiB/s takes 307 s. */
+#define KILN_SERVER_DEFAULT_REQUEST_TIMEOUT 300
 #define KILN_SERVER_LINK_DEFAULT_SECONDS 3600
 #define KILN_SERVER_LINK_MAX_SECONDS 604800 /* 7 days */
 
@@ -44,15 +48,23 @@ typedef struct kiln_server_options {
     const char *env_keys;        /* "TENANT:KEY,..." (KILN_API_KEYS); may be NULL */
     unsigned threads;            /* HTTP thread pool; 0 = CPUs (at least 2) */
     unsigned max_jobs;           /* render/run workers; 0 = CPUs */
-    unsigned queue_max;          /* jobs waiting beyond those; 0 = default */
+    unsigned queue_max;          /* jobs waiting beyond those; 0 = none wait (the
+                                    default is set by kiln_server_options_init) */
     uint64_t max_upload_bytes;   /* POST /v1/files body; 0 = default */
     uint64_t max_request_bytes;  /* JSON bodies; 0 = default */
     uint64_t max_file_bytes;     /* rendered and produced files; 0 = 30 MiB */
     int64_t ttl_seconds;         /* file lifetime; 0 = 24 h */
     unsigned sweep_seconds;      /* expiry sweep period; 0 = default */
-    unsigned connection_timeout; /* idle seconds before a connection is closed; 0 = default */
+    unsigned connection_timeout; /* seconds without a byte before a connection is closed; 0 = default */
+    unsigned header_timeout;     /* seconds from accept (or the end of the previous response)
+                                    to the end of the request's headers; 0 = default */
+    unsigned request_timeout;    /* seconds from the end of the headers to the end of the
+                                    body; 0 = default */
     unsigned shutdown_grace;     /* seconds running jobs get at stop; 0 = default */
     unsigned max_connections;    /* 0 = default */
+    unsigned max_connections_per_ip; /* from one client address; 0 = no limit (the
+                                        default, KILN_SERVER_DEFAULT_MAX_PER_IP, is set by
+                                        kiln_server_options_init) */
     const char *public_url;      /* base of signed links ("https://kiln.example"); NULL = Host */
     const char *kiln_exe;        /* the kiln executable, for `kiln run` children */
     kiln_run_limits run_max;     /* the most a run may ask for (zeros = kiln run's defaults) */
@@ -62,7 +74,9 @@ typedef struct kiln_server_options {
 
 typedef struct kiln_server kiln_server;
 
-/* Every field its default (host, port and the numbers; no keys, no log). */
+/* Every field its default (host, port and the numbers; no keys, no log).
+ * A field left 0 also means its default, except max_connections_per_ip
+ * (0 = no limit) and queue_max (0 = nothing waits). */
 void kiln_server_options_init(kiln_server_options *opt);
 
 /* Open the store, load the keys (none at all is an error), start the job

@@ -297,6 +297,31 @@ static kiln_status open_db(sqlite3 **db, const char *path, int writer, kiln_erro
     return KILN_E_OK;
 }
 
+/* SQLite creates a database 0644 (less the umask) and gives its -wal and
+ * -shm the database's own mode. The rows (tenants, file names) are the
+ * server's alone, like the bodies: so kiln.db is made 0600 before SQLite
+ * opens it, and a database an older version made, or a -wal or -shm a
+ * crash left, is set to 0600. Best effort: a file system without modes
+ * (or a file not ours) keeps what it has, and SQLite reports what it
+ * cannot open. */
+static void private_db_files(const char *db_path)
+{
+    static const char *const suffixes[] = {"", "-wal", "-shm"};
+    for (size_t i = 0; i < sizeof suffixes / sizeof suffixes[0]; i++) {
+        char path[PATH_MAX];
+        int n = snprintf(path, sizeof path, "%s%s", db_path, suffixes[i]);
+        if (n < 0 || (size_t)n >= sizeof path)
+            continue;
+        /* Only the database is created: an empty file is an empty
+         * database to SQLite, but an empty -wal or -shm is not theirs. */
+        int fd = open(path, O_RDWR | O_CLOEXEC | (i == 0 ? O_CREAT : 0), 0600);
+        if (fd < 0)
+            continue;
+        fchmod(fd, 0600); /* a failure keeps the mode it has (see above) */
+        close(fd);
+    }
+}
+
 /* ---- open, orphan pass, close -------------------------------------------- */
 
 /* mkdir -p, mode 0700: the store is the server's alone. */
@@ -487,6 +512,7 @@ kiln_status kiln_store_open(kiln_store **out, const kiln_store_options *opt, kil
     }
 
     snprintf(path, sizeof path, "%s/kiln.db", opt->dir);
+    private_db_files(path);
     st = open_db(&store->wdb, path, 1, err);
     if (st != KILN_E_OK)
         goto fail_close;

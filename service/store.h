@@ -71,6 +71,15 @@ typedef struct kiln_store_options {
 kiln_status kiln_store_open(kiln_store **store, const kiln_store_options *opt, kiln_error *err);
 void kiln_store_close(kiln_store *store);
 
+/* What the last kiln_store_open's orphan pass removed, so the server can
+ * log a crash's clean-up rather than do it silently. */
+typedef struct kiln_store_recovery {
+    uint64_t orphan_bodies; /* bodies with no live row */
+    uint64_t temporaries;   /* ".tmp-" files a crash left */
+    uint64_t lost_rows;     /* live rows whose body was missing (disk damage) */
+} kiln_store_recovery;
+void kiln_store_last_recovery(const kiln_store *store, kiln_store_recovery *out);
+
 /* A body being written: kiln_store_begin, kiln_store_write as data arrives
  * (TOO_LARGE as soon as max_bytes would be passed, nothing kept), then
  * kiln_store_commit (which fills *file) or kiln_store_abort. */

@@ -18,12 +18,4 @@ void kiln_store_set_clock(kiln_store *store, int64_t (*now)(void *arg), void *ar
 /* Write bodies through named ".tmp-" files even where O_TMPFILE works. */
 void kiln_store_force_named_temp(kiln_store *store, int on);
 
-/* What the last kiln_store_open's orphan pass removed. */
-typedef struct kiln_store_recovery {
-    uint64_t orphan_bodies; /* bodies with no live row */
-    uint64_t temporaries;   /* ".tmp-" files a crash left */
-    uint64_t lost_rows;     /* live rows whose body was missing (disk damage) */
-} kiln_store_recovery;
-void kiln_store_last_recovery(const kiln_store *store, kiln_store_recovery *out);
-
 #endif

@@ -48,7 +48,8 @@ def test_openapi_document():
     refs = re.findall(r'"\$ref": "([^"]+)"', OPENAPI_PATH.read_text("utf-8"))
     for ref in set(refs):
         deref({"$ref": ref})
-    expected = {("/v1/files", "post"), ("/v1/files", "get"), ("/v1/files/{id}", "get"),
+    expected = {("/v1/files", "post"), ("/v1/files", "get"), ("/v1/files", "head"),
+                ("/v1/files/{id}", "get"), ("/v1/files/{id}", "head"),
                 ("/v1/files/{id}", "delete"), ("/v1/files/{id}/content", "get"),
                 ("/v1/files/{id}/content", "head"), ("/v1/files/{id}/link", "post"),
                 ("/v1/render", "post"), ("/v1/runs", "post"), ("/healthz", "get"), ("/healthz", "head"),
@@ -235,6 +236,154 @@ def test_json_body_over_max_request(small_server):
     assert r.json["error"]["details"]["limit"] == 2000
 
 
+# =========================================================================== file names
+
+# (what, the name as a query value, as a Content-Disposition header, as a multipart filename
+# (bytes), the reason the message gives); None: not tried that way. A Content-Disposition whose
+# filename* decodes to a NUL or to bytes that are not UTF-8 is refused as malformed instead.
+NAME_CASES = [
+    ("nul", "a%00b", "attachment; filename*=UTF-8''a%00b", b"a\x00b", "NUL"),
+    ("control", "a%07b", "attachment; filename*=UTF-8''a%07b", b"a\x07b", "control character"),
+    ("newline", "a%0D%0Ab", "attachment; filename*=UTF-8''a%0D%0Ab", None, "control character"),
+    ("dot", ".", 'attachment; filename="."', b".", "'.' or '..'"),
+    ("dotdot", "..", 'attachment; filename=".."', b"..", "'.' or '..'"),
+    ("slash", "a%2Fb", 'attachment; filename="a/b"', b"a/b", "'/'"),
+    ("long", "a" * 256, 'attachment; filename="%s"' % ("a" * 256), b"a" * 256, "255 bytes"),
+    ("utf8", "a%FFb", "attachment; filename*=UTF-8''a%FFb", b"a\xffb", "UTF-8"),
+    ("utf8-raw", None, 'attachment; filename="a\xffb"', None, "UTF-8"),
+    ("empty", "", None, b"", "empty"),
+]
+
+
+@pytest.mark.parametrize("case", NAME_CASES, ids=[c[0] for c in NAME_CASES])
+def test_upload_bad_names(server, case):
+    """One file-name rule for ?filename=, Content-Disposition and the multipart part: 400
+    invalid_request whose details say where the name came from; nothing is stored."""
+    what, query, cd, part, reason = case
+    total = server.request("GET", "/v1/files?limit=1").json["total"]
+    tries = []
+    if query is not None:
+        tries.append(("/v1/files?filename=" + query, b"data", {}, {"parameter": "filename"},
+                      reason))
+    if cd is not None:
+        malformed = "filename*" in cd and what in ("nul", "utf8")
+        tries.append(("/v1/files", b"data", {"Content-Disposition": cd},
+                      {"header": "Content-Disposition"}, "malformed" if malformed else reason))
+    if part is not None:
+        body, ctype = multipart([("file", "PLACEHOLDER", "text/plain", b"data")])
+        body = body.replace(b'filename="PLACEHOLDER"', b'filename="' + part + b'"')
+        # libmicrohttpd's reader of part headers stops at a NUL: no filename at all then
+        tries.append(("/v1/files", body, {"Content-Type": ctype}, {"part": "file"},
+                      "no filename" if what == "nul" else reason))
+    for path, body, headers, details, why in tries:
+        r = server.request("POST", path, body=body, headers=headers)
+        assert r.status == 400 and r.error_code == "invalid_request", (what, details, r)
+        assert r.json["error"]["details"] == details, (what, r)
+        assert why in r.json["error"]["message"], (what, details, r)
+    assert server.request("GET", "/v1/files?limit=1").json["total"] == total
+
+
+def test_upload_name_at_255_bytes(server):
+    name = "é" * 125 + "a.txt"                       # 250 + 5 bytes
+    assert len(name.encode()) == 255
+    body, ctype = multipart([("file", name, "text/plain", b"x")])
+    r = server.request("POST", "/v1/files", body=body, headers={"Content-Type": ctype})
+    assert r.status == 201 and r.json["filename"] == name, r
+
+
+# =========================================================================== multipart edges
+
+def test_multipart_truncated_is_400(server):
+    """A body that ends before the closing boundary is a cut file: 400, nothing stored."""
+    total = server.request("GET", "/v1/files?limit=1").json["total"]
+    files_before = content_files(server.data_dir)
+    body, ctype = multipart([("file", "cut.csv", "text/csv", b"a,b\n1,2\n" * 100)])
+    for cut in (body[:len(body) // 2], body[:body.rindex(b"--kiln")], body[:-len(b"--\r\n")]):
+        r = server.request("POST", "/v1/files", body=cut, headers={"Content-Type": ctype})
+        assert r.status == 400 and r.error_code == "invalid_request", (len(cut), r)
+        assert "closing boundary" in r.json["error"]["message"], r
+    assert server.request("GET", "/v1/files?limit=1").json["total"] == total
+    assert content_files(server.data_dir) == files_before
+
+
+def test_multipart_later_file_parts_ignored(server):
+    first, second = b"first part\n" * 50, b"second part\n" * 70
+    body, ctype = multipart([("file", "one.txt", "text/plain", first),
+                             ("file", "two.txt", "text/plain", second)])
+    r = server.request("POST", "/v1/files", body=body, headers={"Content-Type": ctype})
+    assert r.status == 201 and r.json["filename"] == "one.txt", r
+    assert server.download(r.json["id"]) == first
+    # an empty first part stays the file: the second's bytes are not stored under its name
+    body, ctype = multipart([("file", "empty.txt", "text/plain", b""),
+                             ("file", "two.txt", "text/plain", second)])
+    r = server.request("POST", "/v1/files", body=body, headers={"Content-Type": ctype})
+    assert r.status == 201 and r.json["filename"] == "empty.txt" and r.json["bytes"] == 0, r
+    assert server.download(r.json["id"]) == b""
+
+
+def test_multipart_part_data_arriving_late(server):
+    """The file part's headers in one packet, its data later: the data is the part's own
+    (the first call for a part may carry no data; telling a later part apart must not
+    take the late data for one)."""
+    import socket
+    data = b"late data\n" * 300
+    body, ctype = multipart([("file", "late.txt", "text/plain", data)])
+    split = body.index(b"\r\n\r\n") + 4
+    head = ("POST /v1/files HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer KEY1\r\n"
+            "Content-Type: %s\r\nContent-Length: %d\r\nConnection: close\r\n\r\n"
+            % (ctype, len(body))).encode()
+    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as sock:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        sock.sendall(head + body[:split])
+        time.sleep(0.3)
+        sock.sendall(body[split:])
+        reply = b""
+        while True:
+            b = sock.recv(65536)
+            if not b:
+                break
+            reply += b
+    assert reply.startswith(b"HTTP/1.1 201"), reply[:500]
+    f = json.loads(reply.split(b"\r\n\r\n", 1)[1])
+    assert f["filename"] == "late.txt" and f["bytes"] == len(data), f
+    assert server.download(f["id"]) == data
+
+
+# =========================================================================== a 500
+
+def test_missing_body_is_500(server):
+    """A stored body gone from DATA/content behind the server's back: 500 internal with a
+    generic message; the detail is in the log's "error" event for the request."""
+    f = server.upload("doomed.txt", b"soon gone")
+    os.unlink(os.path.join(server.data_dir, "content", f["id"]))
+    r = server.request("GET", "/v1/files/%s/content" % f["id"])
+    assert r.status == 500 and r.error_code == "internal", r
+    assert f["id"] not in r.json["error"]["message"] and "content" not in r.json["error"]["message"]
+    rid = r.getheader("X-Request-Id")
+    events = [e for e in server.log(wait_for=rid) if e.get("event") == "error"
+              and e.get("request_id") == rid]
+    assert len(events) == 1 and events[0].get("message"), server.lines[-5:]
+    # a render naming it as an input fails the same way
+    spec = {"version": 1, "sheets": [{"name": "S", "data": {"path": f["id"], "format": "csv"}}]}
+    r = server.request("POST", "/v1/render", body={"format": "xlsx", "spec": spec, "inputs": [f["id"]]})
+    assert r.status == 500 and r.error_code == "internal", r
+    rid = r.getheader("X-Request-Id")
+    events = [e for e in server.log(wait_for=rid) if e.get("event") == "error"
+              and e.get("request_id") == rid]
+    assert len(events) == 1 and events[0].get("message"), server.lines[-5:]
+
+
+# =========================================================================== the data directory
+
+def test_database_files_private(server):
+    """kiln.db and its -wal and -shm hold every tenant's file names: 0600, like the bodies."""
+    server.upload("mode.txt", b"x")                  # the WAL exists once something was written
+    for name in ("kiln.db", "kiln.db-wal", "kiln.db-shm"):
+        p = os.path.join(server.data_dir, name)
+        assert os.path.exists(p), name
+        assert os.stat(p).st_mode & 0o777 == 0o600, (name, oct(os.stat(p).st_mode))
+
+
 # =========================================================================== list
 
 def test_list_pagination(server):
@@ -367,6 +516,8 @@ def test_if_none_match(server, blob):
         r = server.request("GET", path, headers={"If-None-Match": inm})
         assert r.status == 304 and r.body == b"", (inm, r)
         assert r.getheader("ETag") == etag
+        # RFC 9110 8.6: a 304 may only carry the 200's Content-Length
+        assert r.getheader("Content-Length") in (None, str(len(DATA))), r
     r = server.request("HEAD", path, headers={"If-None-Match": etag})
     assert r.status == 304, r
     r = server.request("GET", path, headers={"If-None-Match": '"%s"' % ("0" * 64)})
@@ -418,13 +569,29 @@ def test_content_disposition_non_ascii(server):
     assert r.getheader("Content-Type") == XLSX
 
 
-def test_content_disposition_quotes_and_controls(server):
-    f = server.upload('a"b\\c\td.txt', b"x")
-    r = server.request("HEAD", "/v1/files/%s/content" % f["id"])
-    fallback, star = disposition(r.getheader("Content-Disposition"))
-    assert fallback == "a_b_c_d.txt"
-    if star is not None:
-        assert star == 'a"b\\c\td.txt'
+def test_content_disposition_quotes_and_backslashes(server):
+    """A plain-ASCII name whose fallback had to change ('"' and '\\' become '_') still sends
+    filename*, so the real name is not lost."""
+    for name, want in (('a"b\\c d.txt', "a_b_c d.txt"), ('say "hi".csv', "say _hi_.csv")):
+        f = server.upload(name, b"x")
+        assert f["filename"] == name
+        r = server.request("HEAD", "/v1/files/%s/content" % f["id"])
+        assert disposition(r.getheader("Content-Disposition")) == (want, name)
+
+
+def test_upload_controls_refused(server):
+    """Control characters are no part of a file name, at upload as at render."""
+    for raw in ("a\tb.txt", "\r\nSet-Cookie: x", "bell\x07.txt", "del\x7f.txt"):
+        r = server.request("POST", "/v1/files?filename=" + quote(raw), body=b"x")
+        assert r.status == 400 and r.error_code == "invalid_request", (raw, r)
+        assert "control character" in r.json["error"]["message"], r
+        assert r.json["error"]["details"] == {"parameter": "filename"}, r
+
+
+def test_upload_colon_allowed(server):
+    """':' is a fine name to store (only a run refuses it as an input, with a 422 saying why)."""
+    f = server.upload("10:30 notes.csv", b"a\n")
+    assert f["filename"] == "10:30 notes.csv"
 
 
 # =========================================================================== auth and errors
@@ -679,6 +846,23 @@ def test_config_precedence(serve_factory, tmp_path):
     s.stop()
     s = serve_factory(name="conf4", env={"KILN_CONFIG": str(conf)})
     assert limit(s) == 100
+    s.stop()
+
+
+def test_queue_zero_accepted(serve_factory):
+    """--queue 0 is a valid setting (no waiting), and an idle worker still takes a render."""
+    s = serve_factory("--queue", "0", "--max-jobs", "1", name="queue0a")
+    r = s.request("POST", "/v1/render", body={"format": "xlsx", "spec": {
+        "version": 1, "sheets": [{"name": "S", "rows": [[1]]}]}})
+    assert r.status == 201, r
+    s.stop()
+
+
+def test_queue_zero_allowed(serve_factory):
+    """--queue 0: nothing waits (a job is taken only by an idle worker); the listening event
+    says so."""
+    s = serve_factory("--queue", "0", name="queue0")
+    assert json.loads(s.first_line).get("queue") == 0, s.first_line
     s.stop()
 
 

@@ -250,3 +250,64 @@ def test_render_metrics(server, rendered):
     for fmt in ("xlsx", "docx", "pdf", "pptx"):
         m = re.search(r'^kiln_renders_total\{[^}]*format="%s"[^}]*\} (\d+)' % fmt, text, re.M)
         assert m and int(m.group(1)) >= 1, (fmt, text[:3000])
+
+
+# =========================================================================== limits
+
+def fake_jpeg(size, seed):
+    """A JPEG of about size bytes Kiln accepts (SOF, SOS, EOI; the structure is checked, the
+    pixels never decoded) whose scan is random: stored as it is, it does not compress."""
+    import random
+    rng = random.Random(seed)
+    sof = b"\xff\xc0\x00\x11\x08\x00\x64\x00\x64\x03\x01\x11\x00\x02\x11\x00\x03\x11\x00"
+    sos = b"\xff\xda\x00\x0c\x03\x01\x00\x02\x00\x03\x00\x00\x3f\x00"
+    scan = rng.randbytes(size).replace(b"\xff", b"\xfe")    # no marker inside the scan
+    return b"\xff\xd8" + sof + sos + scan + b"\xff\xd9"
+
+
+def test_render_over_the_ceiling_is_413(server):
+    """A document past the output ceiling (30 MiB, fixed): two different 16 MiB images (each
+    under the 20 MiB an image may have; one used twice would be stored once) in a docx."""
+    ids = [server.upload("big%d.jpg" % i, fake_jpeg(16 << 20, i))["id"] for i in range(2)]
+    before = server.request("GET", "/v1/files?limit=1").json["total"]
+    spec = {"version": 1, "blocks": [{"type": "image", "image": {"path": i, "alt": "noise"}}
+                                     for i in ids]}
+    r = server.request("POST", "/v1/render", body={"format": "docx", "spec": spec, "inputs": ids},
+                       timeout=120)
+    assert r.status == 413 and r.error_code == "too_large", r
+    assert r.json["error"]["details"]["limit"] == 30 << 20, r
+    assert "document" in r.json["error"]["message"], r
+    assert server.request("GET", "/v1/files?limit=1").json["total"] == before
+    for i in ids:
+        assert server.request("DELETE", "/v1/files/" + i).status == 204
+
+
+def vm_hwm_bytes(pid):
+    with open("/proc/%d/status" % pid) as fh:
+        for line in fh:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    raise AssertionError("no VmHWM in /proc/%d/status" % pid)
+
+
+def test_json_bomb_is_413(serve_factory):
+    """4 MiB of empty arrays would cost jansson over 150 MiB: it is refused (413, details.limit
+    the memory budget, 32 bytes a byte) quickly, and the server's peak memory stays low."""
+    import time
+    s = serve_factory(name="bomb")
+    head, tail = b'{"format":"xlsx","spec":{"version":1,"x":[', b"[]]}}"
+    body = head + b"[]," * ((4 << 20) // 3) + tail
+    t0 = time.monotonic()
+    r = s.request("POST", "/v1/render", body=body, headers={"Content-Type": "application/json"})
+    took = time.monotonic() - t0
+    assert r.status == 413 and r.error_code == "too_large", r
+    assert r.json["error"]["details"]["limit"] == 32 * len(body), r
+    assert "more memory than its size allows" in r.json["error"]["message"], r
+    assert took < 10, took
+    hwm = vm_hwm_bytes(s.proc.pid)
+    assert hwm < 300 * 1000 * 1000, "peak RSS %d MB" % (hwm // 1000000)
+    # and the server is fine afterwards
+    assert s.request("GET", "/healthz", key=None).status == 200
+    ok = s.request("POST", "/v1/render", body={"format": "xlsx", "spec": {
+        "version": 1, "sheets": [{"name": "S", "rows": [[1]]}]}})
+    assert ok.status == 201, ok

@@ -1,10 +1,18 @@
 """`kiln serve` under bad clients and crashes (issue 7): slowloris-style slow clients and
-abrupt disconnects (mid-upload, mid-download) do not hold up other clients; SIGKILL during
-a slow upload and a restart leave no half file, no row, no temporary file; /metrics parses
+abrupt disconnects (mid-upload, mid-download) do not hold up other clients; uploads and
+renders cut off by a clean close release their connection and descriptors at once; a
+client trickling its headers is closed after --header-timeout and holds at most
+--max-connections-per-ip connections; a body sent to a route that takes none is refused
+unread; HEAD works wherever GET does; SIGKILL during a slow upload and a restart leave no
+half file, no row, no temporary file, and the restart logs what it removed; /metrics parses
 as Prometheus text and counts the requests; shutdown answers 503 to what is left.
 """
 import hashlib
+import http.client
+import json
+import os
 import re
+import selectors
 import signal
 import socket
 import threading
@@ -12,8 +20,8 @@ import time
 
 import pytest
 
-from serve_helpers import (MIB, Server, content_files, rst_close,
-                           serve_factory)  # noqa: F401 (fixtures)
+from serve_helpers import (MIB, Resp, Server, check_response, content_files, raw_exchange,
+                           request_on, rst_close, serve_factory)  # noqa: F401 (fixtures)
 
 BIG = bytes((i * 31 + (i >> 10)) & 0xFF for i in range(8 * MIB))
 
@@ -315,3 +323,297 @@ def test_metrics(serve_factory):
         time.sleep(0.1)
         m2 = parse_metrics(s.metrics())
     assert m2.get(series, 0) >= 1, sorted(m2)
+
+
+# --------------------------------------------------------------------------- connections
+
+
+def fd_count(pid):
+    return len(os.listdir("/proc/%d/fd" % pid))
+
+
+def wait_fds_at_most(srv, limit, timeout):
+    """The server's open descriptors once they are <= limit, or after timeout."""
+    deadline = time.monotonic() + timeout
+    n = fd_count(srv.proc.pid)
+    while n > limit and time.monotonic() < deadline:
+        time.sleep(0.05)
+        n = fd_count(srv.proc.pid)
+    return n
+
+
+def test_aborted_bodies_release_connections(serve_factory):
+    """Uploads and renders whose client sends half the body and then closes normally (a
+    FIN, not a reset) free their connection, the upload's temporary file and its
+    descriptors at once, and are logged as client_abort. (libmicrohttpd's epoll loop
+    missed such a close and kept all of it for the whole --connection-timeout.)"""
+    s = serve_factory(name="aborts")
+    assert s.request("GET", "/healthz", key=None).status == 200
+    time.sleep(0.3)
+    base = fd_count(s.proc.pid)
+    before = len(s.lines)
+    for i in range(50):
+        sock = socket.create_connection(("127.0.0.1", s.port), timeout=10)
+        if i % 2 == 0:
+            sock.sendall(b"POST /v1/files?filename=cut.bin HTTP/1.1\r\nHost: x\r\n"
+                         b"Authorization: Bearer KEY1\r\nContent-Length: 1000000\r\n\r\n"
+                         + b"z" * 400_000)
+        else:
+            sock.sendall(b"POST /v1/render HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer KEY1\r\n"
+                         b"Content-Type: application/json\r\nContent-Length: 1000000\r\n\r\n"
+                         b'{"format": "xlsx", "spec": {"sheets": [' + b" " * 400_000)
+        sock.close()
+    n = wait_fds_at_most(s, base, 2.0)
+    assert n <= base, "%d descriptors open 2 s after 50 aborted requests (%d before)" % (n, base)
+    deadline = time.monotonic() + 2
+    while True:
+        entries = [json.loads(line) for line in s.lines[before:]]
+        aborted = [e for e in entries if e.get("route") in ("/v1/files", "/v1/render")]
+        if len(aborted) >= 50 or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    assert len(aborted) == 50, entries
+    assert {e.get("termination") for e in aborted} == {"client_abort"}, aborted[:5]
+    assert {e["status"] for e in aborted} == {0}
+    assert s.request("GET", "/v1/files?limit=1").json["total"] == 0
+    assert content_files(s.data_dir) == []
+
+
+def test_slowloris_over_the_limit(serve_factory):
+    """30 clients trickling their headers from one address against --max-connections 20:
+    --max-connections-per-ip 10 keeps them from taking every connection (a client from
+    another address is served at once), --header-timeout 2 closes the ones accepted after
+    about 2 s, and then a normal client from their address is served too."""
+    s = serve_factory("--max-connections", "20", "--max-connections-per-ip", "10",
+                      "--header-timeout", "2", name="slowloris")
+    before = len(s.lines)
+    sel = selectors.DefaultSelector()
+    opened = {}
+    closed = {}
+    t0 = time.monotonic()
+    for i in range(30):
+        sock = socket.create_connection(("127.0.0.1", s.port), timeout=10)
+        try:
+            sock.sendall(b"GET /v1/files HTTP/1.1\r\nHost: x\r\n")
+        except OSError:
+            pass
+        sock.setblocking(False)
+        sel.register(sock, selectors.EVENT_READ)
+        opened[sock] = time.monotonic()
+
+    # another address: the per-address limit left it room under --max-connections
+    c = http.client.HTTPConnection("127.0.0.1", s.port, timeout=5, source_address=("127.0.0.2", 0))
+    try:
+        t = time.monotonic()
+        r = request_on(c, "GET", "/healthz")
+        assert r.status == 200 and time.monotonic() - t < 1.0, r
+    finally:
+        c.close()
+
+    # the same address: refused until the trickling ones are closed, then served
+    served_at = None
+    last_drip = 0.0
+    line = b"X-Slow: 1234567890\r\n"
+    n = 0
+    while time.monotonic() - t0 < 6 and (len(closed) < 30 or served_at is None):
+        now = time.monotonic()
+        if now - last_drip >= 0.5:                   # a header byte every 0.5 s on each
+            for sock in opened:
+                if sock not in closed:
+                    try:
+                        sock.send(line[n % len(line):n % len(line) + 1])
+                    except OSError:
+                        pass
+            n += 1
+            last_drip = now
+        for key, _ in sel.select(timeout=0.05):
+            sock = key.fileobj
+            try:
+                data = sock.recv(4096)
+            except BlockingIOError:
+                continue
+            except OSError:
+                data = b""
+            if not data:
+                closed[sock] = time.monotonic() - opened[sock]
+                sel.unregister(sock)
+        if served_at is None:
+            try:
+                r = s.request("GET", "/healthz", key=None, timeout=1)
+                if r.status == 200:
+                    served_at = time.monotonic() - t0
+            except (OSError, http.client.HTTPException):
+                pass
+    for sock in opened:
+        sock.close()
+    sel.close()
+    assert served_at is not None and served_at < 3.5, \
+        "a normal client waited %s s for /healthz behind 30 trickling clients" % served_at
+    assert len(closed) == 30, "%d of 30 trickling connections still open after 6 s" % (30 - len(closed))
+    held = sorted(v for v in closed.values() if v >= 1.0)
+    assert 1 <= len(held) <= 10, sorted(closed.values())      # the per-address limit
+    assert all(1.8 <= v <= 3.5 for v in held), held           # closed by --header-timeout
+    events = [json.loads(x) for x in s.lines[before:]]
+    timeouts = [e for e in events if e.get("event") == "connection_closed"]
+    assert len(timeouts) == len(held), events
+    assert {e["termination"] for e in timeouts} == {"header_timeout"}
+    assert {e["remote"] for e in timeouts} == {"127.0.0.1"}
+
+
+def test_request_timeout(serve_factory):
+    """--request-timeout bounds the time a body takes to arrive, however steadily it
+    trickles (each byte keeps --connection-timeout from firing)."""
+    s = serve_factory("--request-timeout", "2", name="reqtimeout")
+    sock = socket.create_connection(("127.0.0.1", s.port), timeout=10)
+    t0 = time.monotonic()
+    try:
+        sock.sendall(b"POST /v1/files?filename=slow.bin HTTP/1.1\r\nHost: x\r\n"
+                     b"Authorization: Bearer KEY1\r\nContent-Length: 1000\r\n\r\n")
+        sock.settimeout(0.3)
+        gone = None
+        while time.monotonic() - t0 < 8:
+            try:
+                sock.send(b"s")
+                data = sock.recv(1000)
+                if not data:
+                    gone = time.monotonic() - t0
+                    break
+            except socket.timeout:
+                continue
+            except OSError:
+                gone = time.monotonic() - t0
+                break
+        assert gone is not None and 1.8 <= gone <= 4, gone
+    finally:
+        sock.close()
+    entries = [e for e in s.log() if e.get("route") == "/v1/files"]
+    deadline = time.monotonic() + 2
+    while not entries and time.monotonic() < deadline:
+        time.sleep(0.05)
+        entries = [e for e in s.log() if e.get("route") == "/v1/files"]
+    assert [e.get("termination") for e in entries] == ["request_timeout"], entries
+    assert content_files(s.data_dir) == []
+
+
+def read_reply(sock, method):
+    """One HTTP response from a raw socket, as a Resp."""
+    r = http.client.HTTPResponse(sock, method=method)
+    r.begin()
+    body = r.read()
+    return Resp(r.status, r.reason, r.msg, body)
+
+
+def test_body_on_a_route_without_one(server, big):
+    """GET, HEAD, DELETE, /healthz: a Content-Length above 0 or a chunked body is answered
+    413 too_large (details.limit 0) from the headers alone, before any of it is sent, and
+    the connection is closed rather than read."""
+    cases = [("GET", "/v1/files", "Content-Length: 100000000\r\n"),
+             ("GET", "/v1/files/" + big["id"], "Content-Length: 5\r\n"),
+             ("HEAD", "/v1/files", "Content-Length: 100000000\r\n"),
+             ("DELETE", "/v1/files/" + big["id"], "Transfer-Encoding: chunked\r\n"),
+             ("GET", "/v1/files/%s/content" % big["id"], "Content-Length: 100000000\r\n"),
+             ("GET", "/healthz", "Transfer-Encoding: chunked\r\n")]
+    for method, path, header in cases:
+        sock = socket.create_connection(("127.0.0.1", server.port), timeout=5)
+        try:
+            sock.sendall(("%s %s HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer KEY1\r\n%s\r\n"
+                          % (method, path, header)).encode())
+            r = read_reply(sock, method)              # no byte of the body was sent
+            check_response(r, method, path)
+            assert r.status == 413, (method, path, r)
+            if method != "HEAD":
+                assert r.error_code == "too_large" and r.json["error"]["details"]["limit"] == 0, r
+            # the server reads none of it: the connection ends instead
+            ended = False
+            try:
+                for _ in range(64):
+                    sock.sendall(b"x" * 65536)
+                    time.sleep(0.01)
+            except OSError:
+                ended = True
+            if not ended:
+                try:
+                    ended = sock.recv(1) == b""
+                except OSError:
+                    ended = True
+            assert ended, (method, path)
+        finally:
+            sock.close()
+    assert server.request("GET", "/v1/files/" + big["id"]).status == 200   # not deleted
+
+
+def test_head_on_files(server, big):
+    """HEAD /v1/files and /v1/files/{id} (RFC 9110 9.1: wherever GET is): GET's status and
+    headers, no body."""
+    for path in ("/v1/files?limit=1", "/v1/files/" + big["id"], "/v1/files/" + "0" * 32):
+        get = server.request("GET", path)
+        head = server.request("HEAD", path)
+        assert head.status == get.status, (path, head, get)
+        assert head.body == b""
+        assert head.getheader("Content-Type") == get.getheader("Content-Type")
+        if get.status == 200:
+            assert int(head.getheader("Content-Length")) == len(get.body), (path, head)
+        raw = raw_exchange(server.port, ("HEAD %s HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer KEY1\r\n"
+                                         "Connection: close\r\n\r\n" % path).encode())
+        assert raw.endswith(b"\r\n\r\n"), raw[-200:]                    # nothing after the headers
+        assert raw.startswith(b"HTTP/1.1 %d" % get.status), raw[:100]
+    r = server.request("PUT", "/v1/files/" + big["id"], body=b"")
+    assert r.status == 405 and {m.strip() for m in r.getheader("Allow").split(",")} == {"GET", "HEAD", "DELETE"}
+    assert r.getheader("Cache-Control") == "no-store", r
+    r = server.request("DELETE", "/v1/files")
+    assert r.status == 405 and {m.strip() for m in r.getheader("Allow").split(",")} == {"GET", "HEAD", "POST"}
+
+
+def test_recovery_is_logged(tmp_path):
+    """What the start removes after a crash (a body without a row, a temporary file) is
+    logged once, in a "recovered" event right after "listening"."""
+    data_dir = tmp_path / "recover"
+    s = Server(data_dir).start()
+    try:
+        keep = s.upload("keep.txt", b"kept")
+    finally:
+        s.stop()
+    assert not [e for e in (json.loads(x) for x in s.lines) if e.get("event") == "recovered"]
+    (data_dir / "content" / ("ab" * 16)).write_bytes(b"an orphan body")
+    (data_dir / "content" / ".tmp-0123456789abcdef").write_bytes(b"half")
+    s2 = Server(data_dir).start()
+    try:
+        deadline = time.monotonic() + 3             # the line after "listening"
+        while True:
+            events = [json.loads(x) for x in s2.lines]
+            rec = [e for e in events if e.get("event") == "recovered"]
+            if rec or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
+        assert len(rec) == 1, events
+        assert (rec[0]["orphan_bodies"], rec[0]["temporaries"], rec[0]["lost_rows"]) == (1, 1, 0), rec
+        assert events[0]["event"] == "listening" and events[1] is rec[0], events[:3]
+        assert content_files(data_dir) == [keep["id"]]
+    finally:
+        s2.stop()
+
+
+def test_connection_limits_from_env_and_config(serve_factory, tmp_path):
+    """The new limits come from the environment and the config file like every setting:
+    KILN_MAX_CONNECTIONS_PER_IP=0 lifts the per-address limit (70 idle connections from one
+    address, over the default 64, and a request still goes through), header-timeout = 1
+    in the config file closes them after about a second."""
+    conf = tmp_path / "serve.conf"
+    conf.write_text("header-timeout = 1\n")
+    s = serve_factory("--config", str(conf), env={"KILN_MAX_CONNECTIONS_PER_IP": "0"},
+                      name="limits")
+    socks = [socket.create_connection(("127.0.0.1", s.port), timeout=5) for _ in range(70)]
+    try:
+        time.sleep(0.2)
+        assert s.request("GET", "/healthz", key=None, timeout=5).status == 200
+        t0 = time.monotonic()
+        for sock in socks:
+            sock.settimeout(max(0.1, t0 + 4 - time.monotonic()))
+            try:
+                assert sock.recv(100) == b""
+            except ConnectionResetError:
+                pass
+        assert time.monotonic() - t0 < 3.5
+    finally:
+        for sock in socks:
+            sock.close()

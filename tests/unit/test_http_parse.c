@@ -1,6 +1,7 @@
 /* test_http_parse.c - the HTTP service's parsers of request input
  * (service/http.h): Range, If-None-Match, If-Range, HTTP dates,
- * Content-Disposition written and read, query integers, routing. Each bug
+ * Content-Disposition written and read, query integers, routing, the JSON
+ * body's memory budget, the file-name rule (api_internal.h). Each bug
  * fuzz/fuzz_http.c found has its input here. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -14,7 +15,9 @@
 
 #include "tests/unit/test_util.h"
 
+#include "service/api_internal.h"
 #include "service/http.h"
+#include "service/json_budget.h"
 
 /* The SHA-256 of nothing: our ETag in these tests. */
 static const char SHA[] = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
@@ -284,16 +287,23 @@ static void assert_disposition(const char *name, const char *want)
     /* and we read our own header back to the name */
     char back[KILN_STORE_FILENAME_MAX + 1];
     assert_int_equal(http_disposition_filename(out, back, sizeof back), 0);
-    if (!strpbrk(name, "\"\\\x01\x1f\x7f"))
-        assert_string_equal(back, name);
+    /* every name comes back whole: filename* carries any the fallback
+     * changed */
+    assert_string_equal(back, name);
 }
 
 static void test_disposition_write(void **state)
 {
     (void)state;
     assert_disposition("Q4 report.xlsx", "attachment; filename=\"Q4 report.xlsx\"");
-    /* quotes, backslashes and controls become '_' in the ASCII name */
-    assert_disposition("a\"b\\c\x01" "d\x7f.txt", "attachment; filename=\"a_b_c_d_.txt\"");
+    /* quotes, backslashes and controls become '_' in the ASCII name, and
+     * filename* keeps the real one */
+    assert_disposition("a\"b\\c\x01" "d\x7f.txt",
+                       "attachment; filename=\"a_b_c_d_.txt\"; "
+                       "filename*=UTF-8''a%22b%5Cc%01d%7F.txt");
+    assert_disposition("say \"hi\".txt",
+                       "attachment; filename=\"say _hi_.txt\"; filename*=UTF-8''say%20%22hi%22.txt");
+    assert_disposition("a\\b.txt", "attachment; filename=\"a_b.txt\"; filename*=UTF-8''a%5Cb.txt");
     assert_disposition("R\xc3\xa9sum\xc3\xa9.docx",
                        "attachment; filename=\"R_sum_.docx\"; "
                        "filename*=UTF-8''R%C3%A9sum%C3%A9.docx");
@@ -498,6 +508,97 @@ static void test_headers(void **state)
     assert_int_equal(http_body_parse("", 0, 0, &o, &err), HTTP_BODY_INVALID_JSON);
 }
 
+/* The memory budget: 4 MiB of empty arrays asks jansson for far more than
+ * 32 bytes a byte, so it is refused as over budget, not as invalid; the
+ * same size of numbers parses. */
+static void test_body_budget(void **state)
+{
+    (void)state;
+    kiln_json_budget_install();
+    size_t n = 4u << 20;
+    char *text = malloc(n + 64);
+    assert_non_null(text);
+    size_t o = (size_t)snprintf(text, 64, "{\"spec\":{\"x\":[");
+    while (o + 4 < n) {
+        memcpy(text + o, "[],", 3);
+        o += 3;
+    }
+    memcpy(text + o, "[]]}}", 5);
+    o += 5;
+    json_t *doc = NULL;
+    json_error_t err;
+    assert_int_equal(http_body_parse(text, o, 0, &doc, &err), HTTP_BODY_OVER_BUDGET);
+    assert_null(doc);
+    /* cut short: the budget runs out before the end would show the error */
+    assert_int_equal(http_body_parse(text, o - 1, 0, &doc, &err), HTTP_BODY_OVER_BUDGET);
+
+    o = (size_t)snprintf(text, 64, "{\"spec\":{\"x\":[");
+    while (o + 12 < n) {
+        memcpy(text + o, "1234567890,", 11);
+        o += 11;
+    }
+    memcpy(text + o, "1]}}", 4);
+    o += 4;
+    assert_int_equal(http_body_parse(text, o, 0, &doc, &err), 0);
+    assert_true(json_is_object(doc));
+    json_decref(doc);
+    assert_int_equal(http_body_parse("{\"a\":", 5, 0, &doc, &err), HTTP_BODY_INVALID_JSON);
+    free(text);
+}
+
+/* ---- the file-name rule (api_internal.h) ---- */
+
+static void assert_name_ok(const char *s, size_t len)
+{
+    const char *why = kiln_api_check_filename(s, len);
+    if (why)
+        fail_msg("\"%.*s\" refused: %s", (int)len, s, why);
+}
+
+static void assert_name_bad(const char *s, size_t len, const char *want)
+{
+    const char *why = kiln_api_check_filename(s, len);
+    if (!why)
+        fail_msg("\"%.*s\" accepted", (int)len, s);
+    assert_string_equal(why, want);
+}
+
+static void test_filename_rule(void **state)
+{
+    (void)state;
+    assert_name_ok("report.xlsx", 11);
+    assert_name_ok("10:30 notes.csv", 15); /* ':' is for runs to refuse */
+    assert_name_ok(".kiln", 5);
+    assert_name_ok("...", 3);
+    assert_name_ok("R\xc3\xa9sum\xc3\xa9.pdf", 12);
+    assert_name_ok("\xef\xbf\xbd", 3);     /* a real U+FFFD */
+    assert_name_ok("\xc2\x85", 2);         /* U+0085: C1 is not among the refused */
+    assert_name_ok("\xf0\x9f\x93\x8a.csv", 8);
+    assert_name_bad("", 0, "is empty");
+    char long_name[KILN_STORE_FILENAME_MAX + 1];
+    memset(long_name, 'a', sizeof long_name);
+    assert_name_ok(long_name, KILN_STORE_FILENAME_MAX);
+    assert_name_bad(long_name, KILN_STORE_FILENAME_MAX + 1, "is longer than 255 bytes");
+    assert_name_bad("a\0b", 3, "contains a NUL byte");
+    const char *control = "contains a control character (U+0000 to U+001F or U+007F)";
+    assert_name_bad("a\rb", 3, control);
+    assert_name_bad("\r\nSet-Cookie: x", 15, control);
+    assert_name_bad("bell\x07", 5, control);
+    assert_name_bad("tab\t.txt", 8, control);
+    assert_name_bad("del\x7f", 4, control);
+    const char *utf8 = "is not valid UTF-8";
+    assert_name_bad("\xff.txt", 5, utf8);
+    assert_name_bad("\xc3", 1, utf8);            /* cut short */
+    assert_name_bad("\xc3\xa9", 1, utf8);        /* cut by len */
+    assert_name_bad("\xc0\xaf", 2, utf8);        /* overlong '/' */
+    assert_name_bad("\xed\xa0\x80", 3, utf8);    /* a surrogate */
+    assert_name_bad("\xf4\x90\x80\x80", 4, utf8); /* past U+10FFFF */
+    assert_name_bad("a/b", 3, "contains '/'");
+    assert_name_bad("/", 1, "contains '/'");
+    assert_name_bad(".", 1, "cannot be '.' or '..'");
+    assert_name_bad("..", 2, "cannot be '.' or '..'");
+}
+
 static void test_media_type(void **state)
 {
     (void)state;
@@ -577,6 +678,8 @@ int main(void)
         cmocka_unit_test(test_headers),
         cmocka_unit_test(test_media_type),
         cmocka_unit_test(test_routes),
+        cmocka_unit_test(test_body_budget),
+        cmocka_unit_test(test_filename_rule),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
