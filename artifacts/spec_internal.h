@@ -12,6 +12,7 @@
 
 #include "../common/arena.h"
 #include "../common/error.h"
+#include "../common/utf8.h"
 #include "spec.h"
 
 /* Everything a kiln_doc owns besides its public members. */
@@ -53,8 +54,6 @@ size_t kiln_utf8_count(const char *s, size_t len);
 /* Byte offset of the first character XML 1.0 forbids (NUL and other C0
  * controls except tab/LF/CR, U+FFFE, U+FFFF), or -1 when there is none. */
 long kiln_xml_illegal_at(const char *s, size_t len);
-/* 1 when s is valid UTF-8. */
-int kiln_utf8_valid(const char *s, size_t len);
 
 /* ---- colors, styles and cells (parse_cell.c) ---- */
 /* "#RRGGBB" or "RRGGBB" -> 0xRRGGBB; -1 when malformed. */

@@ -70,3 +70,45 @@ uint32_t kiln_utf8_next(const char *str, size_t len, size_t *pos)
     *pos = i + (size_t)extra + 1;
     return cp;
 }
+
+/* Strict: no overlong forms, no surrogates, nothing past U+10FFFF (the
+ * spec parser, the store's file names and the HTTP layer's all agree). */
+int kiln_utf8_valid(const char *s, size_t len)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    size_t i = 0;
+    while (i < len) {
+        unsigned char c = u[i];
+        if (c < 0x80) {
+            i++;
+            continue;
+        }
+        size_t n;
+        uint32_t cp;
+        if (c >= 0xC2 && c <= 0xDF) {
+            n = 1;
+            cp = c & 0x1F;
+        } else if (c >= 0xE0 && c <= 0xEF) {
+            n = 2;
+            cp = c & 0x0F;
+        } else if (c >= 0xF0 && c <= 0xF4) {
+            n = 3;
+            cp = c & 0x07;
+        } else {
+            return 0;
+        }
+        if (i + n >= len)
+            return 0;
+        for (size_t k = 1; k <= n; k++) {
+            if ((u[i + k] & 0xC0) != 0x80)
+                return 0;
+            cp = (cp << 6) | (u[i + k] & 0x3F);
+        }
+        /* Overlong forms, surrogates and values past U+10FFFF. */
+        if ((n == 2 && cp < 0x800) || (n == 3 && (cp < 0x10000 || cp > 0x10FFFF)) ||
+            (cp >= 0xD800 && cp <= 0xDFFF))
+            return 0;
+        i += n + 1;
+    }
+    return 1;
+}

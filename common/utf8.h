@@ -1,7 +1,7 @@
 /*
- * utf8.h - UTF-8 encoding and decoding shared by the parser (markdown
- * entities) and the writers (text measured, broken into lines, reshaped for
- * right-to-left output).
+ * utf8.h - UTF-8 encoding, decoding and validation shared by the parser
+ * (markdown entities, every string), the writers (text measured, broken into
+ * lines, reshaped for right-to-left output) and the service (file names).
  */
 #ifndef KILN_UTF8_H
 #define KILN_UTF8_H
@@ -17,5 +17,9 @@ size_t kiln_utf8_encode(uint32_t cp, char out[4]);
  * the end. Text from the parser is valid UTF-8, but a cut or malformed
  * sequence still advances and reads as U+FFFD. */
 uint32_t kiln_utf8_next(const char *s, size_t len, size_t *pos);
+
+/* 1 when s[0..len) is valid UTF-8 (strict: no overlong forms, surrogates or
+ * code points past U+10FFFF). */
+int kiln_utf8_valid(const char *s, size_t len);
 
 #endif

@@ -38,6 +38,7 @@
 
 #include <nettle/sha2.h>
 
+#include "common/media_type.h"
 #include "common/output.h"
 #include "exec/exec_internal.h"
 
@@ -165,50 +166,6 @@ static char *path_join(const char *prefix, const char *name)
         memcpy(p, name, nl + 1);
     }
     return p;
-}
-
-/* ---- media types ------------------------------------------------------- */
-
-static const struct {
-    const char *ext;
-    const char *type;
-} media_types[] = {
-    {"xlsx", "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"},
-    {"docx", "application/vnd.openxmlformats-officedocument.wordprocessingml.document"},
-    {"pptx", "application/vnd.openxmlformats-officedocument.presentationml.presentation"},
-    {"pdf", "application/pdf"},
-    {"csv", "text/csv"},
-    {"tsv", "text/tab-separated-values"},
-    {"txt", "text/plain"},
-    {"md", "text/markdown"},
-    {"json", "application/json"},
-    {"jsonl", "application/x-ndjson"},
-    {"html", "text/html"},
-    {"xml", "application/xml"},
-    {"png", "image/png"},
-    {"jpg", "image/jpeg"},
-    {"jpeg", "image/jpeg"},
-    {"gif", "image/gif"},
-    {"svg", "image/svg+xml"},
-    {"webp", "image/webp"},
-    {"parquet", "application/vnd.apache.parquet"},
-    {"zip", "application/zip"},
-    {"py", "text/x-python"},
-    {"sh", "application/x-sh"},
-    {"xls", "application/vnd.ms-excel"},
-};
-
-const char *kiln_media_type(const char *name)
-{
-    const char *base = strrchr(name, '/');
-    base = base ? base + 1 : name;
-    const char *dot = strrchr(base, '.');
-    if (dot && dot != base) { /* ".csv" alone is a hidden file, not a CSV */
-        for (size_t i = 0; i < sizeof media_types / sizeof media_types[0]; i++)
-            if (strcasecmp(dot + 1, media_types[i].ext) == 0)
-                return media_types[i].type;
-    }
-    return "application/octet-stream";
 }
 
 /* ---- results ----------------------------------------------------------- */

@@ -210,8 +210,6 @@ typedef struct kiln_collect_limits {
 kiln_status kiln_collect(int job_dir_fd, const char *out_dir, const kiln_collect_limits *limits,
                          const char *const *skip, json_t **files, json_t **refused,
                          uint64_t *refused_more, int *cap_hit, kiln_error *err);
-/* Media type by extension ("report.xlsx" -> the OOXML type); never NULL. */
-const char *kiln_media_type(const char *name);
 
 /* ---- jobdir.c ---------------------------------------------------------- */
 

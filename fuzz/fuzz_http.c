@@ -37,7 +37,7 @@
  *                      filename="escaped" of a name quoted-string can carry
  *                      parse back to it.
  *   http_query_int     1 only for all-digit values <= max.
- *   http_media_type_guess / http_pick_media_type / http_content_type_matches /
+ *   kiln_media_type_guess / http_pick_media_type / http_content_type_matches /
  *   http_parse_content_length / http_buffer_append / http_body_parse /
  *   http_route_of / http_method_allowed   the obvious bounds and consistency.
  *
@@ -53,6 +53,8 @@
 #include <strings.h>
 #include <time.h>
 
+#include "common/media_type.h"
+#include "common/utf8.h"
 #include "service/http.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -85,38 +87,6 @@ static char *dup_exact(const char *s)
         abort();
     memcpy(d, s, n + 1);
     return d;
-}
-
-/* Strict UTF-8 (the store's rule: no overlong forms, no surrogates,
- * nothing past U+10FFFF). */
-static int utf8_ok(const char *s)
-{
-    const unsigned char *p = (const unsigned char *)s;
-    while (*p) {
-        unsigned c = *p, cp, min;
-        int n;
-        if (c < 0x80) {
-            p++;
-            continue;
-        } else if ((c & 0xe0) == 0xc0) {
-            n = 1, cp = c & 0x1f, min = 0x80;
-        } else if ((c & 0xf0) == 0xe0) {
-            n = 2, cp = c & 0x0f, min = 0x800;
-        } else if ((c & 0xf8) == 0xf0) {
-            n = 3, cp = c & 0x07, min = 0x10000;
-        } else {
-            return 0;
-        }
-        for (int i = 1; i <= n; i++) {
-            if ((p[i] & 0xc0) != 0x80)
-                return 0;
-            cp = (cp << 6) | (p[i] & 0x3f);
-        }
-        if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-            return 0;
-        p += n + 1;
-    }
-    return 1;
 }
 
 static int hexval(int c)
@@ -366,7 +336,7 @@ static void check_disposition(const char *name)
     int has_ext = strncmp(rest, ext, sizeof ext - 1) == 0;
     CHECK(*rest == '\0' || has_ext);
 
-    int ascii = 1, lossy = 0;
+    int ascii = 1, lossy = 0, controls = 0;
     size_t chars = 0;
     for (const unsigned char *p = (const unsigned char *)name; *p; p++) {
         if (*p >= 0x80)
@@ -375,10 +345,12 @@ static void check_disposition(const char *name)
             chars++;
         if (*p < 0x20 || *p == 0x7f || *p == '"' || *p == '\\')
             lossy = 1;
+        if (*p < 0x20 || *p == 0x7f)
+            controls = 1;
     }
-    if (ascii)
-        CHECK(!has_ext);
-    if (!utf8_ok(name)) {
+    /* filename* exactly when the ASCII fallback is not the name itself */
+    CHECK(has_ext == (!ascii || lossy));
+    if (!kiln_utf8_valid(name, strlen(name))) {
         free(out); /* the store never keeps such a name: memory safety only */
         return;
     }
@@ -391,8 +363,8 @@ static void check_disposition(const char *name)
             int bad = c < 0x20 || c == 0x7f || c == '"' || c == '\\';
             CHECK(q[i] == (bad ? '_' : (char)c));
         }
-    } else {
-        CHECK(has_ext); /* the real name must reach the client */
+    }
+    if (has_ext) { /* the real name must reach the client */
         char back[KILN_STORE_FILENAME_MAX * 3 + 1];
         if (decode_ext_value(rest + sizeof ext - 1, back, sizeof back) != 0 ||
             strcmp(back, name) != 0) {
@@ -404,8 +376,9 @@ static void check_disposition(const char *name)
         }
     }
 
-    /* what we write, we read back (what the name kept) */
-    if (!ascii || !lossy) {
+    /* what we write, we read back (names with control characters are never
+     * stored: the reader refuses them) */
+    if (!controls) {
         char *parsed = malloc(KILN_STORE_FILENAME_MAX + 1);
         if (!parsed)
             abort();
@@ -447,7 +420,7 @@ static void check_disposition_filename(const char *h, const char *name)
             w += http_is_attr_char(*p) ? (size_t)sprintf(hdr + w, "%c", *p)
                                        : (size_t)sprintf(hdr + w, "%%%02x", *p);
         int r = http_disposition_filename(hdr, out, cap);
-        CHECK(utf8_ok(name) ? r == 0 && strcmp(out, name) == 0 : r != 0);
+        CHECK(kiln_utf8_valid(name, strlen(name)) ? r == 0 && strcmp(out, name) == 0 : r != 0);
 
         w = (size_t)sprintf(hdr, "form-data; name=\"file\"; filename=\"");
         int quotable = 1;
@@ -470,12 +443,12 @@ static void check_disposition_filename(const char *h, const char *name)
 
 static void check_media_types(const char *name, const char *ctype)
 {
-    const char *g = http_media_type_guess(name);
+    const char *g = kiln_media_type_guess(name);
     CHECK(!g || strchr(g, '/'));
     char *up = dup_exact(name);
     for (char *p = up; *p; p++)
         *p = (char)toupper((unsigned char)*p);
-    CHECK(http_media_type_guess(up) == g);
+    CHECK(kiln_media_type_guess(up) == g);
     free(up);
 
     static kiln_req req;

@@ -5,6 +5,7 @@
  */
 #include "service/api.h"
 #include "service/api_internal.h"
+#include "common/utf8.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -83,39 +84,6 @@ void kiln_api_reply_internal(kiln_api_reply *reply, const char *fmt, ...)
                          NULL);
 }
 
-/* The length of the strict UTF-8 sequence at s[0..left), or 0 when it is
- * malformed: no overlong forms, no surrogates, nothing past U+10FFFF (the
- * store's rule). *cp gets the code point. */
-static size_t utf8_sequence(const unsigned char *s, size_t left, uint32_t *cp)
-{
-    unsigned c = s[0];
-    size_t n;
-    uint32_t v, min;
-    if (c < 0x80) {
-        *cp = c;
-        return 1;
-    } else if ((c & 0xe0) == 0xc0) {
-        n = 2, v = c & 0x1f, min = 0x80;
-    } else if ((c & 0xf0) == 0xe0) {
-        n = 3, v = c & 0x0f, min = 0x800;
-    } else if ((c & 0xf8) == 0xf0) {
-        n = 4, v = c & 0x07, min = 0x10000;
-    } else {
-        return 0;
-    }
-    if (n > left)
-        return 0;
-    for (size_t i = 1; i < n; i++) {
-        if ((s[i] & 0xc0) != 0x80)
-            return 0;
-        v = (v << 6) | (s[i] & 0x3f);
-    }
-    if (v < min || v > 0x10ffff || (v >= 0xd800 && v <= 0xdfff))
-        return 0;
-    *cp = v;
-    return n;
-}
-
 const char *kiln_api_check_filename(const char *s, size_t len)
 {
     if (len == 0)
@@ -124,18 +92,14 @@ const char *kiln_api_check_filename(const char *s, size_t len)
         return "is longer than 255 bytes";
     if (memchr(s, '\0', len))
         return "contains a NUL byte";
-    const unsigned char *u = (const unsigned char *)s;
-    for (size_t pos = 0; pos < len;) {
-        uint32_t cp;
-        size_t n = utf8_sequence(u + pos, len - pos, &cp);
-        if (n == 0)
-            return "is not valid UTF-8";
-        /* A control character could end a header line or a log line
-         * wherever the name is shown. */
-        if (cp < 0x20 || cp == 0x7f)
+    if (!kiln_utf8_valid(s, len))
+        return "is not valid UTF-8";
+    /* A control character could end a header line or a log line wherever
+     * the name is shown. (In valid UTF-8 every byte below 0x80 is an ASCII
+     * character of its own.) */
+    for (size_t pos = 0; pos < len; pos++)
+        if ((unsigned char)s[pos] < 0x20 || s[pos] == 0x7f)
             return "contains a control character (U+0000 to U+001F or U+007F)";
-        pos += n;
-    }
     /* A name is one path component wherever it is used: a run sees its
      * inputs under their names in /mnt/data. */
     if (memchr(s, '/', len))

@@ -11,6 +11,8 @@
 #include <strings.h>
 #include <time.h>
 
+#include "common/media_type.h"
+#include "common/utf8.h"
 #include "service/api_internal.h"
 #include "service/http.h"
 
@@ -34,7 +36,7 @@ static void drop_upload(kiln_req *req)
 
 void http_pick_media_type(kiln_req *req, const char *given)
 {
-    const char *guess = http_media_type_guess(req->filename);
+    const char *guess = kiln_media_type_guess(req->filename);
     req->media_type[0] = '\0';
     if (given) {
         while (*given == ' ')
@@ -194,40 +196,6 @@ static const char *skip_ows(const char *p)
     return p;
 }
 
-/* Strict UTF-8: the store's rule (store.c, valid_utf8), checked here too
- * so a filename* that decodes to something else is refused as malformed
- * (400 naming the header) rather than later by the store. No overlong
- * forms, no surrogates, nothing past U+10FFFF. */
-static int utf8_valid(const char *s)
-{
-    const unsigned char *p = (const unsigned char *)s;
-    while (*p) {
-        unsigned c = *p, cp, min;
-        int n;
-        if (c < 0x80) {
-            p++;
-            continue;
-        } else if ((c & 0xe0) == 0xc0) {
-            n = 1, cp = c & 0x1f, min = 0x80;
-        } else if ((c & 0xf0) == 0xe0) {
-            n = 2, cp = c & 0x0f, min = 0x800;
-        } else if ((c & 0xf8) == 0xf0) {
-            n = 3, cp = c & 0x07, min = 0x10000;
-        } else {
-            return 0;
-        }
-        for (int i = 1; i <= n; i++) {
-            if ((p[i] & 0xc0) != 0x80)
-                return 0;
-            cp = (cp << 6) | (p[i] & 0x3f);
-        }
-        if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-            return 0;
-        p += n + 1;
-    }
-    return 1;
-}
-
 /* An RFC 8187 ext-value (charset'[language]'value-chars) of n bytes into
  * out: 0, 1 when its charset is not UTF-8 (we read no other; the plain
  * filename may still do), -1 when malformed or not valid UTF-8. */
@@ -247,7 +215,7 @@ static int ext_value(const char *v, size_t n, char *out, size_t cap)
             return -1;
     if ((size_t)(q1 - v) != 5 || strncasecmp(v, "UTF-8", 5) != 0)
         return 1;
-    if (http_pct_decode(q2 + 1, (size_t)(end - q2 - 1), out, cap) != 0 || !utf8_valid(out))
+    if (http_pct_decode(q2 + 1, (size_t)(end - q2 - 1), out, cap) != 0 || !kiln_utf8_valid(out, strlen(out)))
         return -1;
     return 0;
 }

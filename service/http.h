@@ -170,8 +170,6 @@ int http_date(int64_t t, char *buf, size_t cap);
  * weekday must be the date's, every field in range (no 31 Jun, no leap
  * second :60), years 1970..9999. 0 and *t, or -1 (*t untouched). */
 int http_parse_date(const char *s, int64_t *t);
-/* The media type of a file name by its extension; NULL if unknown. */
-const char *http_media_type_guess(const char *filename);
 /* Append data to req->buf (limit req->limit): 0, or -1 past it / no memory
  * (req->too_large set for the limit). */
 int http_buffer_append(kiln_req *req, const char *data, size_t len);

@@ -293,49 +293,6 @@ int http_parse_date(const char *s, int64_t *t)
     return 0;
 }
 
-/* The formats Kiln writes, and what is usually uploaded beside them. */
-static const struct {
-    const char *ext;
-    const char *type;
-} media_types[] = {
-    {"xlsx", "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"},
-    {"docx", "application/vnd.openxmlformats-officedocument.wordprocessingml.document"},
-    {"pptx", "application/vnd.openxmlformats-officedocument.presentationml.presentation"},
-    {"pdf", "application/pdf"},
-    {"csv", "text/csv"},
-    {"tsv", "text/tab-separated-values"},
-    {"json", "application/json"},
-    {"jsonl", "application/jsonl"},
-    {"ndjson", "application/x-ndjson"},
-    {"txt", "text/plain"},
-    {"md", "text/markdown"},
-    {"html", "text/html"},
-    {"xml", "application/xml"},
-    {"png", "image/png"},
-    {"jpg", "image/jpeg"},
-    {"jpeg", "image/jpeg"},
-    {"gif", "image/gif"},
-    {"svg", "image/svg+xml"},
-    {"webp", "image/webp"},
-    {"py", "text/x-python"},
-    {"sh", "application/x-sh"},
-    {"zip", "application/zip"},
-    {"gz", "application/gzip"},
-    {"xls", "application/vnd.ms-excel"},
-    {"parquet", "application/vnd.apache.parquet"},
-};
-
-const char *http_media_type_guess(const char *filename)
-{
-    const char *dot = filename ? strrchr(filename, '.') : NULL;
-    if (!dot || !dot[1])
-        return NULL;
-    for (size_t i = 0; i < sizeof media_types / sizeof media_types[0]; i++)
-        if (strcasecmp(dot + 1, media_types[i].ext) == 0)
-            return media_types[i].type;
-    return NULL;
-}
-
 int http_buffer_append(kiln_req *req, const char *data, size_t len)
 {
     if ((uint64_t)req->len + len > req->limit) {

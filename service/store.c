@@ -53,6 +53,7 @@
 #include <sqlite3.h>
 
 #include "common/output.h"
+#include "common/utf8.h"
 
 #define GRACE_SECONDS (7 * 24 * 3600) /* an expired row answers 410 this long */
 #define TEMP_PREFIX ".tmp-"
@@ -157,37 +158,6 @@ static int valid_tenant(const char *tenant)
 }
 
 /* Strict UTF-8: no overlong forms, no surrogates, nothing past U+10FFFF. */
-static int valid_utf8(const char *s)
-{
-    const unsigned char *p = (const unsigned char *)s;
-    while (*p) {
-        unsigned c = *p;
-        int n;
-        unsigned cp, min;
-        if (c < 0x80) {
-            p++;
-            continue;
-        } else if ((c & 0xe0) == 0xc0) {
-            n = 1, cp = c & 0x1f, min = 0x80;
-        } else if ((c & 0xf0) == 0xe0) {
-            n = 2, cp = c & 0x0f, min = 0x800;
-        } else if ((c & 0xf8) == 0xf0) {
-            n = 3, cp = c & 0x07, min = 0x10000;
-        } else {
-            return 0;
-        }
-        for (int i = 1; i <= n; i++) {
-            if ((p[i] & 0xc0) != 0x80)
-                return 0;
-            cp = (cp << 6) | (p[i] & 0x3f);
-        }
-        if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-            return 0;
-        p += n + 1;
-    }
-    return 1;
-}
-
 static int random_hex(char out[KILN_STORE_ID_LEN + 1])
 {
     unsigned char raw[KILN_STORE_ID_LEN / 2];
@@ -628,7 +598,7 @@ kiln_store_result kiln_store_begin(kiln_store *store, const char *tenant, const 
                        KILN_STORE_TENANT_MAX);
         return KILN_STORE_ERROR;
     }
-    if (strlen(filename) > KILN_STORE_FILENAME_MAX || !valid_utf8(filename)) {
+    if (strlen(filename) > KILN_STORE_FILENAME_MAX || !kiln_utf8_valid(filename, strlen(filename))) {
         kiln_error_set(err, KILN_E_USAGE, NULL, "a file name is UTF-8 of at most %d bytes",
                        KILN_STORE_FILENAME_MAX);
         return KILN_STORE_ERROR;

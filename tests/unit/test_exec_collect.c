@@ -36,6 +36,7 @@
 
 #include "tests/unit/test_util.h"
 
+#include "common/media_type.h"
 #include "exec/exec_internal.h"
 
 #define SHA_EMPTY "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
