@@ -21,6 +21,7 @@
 #include "artifacts/render.h"
 #include "artifacts/spec.h"
 #include "common/error.h"
+#include "common/units.h"
 #include "common/version.h"
 #include "exec/run.h"
 
@@ -143,33 +144,6 @@ static int bad_option(const char *usage, char **argv, int c)
     return usage_error(usage, "unknown option '%s'", arg);
 }
 
-/* "30M" -> 31457280. Returns 0 on success. */
-static int parse_size(const char *text, uint64_t *out)
-{
-    char *end;
-    errno = 0;
-    unsigned long long n = strtoull(text, &end, 10);
-    if (errno || end == text || text[0] == '-')
-        return -1;
-    unsigned shift = 0;
-    if (*end) {
-        switch (*end == 'k' || *end == 'K' ? 'K' : *end == 'm' || *end == 'M' ? 'M'
-                : *end == 'g' || *end == 'G' ? 'G' : 0) {
-        case 'K': shift = 10; break;
-        case 'M': shift = 20; break;
-        case 'G': shift = 30; break;
-        default: return -1;
-        }
-        end++;
-        if (strcasecmp(end, "") != 0 && strcasecmp(end, "B") != 0 && strcasecmp(end, "iB") != 0)
-            return -1;
-    }
-    if (n == 0 || n > (UINT64_MAX >> shift))
-        return -1;
-    *out = (uint64_t)n << shift;
-    return 0;
-}
-
 static json_t *error_json(const kiln_error *e)
 {
     json_t *o = json_object();
@@ -252,7 +226,7 @@ static int cmd_render(int argc, char **argv)
             break;
         case 'b': popt.base_dir = optarg; break;
         case 'm':
-            if (parse_size(optarg, &ropt.max_bytes) != 0)
+            if (kiln_parse_size(optarg, &ropt.max_bytes) != 0)
                 return usage_error(usage_render, "invalid --max-bytes '%s'", optarg);
             break;
         case 'j': as_json = 1; break;
@@ -515,17 +489,17 @@ static int cmd_run(int argc, char **argv)
         case 'h': fputs(usage_run, stdout); goto free_inputs;
         case OPT_TIMEOUT: if (parse_seconds(optarg, &opt.limits.wall_seconds)) bad = "--timeout"; break;
         case OPT_CPU: if (parse_seconds(optarg, &opt.limits.cpu_seconds)) bad = "--cpu"; break;
-        case OPT_MEMORY: if (parse_size(optarg, &opt.limits.memory_bytes)) bad = "--memory"; break;
+        case OPT_MEMORY: if (kiln_parse_size(optarg, &opt.limits.memory_bytes)) bad = "--memory"; break;
         case OPT_PROCESSES: if (parse_count(optarg, &opt.limits.processes)) bad = "--processes"; break;
-        case OPT_DISK: if (parse_size(optarg, &opt.limits.job_dir_bytes)) bad = "--disk"; break;
-        case OPT_TMP: if (parse_size(optarg, &opt.limits.tmp_bytes)) bad = "--tmp"; break;
-        case OPT_FILE_SIZE: if (parse_size(optarg, &opt.limits.file_bytes)) bad = "--file-size"; break;
+        case OPT_DISK: if (kiln_parse_size(optarg, &opt.limits.job_dir_bytes)) bad = "--disk"; break;
+        case OPT_TMP: if (kiln_parse_size(optarg, &opt.limits.tmp_bytes)) bad = "--tmp"; break;
+        case OPT_FILE_SIZE: if (kiln_parse_size(optarg, &opt.limits.file_bytes)) bad = "--file-size"; break;
         case OPT_OPEN_FILES: if (parse_count(optarg, &opt.limits.open_files)) bad = "--open-files"; break;
-        case OPT_STREAM_KEEP: if (parse_size(optarg, &opt.limits.stream_keep_bytes)) bad = "--stream-keep"; break;
-        case OPT_STREAM_KILL: if (parse_size(optarg, &opt.limits.stream_kill_bytes)) bad = "--stream-kill"; break;
+        case OPT_STREAM_KEEP: if (kiln_parse_size(optarg, &opt.limits.stream_keep_bytes)) bad = "--stream-keep"; break;
+        case OPT_STREAM_KILL: if (kiln_parse_size(optarg, &opt.limits.stream_kill_bytes)) bad = "--stream-kill"; break;
         case OPT_MAX_FILES: if (parse_count(optarg, &opt.limits.output_files)) bad = "--max-files"; break;
-        case OPT_MAX_FILE_BYTES: if (parse_size(optarg, &opt.limits.output_file_bytes)) bad = "--max-file-bytes"; break;
-        case OPT_MAX_TOTAL_BYTES: if (parse_size(optarg, &opt.limits.output_total_bytes)) bad = "--max-total-bytes"; break;
+        case OPT_MAX_FILE_BYTES: if (kiln_parse_size(optarg, &opt.limits.output_file_bytes)) bad = "--max-file-bytes"; break;
+        case OPT_MAX_TOTAL_BYTES: if (kiln_parse_size(optarg, &opt.limits.output_total_bytes)) bad = "--max-total-bytes"; break;
         default:
             status = bad_option(usage_run, argv, c);
             goto free_inputs;

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "common/error.h"
+#include "common/units.h"
 #include "service/auth.h"
 #include "service/server.h"
 
@@ -179,29 +180,6 @@ static void env_name(const char *name, char *out, size_t cap)
 }
 
 /* ---- values ---- */
-
-static int parse_size(const char *text, uint64_t *out)
-{
-    char *end;
-    errno = 0;
-    unsigned long long n = strtoull(text, &end, 10);
-    if (errno || end == text || text[0] == '-' || text[0] == ' ')
-        return -1;
-    unsigned shift = 0;
-    if (*end) {
-        char c = *end;
-        shift = c == 'k' || c == 'K' ? 10 : c == 'm' || c == 'M' ? 20 : c == 'g' || c == 'G' ? 30 : 99;
-        if (shift == 99)
-            return -1;
-        end++;
-        if (strcasecmp(end, "") != 0 && strcasecmp(end, "B") != 0 && strcasecmp(end, "iB") != 0)
-            return -1;
-    }
-    if (n == 0 || n > (UINT64_MAX >> shift))
-        return -1;
-    *out = (uint64_t)n << shift;
-    return 0;
-}
 
 /* A size as parse_size reads it, in its largest exact unit ("64M"). */
 static void format_size(uint64_t n, char *out, size_t cap)
@@ -646,7 +624,7 @@ int kiln_serve_main(int argc, char **argv)
             }
             break;
         case K_SIZE:
-            if (parse_size(s->value, &v) != 0 || v < s->min || (s->max && v > s->max)) {
+            if (kiln_parse_size(s->value, &v) != 0 || v < s->min || (s->max && v > s->max)) {
                 char why[160];
                 size_t o = (size_t)snprintf(why, sizeof why,
                                             "expected a size: bytes, or a number with K, M or G");
