@@ -247,7 +247,7 @@ enum MHD_Result download_content(kiln_req *req)
         if (!file.bytes || !resp)
             close(fd); /* else the response owns it */
         if (!resp)
-            return MHD_NO;
+            return http_internal(req, "cannot make the 304 response");
         common_headers(resp, &file, etag, modified);
         return http_queue(req, MHD_HTTP_NOT_MODIFIED, resp, 0);
     }

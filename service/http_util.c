@@ -394,7 +394,7 @@ int http_body_json(kiln_req *req, int empty_ok, json_t **out, enum MHD_Result *r
     free(req->buf);
     req->buf = NULL;
     req->len = req->cap = 0;
-    if (big || rc == HTTP_BODY_OVER_BUDGET)
+    if (big)
         malloc_trim(0);
     if (rc == HTTP_BODY_OVER_BUDGET) {
         *r = http_error(req, MHD_HTTP_CONTENT_TOO_LARGE, "too_large",

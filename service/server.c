@@ -317,8 +317,9 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
     const char *reaped = c->reaped;
     pthread_mutex_unlock(&r->lock);
     /* A close in the body phase was logged by on_completed, with its
-     * request; one waiting for headers has no request line to log. */
-    if (reaped)
+     * request; one waiting for its first headers has no request line to
+     * log, so it gets an event; an idle kept-alive one is not news. */
+    if (reaped && strcmp(reaped, "keepalive_idle") != 0)
         http_event(srv, "connection_closed",
                    json_pack("{s:s, s:s, s:i, s:i}", "termination", reaped, "remote", c->remote,
                              "requests", (int)c->requests, "limit_seconds",
@@ -342,7 +343,11 @@ static void *reaper_main(void *arg)
             if (c->phase == CONN_BUSY || c->reaped)
                 continue;
             if (!ts_before(&now, &c->deadline)) {
-                c->reaped = c->phase == CONN_HEADERS ? "header_timeout" : "request_timeout";
+                /* Waiting for the headers after a finished request is a
+                 * kept-alive connection gone idle: ordinary, closed quietly. */
+                c->reaped = c->phase != CONN_HEADERS ? "request_timeout"
+                            : c->requests        ? "keepalive_idle"
+                                                 : "header_timeout";
                 shutdown(c->fd, SHUT_RDWR);
             } else if (ts_before(&c->deadline, &next)) {
                 next = c->deadline;

@@ -523,18 +523,23 @@ def test_body_on_a_route_without_one(server, big):
             assert r.status == 413, (method, path, r)
             if method != "HEAD":
                 assert r.error_code == "too_large" and r.json["error"]["details"]["limit"] == 0, r
-            # the server reads none of it: the connection ends instead
+            # the server reads none of it: the connection ends instead (a send or
+            # receive that merely times out means it was kept open: a failure)
             ended = False
             try:
                 for _ in range(64):
                     sock.sendall(b"x" * 65536)
                     time.sleep(0.01)
-            except OSError:
+            except socket.timeout:
+                raise AssertionError("the connection was kept open: %s %s" % (method, path))
+            except (BrokenPipeError, ConnectionResetError):
                 ended = True
             if not ended:
                 try:
                     ended = sock.recv(1) == b""
-                except OSError:
+                except socket.timeout:
+                    raise AssertionError("the connection was kept open: %s %s" % (method, path))
+                except ConnectionResetError:
                     ended = True
             assert ended, (method, path)
         finally:
@@ -617,3 +622,24 @@ def test_connection_limits_from_env_and_config(serve_factory, tmp_path):
     finally:
         for sock in socks:
             sock.close()
+
+
+def test_idle_keepalive_closed_quietly(serve_factory):
+    """A kept-alive connection that goes idle after its requests is closed after
+    --header-timeout like a slow one, but it is ordinary: no connection_closed event."""
+    s = serve_factory("--header-timeout", "1", name="keepalive_idle")
+    sock = socket.create_connection(("127.0.0.1", s.port), timeout=10)
+    try:
+        for _ in range(2):
+            sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+            r = read_reply(sock, "GET")
+            check_response(r, "GET", "/healthz")
+            assert r.status == 200, r
+        start = time.monotonic()
+        assert sock.recv(1) == b""           # closed by the server, not by our timeout
+        waited = time.monotonic() - start
+        assert 0.5 < waited < 4, waited
+    finally:
+        sock.close()
+    time.sleep(0.3)
+    assert not [e for e in s.log() if e.get("event") == "connection_closed"], s.log()[-5:]
