@@ -303,7 +303,9 @@ def test_json_bomb_is_413(serve_factory):
     assert r.status == 413 and r.error_code == "too_large", r
     assert r.json["error"]["details"]["limit"] == 32 * len(body), r
     assert "more memory than its size allows" in r.json["error"]["message"], r
-    assert took < 10, took
+    # (about 1 s here; under ASan with full malloc stack traces about 16 s: a bound
+    # that catches a hang, not a benchmark)
+    assert took < 60, took
     hwm = vm_hwm_bytes(s.proc.pid)
     assert hwm < 300 * 1000 * 1000, "peak RSS %d MB" % (hwm // 1000000)
     # and the server is fine afterwards
