@@ -187,6 +187,7 @@ static void test_date_forms(void **state)
     assert_date("Sun, 06 Nov 1994 08:49:37 GMT", T1994);  /* IMF-fixdate */
     assert_date("Sunday, 06-Nov-94 08:49:37 GMT", T1994); /* RFC 850 */
     assert_date("Sun Nov  6 08:49:37 1994", T1994);       /* asctime */
+    assert_date("Sun Nov 06 08:49:37 1994", T1994);       /* asctime, date3 as 2DIGIT */
     assert_date("Thu, 01 Jan 1970 00:00:00 GMT", 0);
     assert_date("Thu Jan  1 00:00:00 1970", 0);
     assert_date("Thu, 29 Feb 2024 12:00:00 GMT", INT64_C(1709208000));
