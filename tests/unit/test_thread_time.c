@@ -27,9 +27,24 @@ static void *probe_thread(void *arg)
     return NULL;
 }
 
+/* AddressSanitizer's runtime brings its own gmtime and ctime (interceptors
+ * that call libc's, static buffer and all), and being linked first they
+ * take the place of thread_time.c's: under ASan there is nothing of ours
+ * to test here. */
+#if defined(__SANITIZE_ADDRESS__)
+#define UNDER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define UNDER_ASAN 1
+#endif
+#endif
+
 static void buffers_are_per_thread(void **state)
 {
     (void)state;
+#ifdef UNDER_ASAN
+    skip();
+#endif
     struct probe other = {.when = 0};
     pthread_t th;
     assert_int_equal(pthread_create(&th, NULL, probe_thread, &other), 0);
