@@ -172,6 +172,9 @@ typedef struct pptx_item {
                                       table fits half a slide (a sheet's first chart) */
     const char *notes;             /* speaker notes; NULL = none */
     const char *pointer;           /* JSON Pointer of what the slide came from */
+    /* Text items: the slides the text is split over, set by pptx_deck_plan. */
+    const struct pptx_text_slide *plan;
+    size_t plan_count;
 } pptx_item;
 
 typedef struct pptx_deck {
@@ -222,7 +225,14 @@ typedef struct pptx_slide {
                                      hyperlink's relationship); checked when the slide ends */
 } pptx_slide;
 
-/* Write every slide of item (continuations included). */
+/* Plan the deck before any slide is written: split each text item's
+ * paragraphs over its slides (item->plan), and count the slides the deck
+ * needs at least (a table's rows in the spec at the most a slide can hold),
+ * so a deck past PPTX_MAX_SLIDES fails at once (KILN_E_LIMIT, naming the
+ * item where the count passes it) instead of after 5,000 slides. */
+kiln_status pptx_deck_plan(pptx_ctx *c, pptx_deck *deck);
+/* Write every slide of item (continuations included; text items as
+ * planned). */
 kiln_status pptx_slide_write_item(pptx_ctx *c, const pptx_item *item);
 /* <p:cSld><p:spTree> with the tree's own group properties: how every slide
  * and notes slide begins (the caller closes both). */
@@ -295,6 +305,11 @@ kiln_status pptx_table_open(pptx_ctx *c, const kiln_table_data *data, const kiln
  * slide. */
 kiln_status pptx_table_write(pptx_slide *s, pptx_table *t, int *more);
 void pptx_table_close(pptx_table *t);
+/* The fewest slides the table's rows can take in an area area_cy tall, for
+ * the deck's plan: its rows in the spec at the most a slide could hold (every
+ * row as short as a row can be); 1 when its rows come from a data file (they
+ * are counted as they are written). */
+uint64_t pptx_table_min_slides(const kiln_table_data *d, int64_t area_cy);
 /* Whether the whole table (header and every row) fits on one slide in the
  * area it was opened with, in one column group: reads the rows, so a table
  * probed is closed afterwards, never written. Stops reading at the first row

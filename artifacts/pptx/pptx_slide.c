@@ -54,17 +54,24 @@ static kiln_status fail_status(pptx_ctx *c, kiln_status st, const char *pointer)
 
 /* ---- the slide's frame ---- */
 
+/* The deck-size error, for the plan (which knows early) and for the slide
+ * that passes the limit (tables whose rows are only counted as they are
+ * read). */
+static kiln_status too_many_slides(pptx_ctx *c, const char *pointer, uint64_t at_least)
+{
+    return kiln_error_limit(c->err, KILN_E_LIMIT, pointer, PPTX_MAX_SLIDES, at_least,
+                            "the deck would need more than %u slides (long tables and "
+                            "bullets continue over as many slides as they need)",
+                            PPTX_MAX_SLIDES);
+}
+
 static kiln_status slide_begin(pptx_ctx *c, pptx_slide *s, pptx_layout layout,
                                const char *pointer)
 {
     memset(s, 0, sizeof *s);
     s->c = c;
     if (c->slide_count >= PPTX_MAX_SLIDES)
-        return kiln_error_limit(c->err, KILN_E_LIMIT, pointer, PPTX_MAX_SLIDES,
-                                (uint64_t)c->slide_count + 1,
-                                "the deck would need more than %u slides (long tables and "
-                                "bullets continue over as many slides as they need)",
-                                PPTX_MAX_SLIDES);
+        return too_many_slides(c, pointer, (uint64_t)c->slide_count + 1);
     s->number = ++c->slide_count;
     s->layout = layout;
     s->next_shape_id = 2;
@@ -513,20 +520,32 @@ abort_slide:
     return st;
 }
 
-/* Bullets in one body, or two columns, continued over as many slides as the
- * text needs. */
-static kiln_status write_text_item(pptx_ctx *c, const pptx_item *it)
+/* ---- the plan: every slide's share of an item's text, before any is written ---- */
+
+/* Where each column's paragraphs start on one slide of a text item, and how
+ * they are set there. */
+struct pptx_text_slide {
+    size_t from[2];
+    pptx_fit fit[2];
+    int overflow;
+};
+
+/* Bullets in one body, or two columns, split over as many slides as the text
+ * needs: the slides go into it->plan (arena), at most room + 1 of them
+ * (room + 1 = more than the deck has room for: planning stops there). */
+static kiln_status plan_text_item(pptx_ctx *c, pptx_item *it, uint64_t room)
 {
     const pptx_layout_info *L = &pptx_layouts[it->layout];
     int columns = it->layout == PPTX_LAYOUT_TWO_CONTENT ? 2 : 1;
     const pptx_paras *cols[2] = {&it->body, &it->right};
     size_t next[2] = {0, 0};
-    int first = 1;
     unsigned min_scale = PPTX_FIT_MIN_SCALE; /* full size only once the item is split */
-    kiln_status st;
+    size_t cap = 0;
+    struct pptx_text_slide *plan = NULL;
 
+    it->plan = NULL;
+    it->plan_count = 0;
     for (;;) {
-        pptx_slide s;
         pptx_fit fit[2];
         int overflow = 0;
         for (int k = 0; k < columns; k++) {
@@ -545,33 +564,86 @@ static kiln_status write_text_item(pptx_ctx *c, const pptx_item *it)
         }
         if (fit[0].count < cols[0]->count - next[0])
             min_scale = 100000;
-        if ((st = slide_begin(c, &s, it->layout, it->pointer)) != KILN_E_OK)
-            goto abort_slide;
-        if (overflow)
-            note_overflow(&s);
-        write_title(&s, L, it->title, !first);
-        /* A column with nothing (left) to show has no placeholder on the
-         * slide rather than an empty one ("Click to add text"). */
-        for (int k = 0; k < columns && k < L->body_count; k++) {
-            if (fit[k].count == 0)
-                continue;
-            write_body(&s, L, k + 1, cols[k]->items + next[k], fit[k].count, &fit[k]);
+        if (it->plan_count == cap) {
+            size_t ncap = cap ? cap * 2 : 4;
+            struct pptx_text_slide *grown = kiln_arena_alloc(c->arena, ncap * sizeof *grown);
+            if (!grown)
+                return pptx_nomem(c, it->pointer);
+            if (cap)
+                memcpy(grown, plan, cap * sizeof *grown);
+            plan = grown;
+            cap = ncap;
+        }
+        struct pptx_text_slide *sl = &plan[it->plan_count++];
+        memset(sl, 0, sizeof *sl);
+        sl->overflow = overflow;
+        for (int k = 0; k < columns; k++) {
+            sl->from[k] = next[k];
+            sl->fit[k] = fit[k];
             next[k] += fit[k].count;
         }
-        if ((st = slide_finish(&s, it->layout, first ? it->notes : NULL, it->pointer)) !=
-            KILN_E_OK)
-            return st;
-        first = 0;
+        it->plan = plan;
         int more = 0;
         for (int k = 0; k < columns; k++)
             more |= next[k] < cols[k]->count;
-        if (!more)
+        if (!more || it->plan_count > room)
             return KILN_E_OK;
-        continue;
-abort_slide:
-        slide_abort(&s);
-        return st;
     }
+}
+
+kiln_status pptx_deck_plan(pptx_ctx *c, pptx_deck *deck)
+{
+    uint64_t total = 0;
+    for (size_t i = 0; i < deck->count; i++) {
+        pptx_item *it = &deck->items[i];
+        uint64_t n = 1;
+        if (it->table) {
+            n = pptx_table_min_slides(it->table, pptx_layouts[it->layout].body[0].cy);
+        } else if (!it->image && !it->chart &&
+                   (it->layout == PPTX_LAYOUT_CONTENT || it->layout == PPTX_LAYOUT_TWO_CONTENT)) {
+            kiln_status st = plan_text_item(c, it, PPTX_MAX_SLIDES - total);
+            if (st != KILN_E_OK)
+                return st;
+            n = it->plan_count;
+        }
+        total += n;
+        if (total > PPTX_MAX_SLIDES)
+            return too_many_slides(c, it->pointer, total);
+    }
+    return KILN_E_OK;
+}
+
+/* A text item's slides, as planned. */
+static kiln_status write_text_item(pptx_ctx *c, const pptx_item *it)
+{
+    const pptx_layout_info *L = &pptx_layouts[it->layout];
+    int columns = it->layout == PPTX_LAYOUT_TWO_CONTENT ? 2 : 1;
+    const pptx_paras *cols[2] = {&it->body, &it->right};
+    kiln_status st;
+
+    for (size_t i = 0; i < it->plan_count; i++) {
+        const struct pptx_text_slide *sl = &it->plan[i];
+        pptx_slide s;
+        if ((st = slide_begin(c, &s, it->layout, it->pointer)) != KILN_E_OK) {
+            slide_abort(&s);
+            return st;
+        }
+        if (sl->overflow)
+            note_overflow(&s);
+        write_title(&s, L, it->title, i > 0);
+        /* A column with nothing (left) to show has no placeholder on the
+         * slide rather than an empty one ("Click to add text"). */
+        for (int k = 0; k < columns && k < L->body_count; k++) {
+            if (sl->fit[k].count == 0)
+                continue;
+            write_body(&s, L, k + 1, cols[k]->items + sl->from[k], sl->fit[k].count,
+                       &sl->fit[k]);
+        }
+        if ((st = slide_finish(&s, it->layout, i == 0 ? it->notes : NULL, it->pointer)) !=
+            KILN_E_OK)
+            return st;
+    }
+    return KILN_E_OK;
 }
 
 static kiln_status write_object_item(pptx_ctx *c, const pptx_item *it);

@@ -1133,6 +1133,17 @@ static kiln_status write_row(pptx_slide *s, pptx_table *t, table_row *const *row
     return KILN_E_OK;
 }
 
+uint64_t pptx_table_min_slides(const kiln_table_data *d, int64_t area_cy)
+{
+    if (d->source != KILN_ROWS_INLINE || d->inline_row_count == 0)
+        return 1;
+    /* A row is at least its margins and one line at the smallest size a
+     * cell's style can set (cell_sz: 1 pt). */
+    int64_t min_row = 2 * CELL_MAR_Y + (int64_t)floor(line_emu(100));
+    uint64_t per_slide = area_cy > min_row ? (uint64_t)(area_cy / min_row) : 1;
+    return (d->inline_row_count + per_slide - 1) / per_slide;
+}
+
 kiln_status pptx_table_fits_one_slide(pptx_table *t, int *fits)
 {
     pptx_ctx *c = t->c;

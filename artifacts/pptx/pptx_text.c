@@ -171,7 +171,12 @@ static double para_lines_height(const pptx_para *p, double box_w, double base_pt
     return b.height;
 }
 
-/* Height of paras[0..n) at one fit step, in points. */
+/* Height of paras[0..n) at one fit step, in points; *fitting (when given)
+ * gets how many of them fit in box_h. The measure stops at the first
+ * paragraph that passes box_h (the result is then only known to be more
+ * than box_h): a slide is filled from a long run of paragraphs one slide at
+ * a time, and measuring all that remain for each slide would make the deck
+ * cost the square of its paragraphs. */
 static double paras_height(const pptx_para *paras, size_t n, double box_w,
                            const unsigned size_per_level[9], unsigned font_scale,
                            unsigned line_reduce, size_t *fitting, double box_h)
@@ -190,7 +195,9 @@ static double paras_height(const pptx_para *paras, size_t n, double box_w,
                         : (level == 0 ? PPTX_BODY_SPC_BEF_LVL1 : PPTX_BODY_SPC_BEF_OTHER) /
                               100.0 * scale;
         total += before + para_lines_height(p, box_w, base, scale) * spacing;
-        if (fitting && total <= box_h)
+        if (total > box_h)
+            break;
+        if (fitting)
             *fitting = i + 1;
     }
     return total;

@@ -2,8 +2,10 @@
  * pptx_writer.c - kiln_pptx_write: a validated kiln_doc into a .pptx file.
  *
  * The order of the work, and why:
- *   1. the deck (pptx_deck.c): the slides to make, whatever the spec holds;
- *      then the early ceiling check: the images go into the zip stored as
+ *   1. the deck (pptx_deck.c): the slides to make, whatever the spec holds,
+ *      and their plan (pptx_slide.c: each text's split over its slides, and
+ *      the deck-size limit checked before anything is written); then the
+ *      early ceiling check: the images go into the zip stored as
  *      they are, so when their bytes alone pass the output limit the render
  *      fails before any XML is written;
  *   2. the package relationship to ppt/presentation.xml, then the master
@@ -74,7 +76,7 @@ kiln_status kiln_pptx_write(const kiln_doc *doc, kiln_output *out,
     c.tmp_dir = opt && opt->tmp_dir && *opt->tmp_dir ? opt->tmp_dir : kiln_output_dir_path(out);
 
     st = pptx_deck_build(doc, &arena, &deck, err);
-    if (st != KILN_E_OK)
+    if (st != KILN_E_OK || (st = pptx_deck_plan(&c, &deck)) != KILN_E_OK)
         goto cleanup_arena;
     uint64_t image_bytes = deck_image_bytes(&deck, &has_chart);
     if ((st = opc_precheck(out, image_bytes, has_chart, c.tmp_dir, err)) != KILN_E_OK)

@@ -850,6 +850,43 @@ def test_big_sample_is_refused_with_the_slide_limit(tmp_path, kiln_bin, sample_d
     assert listing(tmp_path) == {}
 
 
+def test_flat_paragraphs_past_the_slide_limit_are_refused_at_once(tmp_path):
+    """100,000 short paragraphs under no heading become one content item split over
+    ~12,000 slides. Fitting each slide used to measure every paragraph left, so the
+    writer ran for minutes (the cost was the square of the paragraphs); the deck is
+    now planned slide by slide before anything is written, and the limit is met
+    there. The timeout bounds a hang, not a speed."""
+    spec = {"blocks": [{"type": "paragraph", "text": "Paragraph %d." % i} for i in range(100000)]}
+    out = tmp_path / "flat.pptx"
+    proc = run_kiln("render", write_spec(tmp_path, spec), "-o", out, "--json", timeout=120)
+    assert proc.returncode == 3, describe(proc)
+    e = json.loads(out_text(proc))["errors"][0]
+    assert e["code"] == "limit_exceeded" and e["limit"] == 5000 and e["actual"] > 5000, e
+    assert e["pointer"] == "/blocks/0", e
+    assert listing(tmp_path) == {"spec.json": listing(tmp_path)["spec.json"]}
+
+
+def test_long_flat_text_under_the_limit_splits_evenly(tmp_path):
+    """The same flat paragraphs, fewer: every slide full size, the title continued,
+    every paragraph on exactly one slide, in order."""
+    n = 3000
+    spec = {"metadata": {"title": "Flat"},
+            "blocks": [{"type": "paragraph", "text": "Paragraph %d." % i} for i in range(n)]}
+    out = tmp_path / "flat.pptx"
+    render_ok(write_spec(tmp_path, spec), out)
+    deck = Deck(out)
+    slides = deck.slides()
+    assert len(slides) > 20, len(slides)
+    seen = []
+    for k, slide in enumerate(slides[1:]):  # the first is the title slide
+        phs = by_ph(deck.xml(slide))
+        assert shape_text(phs[("title", 0)]) == ("Flat" if k == 0 else "Flat (continued)"), k
+        body = phs[(None, 1)]
+        assert font_scale(body) == 100000, "slide %d: a split item is set at full size" % (k + 2)
+        seen += [t for _level, t in body_paras(body)]
+    assert seen == ["Paragraph %d." % i for i in range(n)]
+
+
 # =========================================================================== bullets and runs
 
 def slide_root(deck, n):

@@ -328,6 +328,50 @@ static void test_empty_tables(void **state)
     kiln_doc_free(doc);
 }
 
+/* The deck's plan counts a table's slides before writing any: the count is
+ * a lower bound (never more than are written), even for rows as short as a
+ * row can be, and it grows with the rows (so a million rows in the spec are
+ * refused before a slide is written). */
+static void test_min_slides_is_a_lower_bound(void **state)
+{
+    (void)state;
+    char *spec = sheet_spec(400, 0);
+    kiln_doc *doc = parse(spec);
+    written w;
+    write_table(doc, content, "bound.zip", &w);
+    uint64_t bound = pptx_table_min_slides(&doc->sheets[0].data, content.cy);
+    assert_true(bound >= 1 && bound <= w.slides);
+    kiln_doc_free(doc);
+    free(spec);
+
+    /* 1 pt text in every cell: the shortest rows there are. */
+    size_t cap = 64 + 600 * 40;
+    char *tiny = malloc(cap);
+    assert_non_null(tiny);
+    size_t n = (size_t)snprintf(tiny, cap, "{'version':1,'sheets':[{'name':'S','rows':[");
+    for (int i = 0; i < 600; i++)
+        n += (size_t)snprintf(tiny + n, cap - n, "%s[{'value':'x','style':{'size':1}}]",
+                              i ? "," : "");
+    snprintf(tiny + n, cap - n, "]}]}");
+    doc = parse(tiny);
+    write_table(doc, content, "tiny.zip", &w);
+    bound = pptx_table_min_slides(&doc->sheets[0].data, content.cy);
+    assert_true(bound >= 2 && bound <= w.slides);
+    kiln_doc_free(doc);
+    free(tiny);
+
+    kiln_table_data d;
+    memset(&d, 0, sizeof d);
+    d.source = KILN_ROWS_INLINE;
+    d.inline_row_count = 1000000;
+    assert_true(pptx_table_min_slides(&d, content.cy) > PPTX_MAX_SLIDES);
+    d.source = KILN_ROWS_CSV; /* counted as written */
+    assert_int_equal(pptx_table_min_slides(&d, content.cy), 1);
+    d.source = KILN_ROWS_INLINE;
+    d.inline_row_count = 0;
+    assert_int_equal(pptx_table_min_slides(&d, content.cy), 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -336,6 +380,7 @@ int main(void)
         cmocka_unit_test(test_narrow_area_splits_columns),
         cmocka_unit_test(test_tall_row_overflows),
         cmocka_unit_test(test_empty_tables),
+        cmocka_unit_test(test_min_slides_is_a_lower_bound),
     };
     /* KEEP=1 leaves the packages in /tmp/kiln-test-pptx-table-* to look at. */
     return cmocka_run_group_tests(tests, setup, getenv("KEEP") ? NULL : teardown);
