@@ -41,6 +41,7 @@
 #include <string.h>
 
 #include "../common/utf8.h"
+#include "spec_internal.h"
 
 #define MD_FLAGS                                                                          \
     (MD_FLAG_TABLES | MD_FLAG_STRIKETHROUGH | MD_FLAG_PERMISSIVEAUTOLINKS | MD_FLAG_NOHTML)
@@ -126,7 +127,6 @@ typedef struct md_state {
     const char *pointer; /* arena copy, shared by every block */
     const char *err_pointer; /* pointer + "/text": the markdown text, named by errors */
     kiln_limits limits;
-    json_t *keepalive;
     kiln_error *err;
     kiln_status status;
 
@@ -149,7 +149,7 @@ typedef struct md_state {
     /* the table being built */
     kiln_block table_block;
     kiln_table *table;
-    json_t *rows;       /* borrowed: owned by keepalive */
+    json_t *rows;       /* the body rows built so far (owned until the table ends) */
     json_t *row;        /* the body row being built (owned until appended) */
     int in_head;
     unsigned col;       /* cell index in the current row */
@@ -573,9 +573,6 @@ static int table_enter(md_state *st, const MD_BLOCK_TABLE_DETAIL *d)
         json_decref(rows);
         return fail_nomem(st);
     }
-    /* The keepalive array owns the rows from now on, whatever happens next. */
-    if (json_array_append_new(st->keepalive, rows) < 0)
-        return fail_nomem(st);
     for (unsigned i = 0; i < d->col_count; i++) {
         cols[i].header = "";
         cols[i].key = "";
@@ -587,7 +584,6 @@ static int table_enter(md_state *st, const MD_BLOCK_TABLE_DETAIL *d)
     t->data.header = 1;
     t->data.source = KILN_ROWS_INLINE;
     t->data.pointer = st->err_pointer;
-    t->data.private_rows = rows;
     st->table = t;
     st->rows = rows;
     st->col_count = d->col_count;
@@ -636,11 +632,16 @@ done:
 static int table_leave(md_state *st)
 {
     kiln_table *t = st->table;
+    /* The rows as the model keeps every table's: their text. */
+    t->data.private_rows = kiln_inline_rows_from_json(st->arena, st->rows);
     t->data.inline_row_count = json_array_size(st->rows);
+    json_decref(st->rows);
     tb_free(st->cell);
     st->cell = NULL;
     st->table = NULL;
     st->rows = NULL;
+    if (!t->data.private_rows)
+        return fail_nomem(st);
 
     kiln_block b;
     memset(&b, 0, sizeof b);
@@ -1098,18 +1099,17 @@ static void state_release(md_state *st)
     free(st->links);
     tb_free(st->cell);
     json_decref(st->row);
+    json_decref(st->rows);
 }
 
 kiln_status kiln_markdown_to_blocks(kiln_arena *arena, const char *text, size_t len,
                                     const char *pointer, const kiln_limits *limits,
-                                    json_t *keepalive, kiln_block **blocks, size_t *count,
-                                    kiln_error *err)
+                                    kiln_block **blocks, size_t *count, kiln_error *err)
 {
     md_state st;
     memset(&st, 0, sizeof st);
     st.arena = arena;
     st.input_len = len;
-    st.keepalive = keepalive;
     st.err = err;
     st.status = KILN_E_OK;
     *blocks = NULL;
@@ -1127,9 +1127,6 @@ kiln_status kiln_markdown_to_blocks(kiln_arena *arena, const char *text, size_t 
     st.err_pointer = kiln_arena_printf(arena, "%s/text", pointer ? pointer : "");
     if (!st.pointer || !st.err_pointer)
         return kiln_error_set(err, KILN_E_NOMEM, pointer, "markdown: out of memory");
-    if (!keepalive || !json_is_array(keepalive))
-        return kiln_error_set(err, KILN_E_INTERNAL, st.err_pointer,
-                              "markdown: no keepalive array for table rows");
     if (len > UINT_MAX - MD_PAD)
         return kiln_error_limit(err, KILN_E_LIMIT, st.err_pointer, UINT_MAX, len,
                                 "markdown: the text is too long (%zu bytes)", len);

@@ -21,15 +21,13 @@
  * pointer: the JSON Pointer of the markdown block; every produced block gets
  * it, and errors name its text member (pointer + "/text"). limits: list
  * nesting and cell-size limits apply.
- * keepalive: a JSON array owned by the document; table rows are built as JSON
- * arrays of strings (kiln_table_data.private_rows, INLINE source) and appended
- * to it (the reference is stolen into it) so they live as long as the doc.
+ * Table rows are kept as every inline table's are (kiln_inline_rows, in
+ * arena): the model holds no JSON tree.
  * Returns KILN_E_OK, or an error in err (KILN_E_NOMEM, KILN_E_LIMIT,
  * KILN_E_INVALID_SPEC).
  */
 kiln_status kiln_markdown_to_blocks(kiln_arena *arena, const char *text, size_t len,
                                     const char *pointer, const kiln_limits *limits,
-                                    json_t *keepalive, kiln_block **blocks, size_t *count,
-                                    kiln_error *err);
+                                    kiln_block **blocks, size_t *count, kiln_error *err);
 
 #endif

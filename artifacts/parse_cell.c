@@ -126,7 +126,6 @@ struct scan_frame {
 struct scan {
     const kiln_limits *lim;
     uint64_t *string_bytes;
-    int string_limit_reported;
     kiln_errors *errs;
     kiln_error *err;
     size_t found;
@@ -166,9 +165,11 @@ static int scan_error(struct scan *sc, const struct scan_frame *f, kiln_status c
 
 static int scan_string(struct scan *sc, const struct scan_frame *f, const char *s, size_t len)
 {
+    uint64_t before = *sc->string_bytes;
     *sc->string_bytes += len;
-    if (*sc->string_bytes > sc->lim->string_bytes && !sc->string_limit_reported) {
-        sc->string_limit_reported = 1;
+    /* Reported once, by the string that passes the limit: the spec is
+     * scanned a piece at a time, and the count goes on across the pieces. */
+    if (before <= sc->lim->string_bytes && *sc->string_bytes > sc->lim->string_bytes) {
         char msg[160];
         snprintf(msg, sizeof msg, "the strings of the spec together pass %llu bytes",
                  (unsigned long long)sc->lim->string_bytes);
@@ -235,8 +236,13 @@ static int scan_node(struct scan *sc, const json_t *v, const struct scan_frame *
 size_t kiln_json_scan(const json_t *root, const char *prefix, const kiln_limits *lim,
                       uint64_t *string_bytes, kiln_errors *errs, kiln_error *err)
 {
-    struct scan sc = {lim, string_bytes, 0, errs, err, 0, prefix ? prefix : ""};
-    scan_node(&sc, root, NULL, 1);
+    struct scan sc = {lim, string_bytes, errs, err, 0, prefix ? prefix : ""};
+    /* A pointer's segments are the containers above the value: a block at
+     * /blocks/3 sits at depth 3. */
+    uint32_t depth = 1;
+    for (const char *p = sc.prefix; *p; p++)
+        depth += *p == '/';
+    scan_node(&sc, root, NULL, depth);
     return sc.found;
 }
 

@@ -47,7 +47,7 @@ static void parse_run(kiln_pctx *c, const json_t *r, kiln_run *run)
     if (!json_is_string(t))
         kiln_perr(c, t ? "text" : NULL, t ? "expected a string" : "missing \"text\"");
     else {
-        run->text = json_string_value(t);
+        run->text = kiln_pstrdup(c, t);
         run->len = json_string_length(t);
     }
     for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++) {
@@ -76,8 +76,10 @@ static int text_run(kiln_pctx *c, const json_t *s, kiln_text *out)
         kiln_pnomem(c);
         return -1;
     }
-    out->runs[0].text = json_string_value(s);
+    out->runs[0].text = kiln_pstrdup(c, s);
     out->runs[0].len = json_string_length(s);
+    if (!out->runs[0].text)
+        return -1;
     out->runs[0].color = KILN_COLOR_NONE;
     out->run_count = 1;
     return 0;
@@ -244,7 +246,11 @@ kiln_image *kiln_parse_image(kiln_pctx *c, const json_t *v)
             return NULL;
         }
         const char *slash = strrchr(p, '/');
-        img->name = slash ? slash + 1 : p;
+        img->name = kiln_arena_strdup(c->arena, slash ? slash + 1 : p);
+        if (!img->name) {
+            kiln_pnomem(c);
+            return NULL;
+        }
     } else {
         if (!json_is_string(data)) {
             kiln_perr(c, "data", "expected a base64 string");
@@ -413,7 +419,7 @@ static void parse_series(kiln_pctx *c, const json_t *s, kiln_series *se, kiln_ch
             size_t cells;
             se->name_ref = chart_ref(c, "name", nm, place, 1, &cells);
         } else {
-            se->name = json_string_value(nm);
+            se->name = kiln_pstrdup(c, nm);
         }
     }
     kiln_get_color(c, s, "color", &se->color);
@@ -559,7 +565,7 @@ void kiln_parse_chart(kiln_pctx *c, const json_t *obj, kiln_chart *ch, kiln_char
                 if (!k->text)
                     kiln_pnomem(c);
             } else if (json_is_string(e) && ch->kind != KILN_CHART_SCATTER) {
-                k->text = json_string_value(e);
+                k->text = kiln_pstrdup(c, e);
             } else {
                 size_t saved = kiln_ptr_push(&c->ptr, "categories");
                 kiln_ptr_push_index(&c->ptr, i);
@@ -721,7 +727,7 @@ static void parse_block(kiln_pctx *c, const json_t *b, block_vec *vec)
         if (!ptr)
             return;
         if (kiln_markdown_to_blocks(c->arena, json_string_value(t), json_string_length(t), ptr,
-                                    &c->lim, c->keepalive, &blocks, &n, &e) != KILN_E_OK) {
+                                    &c->lim, &blocks, &n, &e) != KILN_E_OK) {
             if (!e.pointer[0])
                 snprintf(e.pointer, sizeof e.pointer, "%s/text", ptr);
             kiln_errors_add(c->errs, &e);
@@ -837,21 +843,38 @@ static void parse_block(kiln_pctx *c, const json_t *b, block_vec *vec)
 
 void kiln_parse_blocks(kiln_pctx *c, const json_t *arr)
 {
+    /* A table block's rows are read a row at a time (kiln_parse_table_data). */
+    static const char *const block_holes[] = {"rows", NULL};
     size_t saved = kiln_ptr_push(&c->ptr, "blocks");
     if (!json_is_array(arr)) {
         kiln_perr(c, NULL, "expected an array of blocks");
         kiln_ptr_pop(&c->ptr, saved);
         return;
     }
+    const kiln_span *span = kiln_phole(c, arr);
     block_vec vec = {0};
-    size_t n = json_array_size(arr);
-    for (size_t i = 0; i < n && !c->nomem; i++) {
-        size_t s2 = kiln_ptr_push_index(&c->ptr, i);
-        parse_block(c, json_array_get(arr, i), &vec);
-        kiln_ptr_pop(&c->ptr, s2);
+    if (span) {
+        /* Room for one block each; a markdown block's grow it. */
+        size_t n = kiln_json_count(c->text, c->text_len, *span);
+        if (n && !vec_push(c, &vec, n))
+            goto pop;
+        vec.count = 0;
+        kiln_json_iter it;
+        kiln_span el;
+        kiln_json_iter_init(&it, c->text, c->text_len, *span);
+        for (size_t i = 0; !c->nomem && kiln_json_next_element(&it, &el); i++) {
+            size_t s2 = kiln_ptr_push_index(&c->ptr, i), mark = c->hole_count;
+            json_t *b = kiln_pload(c, el, block_holes, c->ptr.buf);
+            if (b)
+                parse_block(c, b, &vec);
+            json_decref(b);
+            kiln_phole_pop(c, mark);
+            kiln_ptr_pop(&c->ptr, s2);
+        }
     }
     c->doc->blocks = vec.items;
     c->doc->block_count = vec.count;
+pop:
     kiln_ptr_pop(&c->ptr, saved);
 }
 
@@ -984,13 +1007,15 @@ static void parse_slide(kiln_pctx *c, const json_t *s, kiln_slide *sl)
 
 void kiln_parse_slides(kiln_pctx *c, const json_t *arr)
 {
+    static const char *const slide_holes[] = {"table/rows", NULL};
     size_t saved = kiln_ptr_push(&c->ptr, "slides");
     if (!json_is_array(arr)) {
         kiln_perr(c, NULL, "expected an array of slides");
         kiln_ptr_pop(&c->ptr, saved);
         return;
     }
-    size_t n = json_array_size(arr);
+    const kiln_span *span = kiln_phole(c, arr);
+    size_t n = span ? kiln_json_count(c->text, c->text_len, *span) : 0;
     c->doc->slides = kiln_arena_calloc(c->arena, n ? n : 1, sizeof *c->doc->slides);
     if (!c->doc->slides) {
         kiln_pnomem(c);
@@ -998,9 +1023,20 @@ void kiln_parse_slides(kiln_pctx *c, const json_t *arr)
         return;
     }
     c->doc->slide_count = n;
-    for (size_t i = 0; i < n && !c->nomem; i++) {
-        size_t s2 = kiln_ptr_push_index(&c->ptr, i);
-        parse_slide(c, json_array_get(arr, i), &c->doc->slides[i]);
+    kiln_json_iter it;
+    kiln_span el;
+    if (span)
+        kiln_json_iter_init(&it, c->text, c->text_len, *span);
+    for (size_t i = 0; i < n && !c->nomem && kiln_json_next_element(&it, &el); i++) {
+        size_t s2 = kiln_ptr_push_index(&c->ptr, i), mark = c->hole_count;
+        json_t *sl = kiln_pload(c, el, slide_holes, c->ptr.buf);
+        c->doc->slides[i].layout = KILN_LAYOUT_CONTENT;
+        if (sl)
+            parse_slide(c, sl, &c->doc->slides[i]);
+        else
+            c->doc->slides[i].pointer = kiln_ptr_dup(c, NULL);
+        json_decref(sl);
+        kiln_phole_pop(c, mark);
         kiln_ptr_pop(&c->ptr, s2);
     }
     kiln_ptr_pop(&c->ptr, saved);

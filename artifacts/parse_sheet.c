@@ -155,17 +155,24 @@ static void check_derived_keys(kiln_pctx *c, const json_t *cols, const kiln_tabl
     json_decref(seen);
 }
 
-static void validate_inline_rows(kiln_pctx *c, const json_t *rows, kiln_table_data *td)
+/* Check every row, one at a time (each scanned and converted as a reader
+ * would); the rows' text is kept at base in the spec's. */
+static void validate_inline_rows(kiln_pctx *c, kiln_table_data *td, const kiln_inline_rows *out,
+                                 uint32_t base)
 {
-    size_t n = json_array_size(rows);
     kiln_cell *cells = NULL;
     kiln_style *styles = NULL;
     size_t cap = 0;
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < out->count; i++) {
         /* Past the list's size every further error would only be dropped. */
         if (c->errs->count >= KILN_ERRORS_MAX)
             break;
-        const json_t *row = json_array_get(rows, i);
+        size_t saved = kiln_ptr_push_index(&c->ptr, i);
+        kiln_span in_spec = {base + out->rows[i].off, out->rows[i].len};
+        json_t *row = kiln_pload(c, in_spec, NULL, c->ptr.buf);
+        kiln_ptr_pop(&c->ptr, saved);
+        if (!row)
+            continue;
         size_t width = kiln_json_row_width(row, td);
         if (width > c->lim.columns)
             width = c->lim.columns;
@@ -180,6 +187,7 @@ static void validate_inline_rows(kiln_pctx *c, const json_t *rows, kiln_table_da
             if (ns)
                 styles = ns;
             if (!nc || !ns) {
+                json_decref(row);
                 kiln_pnomem(c);
                 break;
             }
@@ -187,9 +195,34 @@ static void validate_inline_rows(kiln_pctx *c, const json_t *rows, kiln_table_da
         }
         size_t count;
         kiln_json_row(row, td, &c->lim, c->ptr.buf, i, cells, styles, &count, c->errs, NULL);
+        json_decref(row);
     }
     free(cells);
     free(styles);
+}
+
+/* The rows of a table as the model keeps them (kiln_inline_rows): their
+ * text copied, each row's span in it. NULL when out of memory (reported). */
+static kiln_inline_rows *keep_rows(kiln_pctx *c, kiln_span span, size_t n)
+{
+    kiln_inline_rows *out = kiln_arena_alloc(c->arena, sizeof *out);
+    kiln_span *rows = kiln_arena_calloc(c->arena, n ? n : 1, sizeof *rows);
+    char *text = kiln_arena_strndup(c->arena, c->text + span.off, span.len);
+    if (!out || !rows || !text) {
+        kiln_pnomem(c);
+        return NULL;
+    }
+    kiln_json_iter it;
+    kiln_span el;
+    size_t i = 0;
+    kiln_json_iter_init(&it, c->text, c->text_len, span);
+    while (i < n && kiln_json_next_element(&it, &el))
+        rows[i++] = (kiln_span){el.off - span.off, el.len};
+    out->text = text;
+    out->len = span.len;
+    out->rows = rows;
+    out->count = i;
+    return out;
 }
 
 static void parse_data_source(kiln_pctx *c, const json_t *d, kiln_table_data *td)
@@ -349,10 +382,17 @@ void kiln_parse_table_data(kiln_pctx *c, const json_t *obj, kiln_table_data *td)
             td->header = 1;
     kiln_get_bool(c, obj, "header", &td->header);
 
-    if (rows && json_is_array(rows) && cols_ok && td->column_count) {
+    /* The rows are a hole of the piece (kiln_pload): their text, read a row
+     * at a time; an empty array is none. */
+    const kiln_span *rows_span = json_is_array(rows) ? kiln_phole(c, rows) : NULL;
+    size_t row_count = rows_span ? kiln_json_count(c->text, c->text_len, *rows_span) : 0;
+    if (rows_span && cols_ok && td->column_count) {
         int any_object = 0;
-        for (size_t i = 0; i < json_array_size(rows) && !any_object; i++)
-            any_object = json_is_object(json_array_get(rows, i));
+        kiln_json_iter it;
+        kiln_span el;
+        kiln_json_iter_init(&it, c->text, c->text_len, *rows_span);
+        while (!any_object && kiln_json_next_element(&it, &el))
+            any_object = c->text[el.off] == '{';
         if (any_object) {
             size_t before_keys = c->errs->count;
             check_derived_keys(c, cols, td, "rows are objects");
@@ -365,17 +405,19 @@ void kiln_parse_table_data(kiln_pctx *c, const json_t *obj, kiln_table_data *td)
         if (!json_is_array(rows)) {
             kiln_perr(c, NULL, "expected an array of rows");
         } else {
-            size_t n = json_array_size(rows);
-            uint64_t total = (uint64_t)n + (td->header ? 1 : 0);
-            td->inline_row_count = n;
-            td->private_rows = rows;
+            uint64_t total = (uint64_t)row_count + (td->header ? 1 : 0);
+            td->inline_row_count = row_count;
+            kiln_span none = {0, 0};
+            kiln_inline_rows *kept = NULL;
+            /* Counted in the text before a row is copied or built. */
             if (total > c->lim.rows)
                 kiln_perr_limit(c, NULL, c->lim.rows, total,
                                 "%llu rows (the header row included), more than the %u a sheet "
                                 "can have",
                                 (unsigned long long)total, (unsigned)c->lim.rows);
-            else if (cols_ok)
-                validate_inline_rows(c, rows, td);
+            else if ((kept = keep_rows(c, rows_span ? *rows_span : none, row_count)) && cols_ok)
+                validate_inline_rows(c, td, kept, rows_span ? rows_span->off : 0);
+            td->private_rows = kept;
         }
         kiln_ptr_pop(&c->ptr, saved);
     } else if (!data) {
@@ -394,21 +436,24 @@ static int name_equal_fold(const char *a, const char *b)
 }
 
 /* First pass: every sheet's name, so chart ranges may name a later sheet. */
-static void collect_sheet_names(kiln_pctx *c, const json_t *sheets)
+static void collect_sheet_names(kiln_pctx *c, json_t *const *sheets, size_t n)
 {
-    size_t n = json_array_size(sheets);
     c->sheet_names = kiln_arena_calloc(c->arena, n ? n : 1, sizeof *c->sheet_names);
     if (!c->sheet_names) {
         kiln_pnomem(c);
         return;
     }
     for (size_t i = 0; i < n; i++) {
-        const json_t *s = json_array_get(sheets, i);
+        const json_t *s = sheets[i];
         const json_t *nm = json_is_object(s) ? json_object_get(s, "name") : NULL;
         if (!json_is_string(nm))
             continue;
         size_t saved = kiln_ptr_push_index(&c->ptr, i);
-        const char *name = json_string_value(nm);
+        const char *name = kiln_pstrdup(c, nm);
+        if (!name) {
+            kiln_ptr_pop(&c->ptr, saved);
+            return;
+        }
         const char *problem = kiln_sheet_name_problem(name, json_string_length(nm));
         if (problem) {
             kiln_perr(c, "name", "%s", problem);
@@ -428,7 +473,7 @@ static void collect_sheet_names(kiln_pctx *c, const json_t *sheets)
     /* An unnamed sheet takes SheetN for its position N, as Excel numbers new
      * sheets, or the next number no other sheet's name has taken. */
     for (size_t i = 0; i < n; i++) {
-        const json_t *s = json_array_get(sheets, i);
+        const json_t *s = sheets[i];
         const json_t *nm = json_is_object(s) ? json_object_get(s, "name") : NULL;
         if (nm)
             continue;
@@ -518,17 +563,18 @@ static int merge_finds_data(const kiln_table_data *td, const kiln_range *r, int 
                             uint32_t *row, uint32_t *col)
 {
     uint32_t hdr = td->header ? 1 : 0;
-    const json_t *rows = td->source == KILN_ROWS_INLINE ? td->private_rows : NULL;
-    size_t n = json_is_array(rows) ? json_array_size(rows) : 0;
+    const kiln_inline_rows *rows = td->source == KILN_ROWS_INLINE ? td->private_rows : NULL;
+    size_t n = rows ? rows->count : 0;
     uint64_t last = (uint64_t)hdr + n; /* one past the last sheet row with data */
     uint64_t stop = skip_first ? r->last_row : r->first_row;
-    for (uint64_t y = r->first_row; y <= stop && y < last; y++) {
-        const json_t *rv = y >= hdr ? json_array_get(rows, (size_t)(y - hdr)) : NULL;
+    int found = 0;
+    for (uint64_t y = r->first_row; y <= stop && y < last && !found; y++) {
+        json_t *rv = y >= hdr ? kiln_inline_row(rows, (size_t)(y - hdr)) : NULL;
         size_t width = y < hdr ? td->column_count
                        : json_is_array(rv) ? json_array_size(rv)
                        : json_is_object(rv) ? td->column_count : 0;
         uint64_t stop_x = skip_first ? r->last_col : r->first_col;
-        for (uint64_t x = r->first_col; x <= stop_x && x < width; x++) {
+        for (uint64_t x = r->first_col; x <= stop_x && x < width && !found; x++) {
             if (skip_first && y == r->first_row && x == r->first_col)
                 continue;
             int has;
@@ -544,11 +590,12 @@ static int merge_finds_data(const kiln_table_data *td, const kiln_range *r, int 
             if (has) {
                 *row = (uint32_t)y;
                 *col = (uint32_t)x;
-                return 1;
+                found = 1;
             }
         }
+        json_decref(rv);
     }
-    return 0;
+    return found;
 }
 
 /* A merge shows only its top-left cell: refuse one that would hide data
@@ -608,6 +655,8 @@ static void parse_merges(kiln_pctx *c, const json_t *sheet, kiln_sheet *sh)
                 kiln_perr_rel(c, &e);
                 goto pop_item;
             }
+            if (kiln_pcell_own(c, &mg->value) != 0)
+                goto pop_item;
         }
         for (size_t j = 0; j < sh->merge_count; j++) {
             const kiln_range *a = &sh->merges[j].range, *b = &mg->range;
@@ -808,7 +857,7 @@ static void parse_validations(kiln_pctx *c, const json_t *sheet, kiln_sheet *sh)
                 kiln_ptr_pop(&c->ptr, s3);
                 continue;
             }
-            va->values[j] = json_string_value(e);
+            va->values[j] = kiln_pstrdup(c, e);
             total += kiln_utf8_count(json_string_value(e), json_string_length(e));
         }
         va->value_count = k;
@@ -1052,18 +1101,41 @@ static void parse_sheet(kiln_pctx *c, const json_t *s, kiln_sheet *sh, size_t in
 
 void kiln_parse_sheets(kiln_pctx *c, const json_t *arr)
 {
-    size_t saved = kiln_ptr_push(&c->ptr, "sheets");
+    /* A sheet's rows are read a row at a time (kiln_parse_table_data); the
+     * rest of every sheet is loaded at once, as the names come first. */
+    static const char *const sheet_holes[] = {"rows", NULL};
+    size_t saved = kiln_ptr_push(&c->ptr, "sheets"), mark = c->hole_count;
+    json_t **pieces = NULL;
+    size_t n = 0;
     if (!json_is_array(arr)) {
         kiln_perr(c, NULL, "expected an array of sheets");
         goto pop;
     }
-    size_t n = json_array_size(arr);
+    const kiln_span *span = kiln_phole(c, arr);
+    n = span ? kiln_json_count(c->text, c->text_len, *span) : 0;
     if (n > c->lim.sheets) {
         kiln_perr_limit(c, NULL, c->lim.sheets, n, "%zu sheets, more than the %u allowed", n,
                         (unsigned)c->lim.sheets);
+        n = 0;
         goto pop;
     }
-    collect_sheet_names(c, arr);
+    pieces = calloc(n ? n : 1, sizeof *pieces);
+    if (!pieces) {
+        kiln_pnomem(c);
+        n = 0;
+        goto pop;
+    }
+    if (span) {
+        kiln_json_iter it;
+        kiln_span el;
+        kiln_json_iter_init(&it, c->text, c->text_len, *span);
+        for (size_t i = 0; i < n && kiln_json_next_element(&it, &el); i++) {
+            size_t s2 = kiln_ptr_push_index(&c->ptr, i);
+            pieces[i] = kiln_pload(c, el, sheet_holes, c->ptr.buf);
+            kiln_ptr_pop(&c->ptr, s2);
+        }
+    }
+    collect_sheet_names(c, pieces, n);
     c->doc->sheets = kiln_arena_calloc(c->arena, n ? n : 1, sizeof *c->doc->sheets);
     if (!c->doc->sheets) {
         kiln_pnomem(c);
@@ -1072,7 +1144,10 @@ void kiln_parse_sheets(kiln_pctx *c, const json_t *arr)
     c->doc->sheet_count = n;
     for (size_t i = 0; i < n && !c->nomem; i++) {
         size_t s2 = kiln_ptr_push_index(&c->ptr, i);
-        parse_sheet(c, json_array_get(arr, i), &c->doc->sheets[i], i);
+        if (pieces[i])
+            parse_sheet(c, pieces[i], &c->doc->sheets[i], i);
+        else
+            c->doc->sheets[i].pointer = kiln_ptr_dup(c, NULL);
         kiln_ptr_pop(&c->ptr, s2);
     }
     c->cur_sheet = NULL;
@@ -1091,6 +1166,9 @@ void kiln_parse_sheets(kiln_pctx *c, const json_t *arr)
         }
     }
 pop:
+    for (size_t i = 0; i < n; i++)
+        json_decref(pieces[i]);
+    free(pieces);
+    kiln_phole_pop(c, mark);
     kiln_ptr_pop(&c->ptr, saved);
 }
-

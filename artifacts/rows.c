@@ -3,9 +3,9 @@
  * (RFC 4180, streamed through a bounded record buffer) and JSON Lines files.
  *
  * A reader owns one row of cells at a time; the cells' strings point into the
- * JSON tree (inline), the record buffer (CSV) or the current line's JSON
- * value (JSON Lines), and stay valid until the next call. Memory is constant
- * in the number of rows.
+ * current row's JSON value (inline rows, kept as text and built one row at a
+ * time; JSON Lines) or the record buffer (CSV), and stay valid until the next
+ * call. Memory is constant in the number of rows.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -25,7 +25,7 @@ struct kiln_row_reader {
     kiln_style *styles;
     size_t cap;
     /* inline */
-    const json_t *rows;
+    const kiln_inline_rows *rows;
     size_t pos;
     /* files */
     int fd;
@@ -39,7 +39,7 @@ struct kiln_row_reader {
     uint64_t line;          /* physical line of the next byte, 1-based */
     uint64_t rec_line;      /* line the current record started on */
     const char *name;       /* file name for messages */
-    json_t *cur;            /* JSON Lines: the current line's value */
+    json_t *cur;            /* the current row's value (inline, JSON Lines) */
 };
 
 /* ---- JSON rows (inline and JSON Lines) ---- */
@@ -48,6 +48,36 @@ size_t kiln_json_row_width(const json_t *row, const kiln_table_data *t)
 {
     size_t n = json_is_array(row) ? json_array_size(row) : 0;
     return n > t->column_count ? n : t->column_count;
+}
+
+kiln_inline_rows *kiln_inline_rows_from_json(kiln_arena *arena, const json_t *rows)
+{
+    size_t n = json_array_size(rows), total = 0;
+    kiln_inline_rows *out = kiln_arena_alloc(arena, sizeof *out);
+    kiln_span *spans = kiln_arena_calloc(arena, n ? n : 1, sizeof *spans);
+    if (!out || !spans)
+        return NULL;
+    for (size_t i = 0; i < n; i++)
+        total += json_dumpb(json_array_get(rows, i), NULL, 0, JSON_COMPACT);
+    char *text = kiln_arena_alloc(arena, total ? total : 1);
+    if (!text || total > UINT32_MAX)
+        return NULL;
+    size_t at = 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t len = json_dumpb(json_array_get(rows, i), text + at, total - at, JSON_COMPACT);
+        spans[i] = (kiln_span){(uint32_t)at, (uint32_t)len};
+        at += len;
+    }
+    out->text = text;
+    out->len = at;
+    out->rows = spans;
+    out->count = n;
+    return out;
+}
+
+json_t *kiln_inline_row(const kiln_inline_rows *rows, size_t i)
+{
+    return kiln_json_load_span(rows->text, rows->rows[i], NULL);
 }
 
 /* Record a row error; pointer = rows_ptr/index + rel. Returns 1 when the
@@ -606,9 +636,12 @@ int kiln_rows_next(kiln_row_reader *r, const kiln_cell **cells, size_t *count, k
     size_t n = 0;
     switch (r->t->source) {
     case KILN_ROWS_INLINE: {
-        if (!r->rows || r->pos >= json_array_size(r->rows))
+        if (!r->rows || r->pos >= r->rows->count)
             return 0;
-        const json_t *row = json_array_get(r->rows, r->pos);
+        json_decref(r->cur);
+        const json_t *row = r->cur = kiln_inline_row(r->rows, r->pos);
+        if (!row)
+            return nomem(err), -1;
         size_t width = kiln_json_row_width(row, r->t);
         if (width > r->lim.columns)
             width = r->lim.columns;

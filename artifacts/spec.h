@@ -240,22 +240,34 @@ typedef struct kiln_table {
     const char *name;    /* NULL = none */
 } kiln_table;
 
+/* A block holds what its kind needs and no more: the members of the
+ * different kinds share their storage (a spec may have a million blocks,
+ * and a block with room for every kind's members was three times the size).
+ * Read only the members of the block's kind. */
 typedef struct kiln_block {
     kiln_block_kind kind;
-    const char *pointer;   /* JSON Pointer of the block (markdown: of the markdown block) */
     int level;             /* HEADING 1..6; TOC levels 1..6 */
-    kiln_text text;        /* HEADING, PARAGRAPH, QUOTE */
-    kiln_align align;      /* PARAGRAPH */
-    kiln_list list;        /* LIST */
-    kiln_table *table;     /* TABLE */
-    kiln_image *image;     /* IMAGE */
-    kiln_chart *chart;     /* CHART */
-    const char *title;     /* TOC title */
-    const char *code;      /* CODE text */
-    const char *language;  /* CODE, or NULL */
-    const char *attribution; /* QUOTE, or NULL */
-    const char *caption;   /* IMAGE, or NULL (tables and charts carry their own) */
-    double width_pt;       /* IMAGE: requested width, 0 = natural */
+    const char *pointer;   /* JSON Pointer of the block (markdown: of the markdown block) */
+    union {
+        struct {                     /* HEADING, PARAGRAPH, QUOTE */
+            kiln_text text;
+            const char *attribution; /* QUOTE, or NULL */
+            kiln_align align;        /* PARAGRAPH */
+        };
+        kiln_list list;              /* LIST */
+        kiln_table *table;           /* TABLE */
+        struct {                     /* IMAGE */
+            kiln_image *image;
+            const char *caption;     /* or NULL (tables and charts carry their own) */
+            double width_pt;         /* requested width, 0 = natural */
+        };
+        kiln_chart *chart;           /* CHART */
+        const char *title;           /* TOC title */
+        struct {                     /* CODE */
+            const char *code;
+            const char *language;    /* or NULL */
+        };
+    };
 } kiln_block;
 
 /* ---- slides ---- */

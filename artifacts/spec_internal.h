@@ -15,13 +15,24 @@
 #include "../common/utf8.h"
 #include "spec.h"
 
-/* Everything a kiln_doc owns besides its public members. */
+/* Everything a kiln_doc owns besides its public members. The model owns
+ * every string it holds (arena copies): no JSON tree outlives the parse. */
 struct kiln_doc_private {
-    json_t *root;        /* the parsed spec: model strings borrow from it */
-    json_t *keepalive;   /* JSON arrays markdown tables point into */
     kiln_arena arena;    /* the model itself (the kiln_doc struct included) */
     kiln_limits limits;  /* limits the doc was parsed with; row readers apply them */
 };
+
+/* What kiln_table_data.private_rows points to for inline rows (a table's
+ * "rows" in the spec, or a markdown table's): the rows' JSON text, an arena
+ * copy, and each row's bytes in it. A reader has jansson build one row at a
+ * time, so rows cost their text, not a tree of it (a tree of a million rows
+ * of five numbers is some 260 MB; their text 40 MB). */
+typedef struct kiln_inline_rows {
+    const char *text;
+    size_t len;
+    const struct kiln_span *rows;
+    size_t count;
+} kiln_inline_rows;
 
 /* What kiln_table_data.private_rows points to for CSV / JSON Lines sources:
  * the path relative to doc->base_dir, so kiln_rows_open can walk it again
@@ -33,6 +44,55 @@ typedef struct kiln_data_file {
 
 /* Longest CSV record / JSON Lines line a reader accepts (the bounded buffer). */
 #define KILN_RECORD_MAX (16u << 20)
+
+/* ---- the spec's text (json_text.c) ----
+ * The parser never has jansson build the whole spec: it checks the text's
+ * syntax once, then builds one piece at a time (a block, a slide, a sheet
+ * without its rows, one row) from the byte spans the walkers find. */
+
+/* Bytes [off, off + len) of a text. A spec is at most 4 GiB (its limit is far
+ * below), so 32 bits each. */
+typedef struct kiln_span {
+    uint32_t off, len;
+} kiln_span;
+
+/* A syntax error: where (a byte offset) and what. */
+typedef struct kiln_json_syntax {
+    size_t offset;
+    int too_deep;   /* nested past jansson's own ceiling */
+    char what[160];
+} kiln_json_syntax;
+
+/* 0 when s[0..len) is one JSON value (RFC 8259) that jansson would take
+ * too (integers within 64 bits, reals within a double, valid UTF-8); else -1
+ * and *e says where and what. Builds nothing. */
+int kiln_json_check(const char *s, size_t len, kiln_json_syntax *e);
+/* The position of the first non-whitespace byte at or after pos. */
+size_t kiln_json_skip_ws(const char *s, size_t len, size_t pos);
+/* On checked text: the end of the value that starts at pos. */
+size_t kiln_json_value_end(const char *s, size_t len, size_t pos);
+
+/* Walking an array's elements or an object's members, on checked text. */
+typedef struct kiln_json_iter {
+    const char *s;
+    size_t len, pos;
+} kiln_json_iter;
+/* container: the span of an array or object value. */
+void kiln_json_iter_init(kiln_json_iter *it, const char *s, size_t len, kiln_span container);
+/* The next element's span; 0 at the end. */
+int kiln_json_next_element(kiln_json_iter *it, kiln_span *el);
+/* The next member: its name's span (the quoted string) and its value's. */
+int kiln_json_next_member(kiln_json_iter *it, kiln_span *key, kiln_span *value);
+/* Elements (or members) of a container. */
+size_t kiln_json_count(const char *s, size_t len, kiln_span container);
+/* 1 when the member name at key (a quoted string) is name[0..n). */
+int kiln_json_key_is(const char *s, kiln_span key, const char *name, size_t n);
+/* jansson's tree of one value of the text (a new reference; duplicate
+ * members refused, NUL allowed as the whole spec's parse allows it); NULL
+ * with *e (offset into s) when jansson refuses it. */
+json_t *kiln_json_load_span(const char *s, kiln_span span, kiln_json_syntax *e);
+/* 1-based line and column (in characters) of a byte offset, for messages. */
+void kiln_json_line_col(const char *s, size_t len, size_t offset, int *line, int *column);
 
 /* ---- JSON Pointer building (RFC 6901) ---- */
 #define KILN_PTR_BUF 1024
@@ -78,10 +138,12 @@ void kiln_error_prefix(kiln_error *err, const char *prefix);
 int kiln_cell_from_text(const char *text, size_t len, kiln_column_type type,
                         const kiln_limits *lim, kiln_cell *out, kiln_error *err);
 
-/* The scan over a whole JSON tree: nesting depth, strings XML cannot hold, and
- * the total string bytes. Adds errors (absolute pointers under prefix) to
- * errs, or when errs is NULL fills err with the first one. Returns the number
- * of errors found. *string_bytes is increased by the bytes of the strings. */
+/* The scan over a JSON tree: nesting depth, strings XML cannot hold, and
+ * the total string bytes. root sits at prefix (a JSON Pointer) in the spec,
+ * which also gives its depth there (one more than prefix's segments). Adds
+ * errors (absolute pointers under prefix) to errs, or when errs is NULL
+ * fills err with the first one. Returns the number of errors found.
+ * *string_bytes is increased by the bytes of the strings. */
 size_t kiln_json_scan(const json_t *root, const char *prefix, const kiln_limits *lim,
                       uint64_t *string_bytes, kiln_errors *errs, kiln_error *err);
 
@@ -100,6 +162,12 @@ size_t kiln_json_row(const json_t *row, const kiln_table_data *t, const kiln_lim
                      size_t *count, kiln_errors *errs, kiln_error *err);
 /* Cells a row needs room for: max(column_count, array length). */
 size_t kiln_json_row_width(const json_t *row, const kiln_table_data *t);
+/* Inline rows from a JSON array of rows (a markdown table's): each row's
+ * compact text, in arena. NULL when out of memory. */
+kiln_inline_rows *kiln_inline_rows_from_json(kiln_arena *arena, const json_t *rows);
+/* jansson's tree of inline row i (a new reference); NULL when out of memory
+ * (the text was checked when it was kept). */
+json_t *kiln_inline_row(const kiln_inline_rows *rows, size_t i);
 
 /* Read the first record of a CSV file as column names (arena copies).
  * Errors as kiln_rows_next reports them. 0 / -1. */
@@ -171,13 +239,48 @@ typedef struct kiln_pctx {
     uint32_t image_count;
     uint64_t image_total;
     int nomem;                 /* an allocation failed: stop and report once */
-    json_t *keepalive;
+    const char *text;          /* the spec's JSON text (checked), while it is parsed */
+    size_t text_len;
+    uint64_t string_bytes;     /* of the strings scanned so far (the string_bytes limit) */
+    struct kiln_hole *holes;   /* the arrays left out of the pieces loaded (kiln_pload) */
+    size_t hole_count, hole_cap;
     const char **sheet_names;  /* every sheet's (final) name, for range prefixes */
     size_t sheet_name_count;
     const char *cur_sheet;     /* the sheet being validated, or NULL */
     uint32_t chart_width, chart_height; /* theme.json defaults */
     const char *table_style;   /* theme.json default */
 } kiln_pctx;
+
+/* ---- the spec loaded a piece at a time (spec_parse.c) ----
+ * A piece is a value of the text (the root object, a block, a slide, a
+ * sheet, a row) loaded by jansson. Its big arrays are left out of it: each
+ * member on a holes path whose value is a non-empty array is loaded as an
+ * empty array, a hole standing for the array's span of the text, which the
+ * parser then walks an element at a time. Paths are member names, "a" or
+ * "a/b" (b inside a's object), NULL-terminated. */
+typedef struct kiln_hole {
+    const json_t *placeholder; /* the empty array in the piece's tree */
+    kiln_span span;            /* the array it stands for */
+    const char *path;          /* its holes path */
+} kiln_hole;
+
+/* Load the piece at span, its arrays on holes left out (holes may be NULL);
+ * it is scanned (depth, characters, string bytes) with pointer as its own.
+ * A new reference, or NULL when the text is refused (the error is
+ * reported). Forget its holes with kiln_phole_pop(c, mark) once it is freed,
+ * mark being c->hole_count before the call. */
+json_t *kiln_pload(kiln_pctx *c, kiln_span span, const char *const *holes, const char *pointer);
+void kiln_phole_pop(kiln_pctx *c, size_t mark);
+/* The span the array v stands for when it is a hole, else NULL. */
+const kiln_span *kiln_phole(const kiln_pctx *c, const json_t *v);
+/* Elements of the array v, a hole or not. */
+size_t kiln_parray_size(const kiln_pctx *c, const json_t *v);
+/* Arena copy of a JSON string's value (its length, NULs and all); NULL when
+ * out of memory (reported). */
+const char *kiln_pstrdup(kiln_pctx *c, const json_t *s);
+/* Copy a cell's strings (and style font) into the arena, for a cell the
+ * model keeps (kiln_cell_from_json borrows from the tree). 0 / -1 (reported). */
+int kiln_pcell_own(kiln_pctx *c, kiln_cell *cell);
 
 /* Errors at the current pointer, or at member under it (member may be NULL). */
 void kiln_perr(kiln_pctx *c, const char *member, const char *fmt, ...)
@@ -196,7 +299,8 @@ size_t kiln_check_members(kiln_pctx *c, const json_t *obj, const char *const *al
 const char *kiln_ptr_dup(kiln_pctx *c, const char *member);
 
 /* Member getters: absent members leave *out alone and return 0; a wrong
- * type reports an error at the member and returns -1. */
+ * type reports an error at the member and returns -1. Strings are arena
+ * copies. */
 int kiln_get_string(kiln_pctx *c, const json_t *obj, const char *key, const char **out);
 int kiln_get_bool(kiln_pctx *c, const json_t *obj, const char *key, int *out);
 int kiln_get_number(kiln_pctx *c, const json_t *obj, const char *key, double min, double max,

@@ -141,6 +141,211 @@ const char *kiln_ptr_dup(kiln_pctx *c, const char *member)
     return p;
 }
 
+/* ---- the spec a piece at a time ---- */
+
+const char *kiln_pstrdup(kiln_pctx *c, const json_t *s)
+{
+    const char *p = kiln_arena_strndup(c->arena, json_string_value(s), json_string_length(s));
+    if (!p)
+        kiln_pnomem(c);
+    return p;
+}
+
+int kiln_pcell_own(kiln_pctx *c, kiln_cell *cell)
+{
+    const char **strings[] = {&cell->text, &cell->link_text, &cell->cached_text,
+                              &cell->number_format};
+    for (size_t i = 0; i < sizeof strings / sizeof strings[0]; i++) {
+        if (!*strings[i])
+            continue;
+        size_t n = strings[i] == &cell->text ? cell->text_len : strlen(*strings[i]);
+        if (!(*strings[i] = kiln_arena_strndup(c->arena, *strings[i], n))) {
+            kiln_pnomem(c);
+            return -1;
+        }
+    }
+    if (cell->style) {
+        kiln_style *st = kiln_arena_alloc(c->arena, sizeof *st);
+        if (!st) {
+            kiln_pnomem(c);
+            return -1;
+        }
+        *st = *cell->style;
+        if (st->font && !(st->font = kiln_arena_strdup(c->arena, st->font))) {
+            kiln_pnomem(c);
+            return -1;
+        }
+        cell->style = st;
+    }
+    return 0;
+}
+
+static int add_hole(kiln_pctx *c, const char *path, kiln_span span)
+{
+    if (c->hole_count == c->hole_cap) {
+        size_t cap = c->hole_cap ? c->hole_cap * 2 : 8;
+        kiln_hole *h = realloc(c->holes, cap * sizeof *h);
+        if (!h) {
+            kiln_pnomem(c);
+            return -1;
+        }
+        c->holes = h;
+        c->hole_cap = cap;
+    }
+    c->holes[c->hole_count++] = (kiln_hole){NULL, span, path};
+    return 0;
+}
+
+/* 1 when the value at span is an array with something in it. */
+static int nonempty_array(const kiln_pctx *c, kiln_span span)
+{
+    if (c->text[span.off] != '[')
+        return 0;
+    size_t p = kiln_json_skip_ws(c->text, c->text_len, span.off + 1);
+    return c->text[p] != ']';
+}
+
+/* The holes of the object at span: members on a path (rest: what of the
+ * path is left below this object) whose values are non-empty arrays. */
+static int find_holes(kiln_pctx *c, kiln_span span, const char *path, const char *rest)
+{
+    if (c->text[span.off] != '{')
+        return 0;
+    const char *slash = strchr(rest, '/');
+    size_t seg = slash ? (size_t)(slash - rest) : strlen(rest);
+    kiln_json_iter it;
+    kiln_span key, value;
+    kiln_json_iter_init(&it, c->text, c->text_len, span);
+    while (kiln_json_next_member(&it, &key, &value)) {
+        if (!kiln_json_key_is(c->text, key, rest, seg))
+            continue;
+        if (slash) {
+            if (find_holes(c, value, path, slash + 1) != 0)
+                return -1;
+        } else if (nonempty_array(c, value) && add_hole(c, path, value) != 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* The placeholder a hole's path leads to in the loaded piece. */
+static const json_t *hole_placeholder(const json_t *piece, const char *path)
+{
+    char seg[64];
+    const json_t *v = piece;
+    while (v && *path) {
+        size_t n = strcspn(path, "/");
+        if (n >= sizeof seg)
+            return NULL;
+        memcpy(seg, path, n);
+        seg[n] = '\0';
+        v = json_object_get(v, seg);
+        path += n + (path[n] == '/');
+    }
+    return json_is_array(v) && json_array_size(v) == 0 ? v : NULL;
+}
+
+static void syntax_error(kiln_pctx *c, const kiln_json_syntax *se)
+{
+    int line, col;
+    kiln_json_line_col(c->text, c->text_len, se->offset, &line, &col);
+    if (se->too_deep)
+        kiln_errors_addf(c->errs, KILN_E_LIMIT, "",
+                         "JSON nested deeper than %u levels (line %d, column %d)",
+                         (unsigned)c->lim.json_depth, line, col);
+    else
+        kiln_errors_addf(c->errs, KILN_E_INVALID_SPEC, "", "not valid JSON at line %d, column %d: %s",
+                         line, col, se->what);
+}
+
+/* jansson's tree of span with the holes from first on left out: the text
+ * is copied with "[]" in place of each. */
+static json_t *load_with_holes(kiln_pctx *c, kiln_span span, size_t first)
+{
+    size_t cut = 0;
+    for (size_t i = first; i < c->hole_count; i++)
+        cut += c->holes[i].span.len - 2;
+    size_t n = span.len - cut;
+    char *buf = malloc(n ? n : 1);
+    if (!buf) {
+        kiln_pnomem(c);
+        return NULL;
+    }
+    size_t from = span.off, at = 0;
+    for (size_t i = first; i < c->hole_count; i++) {
+        const kiln_span *h = &c->holes[i].span;
+        memcpy(buf + at, c->text + from, h->off - from);
+        at += h->off - from;
+        memcpy(buf + at, "[]", 2);
+        at += 2;
+        from = h->off + h->len;
+    }
+    memcpy(buf + at, c->text + from, span.off + span.len - from);
+    json_error_t je;
+    json_t *v = json_loadb(buf, n, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL | JSON_DECODE_ANY, &je);
+    free(buf);
+    if (!v) {
+        /* Back to the text's own offsets: each hole before the error was
+         * its array's length less two. */
+        size_t pos = je.position > 0 ? (size_t)je.position - 1 : 0, off = span.off + pos;
+        for (size_t i = first; i < c->hole_count; i++)
+            if (c->holes[i].span.off < off)
+                off += c->holes[i].span.len - 2;
+        kiln_json_syntax se = {off, strstr(je.text, "depth") != NULL, ""};
+        snprintf(se.what, sizeof se.what, "%s", je.text);
+        syntax_error(c, &se);
+        return NULL;
+    }
+    for (size_t i = first; i < c->hole_count; i++)
+        c->holes[i].placeholder = hole_placeholder(v, c->holes[i].path);
+    return v;
+}
+
+json_t *kiln_pload(kiln_pctx *c, kiln_span span, const char *const *holes, const char *pointer)
+{
+    size_t mark = c->hole_count;
+    for (size_t i = 0; holes && holes[i]; i++)
+        if (find_holes(c, span, holes[i], holes[i]) != 0)
+            goto drop_holes;
+    json_t *v;
+    if (c->hole_count == mark) {
+        kiln_json_syntax se;
+        if (!(v = kiln_json_load_span(c->text, span, &se))) {
+            syntax_error(c, &se);
+            goto drop_holes;
+        }
+    } else if (!(v = load_with_holes(c, span, mark))) {
+        goto drop_holes;
+    }
+    kiln_json_scan(v, pointer, &c->lim, &c->string_bytes, c->errs, NULL);
+    return v;
+
+drop_holes:
+    kiln_phole_pop(c, mark);
+    return NULL;
+}
+
+void kiln_phole_pop(kiln_pctx *c, size_t mark)
+{
+    if (mark < c->hole_count)
+        c->hole_count = mark;
+}
+
+const kiln_span *kiln_phole(const kiln_pctx *c, const json_t *v)
+{
+    for (size_t i = c->hole_count; v && i-- > 0;)
+        if (c->holes[i].placeholder == v)
+            return &c->holes[i].span;
+    return NULL;
+}
+
+size_t kiln_parray_size(const kiln_pctx *c, const json_t *v)
+{
+    const kiln_span *span = kiln_phole(c, v);
+    return span ? kiln_json_count(c->text, c->text_len, *span) : json_array_size(v);
+}
+
 /* ---- member getters ---- */
 
 int kiln_get_string(kiln_pctx *c, const json_t *obj, const char *key, const char **out)
@@ -152,7 +357,10 @@ int kiln_get_string(kiln_pctx *c, const json_t *obj, const char *key, const char
         kiln_perr(c, key, "expected a string");
         return -1;
     }
-    *out = json_string_value(v);
+    const char *copy = kiln_pstrdup(c, v);
+    if (!copy)
+        return -1;
+    *out = copy;
     return 0;
 }
 
@@ -380,7 +588,7 @@ static void parse_metadata(kiln_pctx *c, const json_t *m)
     kiln_get_string(c, m, "category", &md->category);
     const json_t *kw = json_object_get(m, "keywords");
     if (json_is_string(kw)) {
-        md->keywords = json_string_value(kw);
+        md->keywords = kiln_pstrdup(c, kw);
     } else if (json_is_array(kw)) {
         size_t total = 1, n = json_array_size(kw), bad = 0;
         for (size_t i = 0; i < n; i++) {
@@ -657,7 +865,7 @@ static void parse_page(kiln_pctx *c, const json_t *pg)
         if (!json_is_string(h) || !json_string_value(h)[0])
             kiln_perr(c, "header", "expected true (the title), false or a non-empty string");
         else
-            p->header_text = json_string_value(h);
+            p->header_text = kiln_pstrdup(c, h);
     }
     kiln_get_bool(c, pg, "page_numbers", &p->page_numbers);
 pop:
@@ -694,8 +902,8 @@ static void parse_root(kiln_pctx *c, const json_t *root)
         kiln_parse_blocks(c, blocks);
     if (slides && !c->nomem)
         kiln_parse_slides(c, slides);
-    if (json_array_size(sheets) == 0 && json_array_size(blocks) == 0 &&
-        json_array_size(slides) == 0)
+    if (kiln_parray_size(c, sheets) == 0 && kiln_parray_size(c, blocks) == 0 &&
+        kiln_parray_size(c, slides) == 0)
         kiln_perr(c, NULL, "a spec needs at least one of \"sheets\", \"blocks\", \"slides\", "
                            "non-empty");
 }
@@ -705,8 +913,6 @@ void kiln_doc_free(kiln_doc *doc)
     if (!doc)
         return;
     struct kiln_doc_private *p = doc->priv;
-    json_decref(p->root);
-    json_decref(p->keepalive);
     kiln_arena_release(&p->arena); /* doc itself lives in the arena */
     free(p);
 }
@@ -745,67 +951,67 @@ kiln_status kiln_doc_parse(const char *json, size_t len, const kiln_parse_option
         return KILN_E_NOMEM;
     }
     priv->limits = *lim;
-    /* The model is the images' bytes plus a small multiple of the spec (most
-     * strings are borrowed from the JSON tree); the ceiling only stops a
-     * runaway, it is not a limit a valid spec can reach. */
+    /* The model is the images' bytes plus a small multiple of the spec; the
+     * ceiling only stops a runaway, it is not a limit a valid spec can
+     * reach. */
     uint64_t ceiling = lim->images_bytes + 16 * lim->spec_bytes + (64u << 20);
     if (ceiling < lim->images_bytes)
         ceiling = 0; /* overflowed: no ceiling rather than a tiny one */
     kiln_arena_init(&priv->arena, ceiling);
     kiln_doc *doc = kiln_arena_alloc(&priv->arena, sizeof *doc);
-    priv->keepalive = json_array();
-    if (!doc || !priv->keepalive) {
+    kiln_pctx *c = calloc(1, sizeof *c);
+    if (!doc || !c) {
         kiln_errors_addf(errs, KILN_E_NOMEM, "", "out of memory");
-        goto free_priv;
+        goto free_pctx;
     }
     doc->priv = priv;
-
-    json_error_t je;
-    priv->root = json_loadb(json, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &je);
-    if (!priv->root) {
-        int depth = strstr(je.text, "depth") != NULL;
-        kiln_error e;
-        if (depth)
-            kiln_error_limit(&e, KILN_E_LIMIT, "", lim->json_depth, 0,
-                             "JSON nested deeper than %u levels (line %d, column %d)",
-                             (unsigned)lim->json_depth, je.line, je.column);
-        else
-            kiln_error_set(&e, KILN_E_INVALID_SPEC, "", "not valid JSON at line %d, column %d: %s",
-                           je.line, je.column, je.text);
-        kiln_errors_add(errs, &e);
-        goto free_priv;
-    }
-    uint64_t string_bytes = 0;
-    kiln_json_scan(priv->root, "", lim, &string_bytes, errs, NULL);
-
-    kiln_pctx *c = calloc(1, sizeof *c);
-    if (!c) {
-        kiln_errors_addf(errs, KILN_E_NOMEM, "", "out of memory");
-        goto free_priv;
-    }
     c->doc = doc;
     c->arena = &priv->arena;
     c->lim = *lim;
     c->errs = errs;
     c->scan_data = opt->scan_data_files;
-    c->keepalive = priv->keepalive;
+    c->text = json;
+    c->text_len = len;
+
+    /* The whole text's syntax first, so a spec that is not JSON gets that
+     * one error; then the pieces (spec_internal.h). */
+    kiln_json_syntax se;
+    if (kiln_json_check(json, len, &se) != 0) {
+        syntax_error(c, &se);
+        goto free_pctx;
+    }
     c->base_dir = kiln_arena_strdup(&priv->arena, opt->base_dir ? opt->base_dir : ".");
     doc->base_dir = c->base_dir;
     if (!c->base_dir)
         kiln_pnomem(c);
     theme_defaults(c);
     page_defaults(&doc->page);
-    if (!c->nomem)
-        parse_root(c, priv->root);
+    size_t at = kiln_json_skip_ws(json, len, 0);
+    if (json[at] != '{') {
+        /* Not loaded: an array at the top could be the whole 64 MiB. */
+        kiln_perr(c, NULL, "expected a JSON object (the document spec)");
+    } else if (!c->nomem) {
+        /* The root without its sheets, blocks and slides: those are read a
+         * sheet, a block, a slide at a time. */
+        static const char *const root_holes[] = {"sheets", "blocks", "slides", NULL};
+        kiln_span root = {(uint32_t)at, (uint32_t)(kiln_json_value_end(json, len, at) - at)};
+        json_t *tree = kiln_pload(c, root, root_holes, "");
+        if (tree)
+            parse_root(c, tree);
+        json_decref(tree);
+    }
+    free(c->holes);
     free(c);
     if (errs->count || errs->dropped)
-        goto free_priv;
+        goto free_arena;
     *out = doc;
     return KILN_E_OK;
 
-free_priv:
-    json_decref(priv->root);
-    json_decref(priv->keepalive);
+free_pctx:
+    if (c)
+        free(c->holes);
+    free(c);
+free_arena:
     kiln_arena_release(&priv->arena);
     free(priv);
     return first_code(errs);

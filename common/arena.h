@@ -17,6 +17,7 @@ typedef struct kiln_arena_chunk kiln_arena_chunk;
 
 typedef struct kiln_arena {
     kiln_arena_chunk *head;
+    kiln_arena_chunk *bytes; /* strings, packed without alignment */
     uint64_t used;      /* bytes handed out, for the ceiling */
     uint64_t max_bytes; /* 0 = no ceiling */
 } kiln_arena;
@@ -26,7 +27,7 @@ void kiln_arena_init(kiln_arena *arena, uint64_t max_bytes);
 void *kiln_arena_alloc(kiln_arena *arena, size_t size);
 /* n zeroed elements of size bytes, overflow-checked. */
 void *kiln_arena_calloc(kiln_arena *arena, size_t n, size_t size);
-/* Copies of strings (NUL-terminated result). */
+/* Copies of strings (NUL-terminated result, not aligned). */
 char *kiln_arena_strdup(kiln_arena *arena, const char *s);
 char *kiln_arena_strndup(kiln_arena *arena, const char *s, size_t len);
 char *kiln_arena_printf(kiln_arena *arena, const char *fmt, ...)

@@ -73,7 +73,7 @@ uint32_t kiln_utf8_next(const char *str, size_t len, size_t *pos)
 
 /* Strict: no overlong forms, no surrogates, nothing past U+10FFFF (the
  * spec parser, the store's file names and the HTTP layer's all agree). */
-int kiln_utf8_valid(const char *s, size_t len)
+size_t kiln_utf8_invalid_at(const char *s, size_t len)
 {
     const unsigned char *u = (const unsigned char *)s;
     size_t i = 0;
@@ -95,20 +95,25 @@ int kiln_utf8_valid(const char *s, size_t len)
             n = 3;
             cp = c & 0x07;
         } else {
-            return 0;
+            return i;
         }
         if (i + n >= len)
-            return 0;
+            return i;
         for (size_t k = 1; k <= n; k++) {
             if ((u[i + k] & 0xC0) != 0x80)
-                return 0;
+                return i;
             cp = (cp << 6) | (u[i + k] & 0x3F);
         }
         /* Overlong forms, surrogates and values past U+10FFFF. */
         if ((n == 2 && cp < 0x800) || (n == 3 && (cp < 0x10000 || cp > 0x10FFFF)) ||
             (cp >= 0xD800 && cp <= 0xDFFF))
-            return 0;
+            return i;
         i += n + 1;
     }
-    return 1;
+    return len;
+}
+
+int kiln_utf8_valid(const char *s, size_t len)
+{
+    return kiln_utf8_invalid_at(s, len) == len;
 }

@@ -21,5 +21,8 @@ uint32_t kiln_utf8_next(const char *s, size_t len, size_t *pos);
 /* 1 when s[0..len) is valid UTF-8 (strict: no overlong forms, surrogates or
  * code points past U+10FFFF). */
 int kiln_utf8_valid(const char *s, size_t len);
+/* The offset of the first byte of s[0..len) that does not begin a valid
+ * sequence (as kiln_utf8_valid judges it), len when there is none. */
+size_t kiln_utf8_invalid_at(const char *s, size_t len);
 
 #endif

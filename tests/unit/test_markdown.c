@@ -10,10 +10,10 @@
 #include <string.h>
 
 #include "artifacts/markdown.h"
+#include "artifacts/spec_internal.h"
 
 typedef struct fixture {
     kiln_arena arena;
-    json_t *keepalive;
     kiln_limits limits;
     kiln_error err;
     kiln_block *blocks;
@@ -26,19 +26,17 @@ static int setup(void **state)
     if (!fx)
         return -1;
     kiln_arena_init(&fx->arena, 0);
-    fx->keepalive = json_array();
     fx->limits.rows = KILN_LIMIT_ROWS;
     fx->limits.columns = KILN_LIMIT_COLUMNS;
     fx->limits.cell_chars = KILN_LIMIT_CELL_CHARS;
     fx->limits.list_depth = KILN_LIMIT_LIST_DEPTH;
     *state = fx;
-    return fx->keepalive ? 0 : -1;
+    return 0;
 }
 
 static int teardown(void **state)
 {
     fixture *fx = *state;
-    json_decref(fx->keepalive);
     kiln_arena_release(&fx->arena);
     free(fx);
     return 0;
@@ -48,7 +46,7 @@ static kiln_status parse(fixture *fx, const char *md)
 {
     memset(&fx->err, 0, sizeof fx->err);
     return kiln_markdown_to_blocks(&fx->arena, md, strlen(md), "/blocks/3", &fx->limits,
-                                   fx->keepalive, &fx->blocks, &fx->count, &fx->err);
+                                   &fx->blocks, &fx->count, &fx->err);
 }
 
 static void parse_ok(fixture *fx, const char *md)
@@ -250,13 +248,18 @@ static void test_table(void **state)
     assert_int_equal(d->columns[2].align, KILN_ALIGN_RIGHT);
     assert_int_equal(d->columns[3].align, KILN_ALIGN_DEFAULT);
 
-    json_t *rows = (json_t *)d->private_rows;
-    assert_true(json_is_array(rows));
-    assert_int_equal(json_array_size(fx->keepalive), 1);
-    assert_ptr_equal(json_array_get(fx->keepalive, 0), rows);
-    char *dump = json_dumps(rows, JSON_COMPACT);
-    assert_string_equal(dump, "[[\"apple\",\"3\",\"1.50\",null],[\"pear & plum\",\"10\",\"2\",\"x\"]]");
-    free(dump);
+    /* The rows are kept as their text, a row at a time. */
+    const kiln_inline_rows *rows = d->private_rows;
+    assert_int_equal(rows->count, 2);
+    const char *want[] = {"[\"apple\",\"3\",\"1.50\",null]", "[\"pear & plum\",\"10\",\"2\",\"x\"]"};
+    for (size_t i = 0; i < 2; i++) {
+        json_t *row = kiln_inline_row(rows, i);
+        assert_non_null(row);
+        char *dump = json_dumps(row, JSON_COMPACT);
+        assert_string_equal(dump, want[i]);
+        free(dump);
+        json_decref(row);
+    }
 }
 
 static void test_table_in_list_is_kept(void **state)

@@ -610,12 +610,16 @@ static void test_jsonl(void **state)
 static void test_rows_open_without_doc_limits(void **state)
 {
     (void)state;
-    /* A markdown-style table: INLINE rows built outside the parser. */
+    /* A markdown-style table: INLINE rows built outside the parser, kept as
+     * their text. */
     json_t *rows = json_pack("[[s, s], [s]]", "a", "b", "c");
     assert_non_null(rows);
+    kiln_arena arena;
+    kiln_arena_init(&arena, 0);
     kiln_table_data t = {0};
     t.source = KILN_ROWS_INLINE;
-    t.private_rows = rows;
+    t.private_rows = kiln_inline_rows_from_json(&arena, rows);
+    assert_non_null(t.private_rows);
     t.pointer = "/blocks/0";
     kiln_row_reader *r;
     kiln_error e;
@@ -631,6 +635,7 @@ static void test_rows_open_without_doc_limits(void **state)
     kiln_rows_close(r);
     kiln_rows_close(NULL);
     json_decref(rows);
+    kiln_arena_release(&arena);
 }
 
 
