@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Kiln's benchmarks (`make bench`; see bench/README.md).
 
-    /usr/bin/python3 bench/run.py [xlsx|docx|pdf|pptx|all|run|serve] [--rows N] [--small-rows N]
+    /usr/bin/python3 bench/run.py [xlsx|docx|pdf|pptx|all|run|serve|scale] [--rows N] [--small-rows N]
                                   [--sections N] [--slides N] [--repeat N] [--kiln PATH]
                                   [--no-python] [--no-node] [--kiln-lib PATH]
                                   [--runs-pass N] [--runs-pandas N]
@@ -9,7 +9,9 @@
 The workload is xlsx, docx, pdf, pptx or all (the default: those four); each is
 described below. `run` (not part of all: it needs root and bwrap) times `kiln run`'s
 sandbox against bare python3 and bubblewrap: see bench/sandbox_run.py. `serve` (part of
-all) drives `kiln serve` with wrk beside nginx: see bench/serve_bench.py.
+all) drives `kiln serve` with wrk beside nginx: see bench/serve_bench.py. `scale` (not part
+of all: it takes minutes) gives what a spec of a million paragraphs, and one of a million
+inline rows, costs in time and memory in each format: see bench/scale.py.
 
 xlsx:
 1. Generates a deterministic ROWS x 10 mixed-type dataset into bench/out/
@@ -965,16 +967,19 @@ def run_pptx(args):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("workload", nargs="?",
-                    choices=("xlsx", "docx", "pdf", "pptx", "all", "run", "serve"),
+                    choices=("xlsx", "docx", "pdf", "pptx", "all", "run", "serve", "scale"),
                     default="all",
                     help="which benchmark to run (default: all, the four document formats; "
                          "run: the sandbox of `kiln run` against bare python3 and bubblewrap, "
-                         "needs root; serve: `kiln serve` under wrk beside nginx)")
+                         "needs root; serve: `kiln serve` under wrk beside nginx; scale: a "
+                         "million paragraphs and a million inline rows in each format)")
     ap.add_argument("--rows", type=int, default=200_000, help="xlsx: rows of the big dataset")
     ap.add_argument("--small-rows", type=int, default=50_000, help="xlsx: rows of the small one")
     ap.add_argument("--sections", type=int, default=60,
                     help="docx and pdf: sections of the report")
     ap.add_argument("--slides", type=int, default=120, help="pptx: slides of the deck")
+    ap.add_argument("--scale-items", type=int, default=1_000_000,
+                    help="scale: paragraphs, and rows, of the two specs")
     ap.add_argument("--repeat", type=int, default=3,
                     help="runs of each tool; the fastest counts (xlsx: the Python tools run once)")
     ap.add_argument("--kiln", default=os.environ.get("KILN_BIN", os.path.join(REPO, "bin/kiln")))
@@ -1002,6 +1007,9 @@ def main():
         return run_run(args)
     if args.workload == "serve":
         return run_serve(args)
+    if args.workload == "scale":
+        from scale import run_scale
+        return run_scale(args)
     status = 0
     if args.workload in ("xlsx", "all"):
         status |= run_xlsx(args)

@@ -144,11 +144,18 @@ static int bad_option(const char *usage, char **argv, int c)
     return usage_error(usage, "unknown option '%s'", arg);
 }
 
+/* Whether an error is shown with a pointer: a spec's errors always are (""
+ * is the whole spec), others when they name a part of it. */
+static int error_has_pointer(const kiln_error *e)
+{
+    return e->pointer[0] || e->code == KILN_E_INVALID_SPEC || e->code == KILN_E_LIMIT;
+}
+
 static json_t *error_json(const kiln_error *e)
 {
     json_t *o = json_object();
     json_object_set_new(o, "code", json_string(kiln_status_name(e->code)));
-    if (e->pointer[0] || e->code == KILN_E_INVALID_SPEC || e->code == KILN_E_LIMIT)
+    if (error_has_pointer(e))
         json_object_set_new(o, "pointer", json_string(e->pointer));
     json_object_set_new(o, "message", json_string(e->message));
     if (e->code == KILN_E_LIMIT || e->code == KILN_E_TOO_LARGE) {
@@ -158,10 +165,12 @@ static json_t *error_json(const kiln_error *e)
     return o;
 }
 
+/* The same pointer as --json gives, "(whole spec)" standing for "". */
 static void print_error_line(const kiln_error *e)
 {
-    if (e->pointer[0])
-        fprintf(stderr, "kiln: error: %s: %s\n", e->pointer, e->message);
+    if (error_has_pointer(e))
+        fprintf(stderr, "kiln: error: %s: %s\n", e->pointer[0] ? e->pointer : "(whole spec)",
+                e->message);
     else
         fprintf(stderr, "kiln: error: %s\n", e->message);
 }

@@ -90,3 +90,12 @@ kiln_status kiln_errors_addf(kiln_errors *list, kiln_status code, const char *po
     kiln_errors_add(list, &e);
     return code;
 }
+
+void kiln_error_locate(kiln_error *err, const char *pointer)
+{
+    if (!err || !pointer || err->pointer[0])
+        return;
+    if (err->code != KILN_E_LIMIT && err->code != KILN_E_INVALID_SPEC && err->code != KILN_E_INPUT)
+        return;
+    snprintf(err->pointer, sizeof err->pointer, "%s", pointer);
+}

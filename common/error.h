@@ -73,6 +73,13 @@ kiln_status kiln_error_limit(kiln_error *err, kiln_status code, const char *poin
                              uint64_t limit, uint64_t actual, const char *fmt, ...)
     __attribute__((format(printf, 6, 7)));
 
+/* Name where an error came from, when it does not say yet: a writer
+ * calls this with the pointer of the block, sheet or slide it was writing,
+ * so an error caused by one (a page limit reached there, an image that
+ * cannot be read) names it. Errors of the whole output (too_large) and of
+ * the machine (out_of_memory, internal, write_failed) keep no pointer. */
+void kiln_error_locate(kiln_error *err, const char *pointer);
+
 void kiln_errors_init(kiln_errors *list);
 /* Append a copy of err; counts it as dropped when the list is full. */
 void kiln_errors_add(kiln_errors *list, const kiln_error *err);

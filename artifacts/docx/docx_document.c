@@ -597,8 +597,10 @@ kiln_status docx_document_write(docx_ctx *c)
     int after_table = 0;
     for (size_t i = 0; i < c->flow.count; i++) {
         st = write_block(c, &c->flow.items[i], &after_table);
-        if (st != KILN_E_OK)
+        if (st != KILN_E_OK) {
+            kiln_error_locate(c->err, c->flow.items[i].block->pointer);
             goto fail_discard;
+        }
     }
     if (after_table)
         write_empty_paragraph(c);

@@ -277,6 +277,12 @@ void pdf_para_release(pdf_para *para);
 
 /* Lay out one flow item at the cursor (pdf_layout.c). */
 kiln_status pdf_layout_item(pdf_ctx *ctx, const kiln_flow_item *item, const kiln_flow_item *next);
+/* Before any page is laid out: KILN_E_LIMIT, naming the block where the
+ * count passes, when the flow certainly needs more than PDF_MAX_PAGES pages
+ * (its text at the least height it can take, its page breaks, and one page
+ * for each of `slides`). A 20,000-page PDF is refused at once instead of
+ * after 20,000 pages of layout. */
+kiln_status pdf_check_page_limit(pdf_ctx *ctx, const kiln_flow *flow, size_t slides);
 /* The TOC block: reserves its lines during layout, fills page numbers and
  * links in at the end (pdf_layout.c). */
 kiln_status pdf_toc_finish(pdf_ctx *ctx);

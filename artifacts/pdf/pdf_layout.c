@@ -864,6 +864,65 @@ kiln_status pdf_toc_finish(pdf_ctx *ctx)
     return KILN_E_OK;
 }
 
+/* ------------------------------------------------------------------ the page limit, early */
+
+/* The smallest size any run of text is set in (size_pt when none sets its own). */
+static double smallest_run(const kiln_text *t, double size_pt)
+{
+    double least = size_pt;
+    for (size_t i = 0; i < t->run_count; i++)
+        if (t->runs[i].size > 0 && t->runs[i].size < least)
+            least = t->runs[i].size;
+    return least;
+}
+
+/* The least height a block can take, in points: the lines it certainly has
+ * (one per paragraph, heading, quote and list item) at the smallest size its
+ * text is set in, at single spacing, and the space after it. Tables, images,
+ * charts and code count for nothing: they only make more pages. */
+static double block_min_height(const pdf_ctx *ctx, const kiln_block *b)
+{
+    switch (b->kind) {
+    case KILN_BLOCK_PARAGRAPH:
+        return smallest_run(&b->text, ctx->body_size) + ctx->body_size * 0.6;
+    case KILN_BLOCK_HEADING:
+        return smallest_run(&b->text, heading_size(ctx, b->level));
+    case KILN_BLOCK_QUOTE:
+        return smallest_run(&b->text, ctx->body_size) + ctx->body_size * 0.8;
+    case KILN_BLOCK_LIST: {
+        double h = ctx->body_size * 0.5;
+        for (size_t i = 0; i < b->list.item_count; i++)
+            h += smallest_run(&b->list.items[i].text, ctx->body_size);
+        return h;
+    }
+    default:
+        return 0;
+    }
+}
+
+kiln_status pdf_check_page_limit(pdf_ctx *ctx, const kiln_flow *flow, size_t slides)
+{
+    /* Every page holds at most its text height, plus the space after its last
+     * block, which the page's bottom may cut short; a page break starts a
+     * page; each slide has its own. */
+    double per_page = (ctx->top - ctx->bottom) + ctx->body_size;
+    double height = 0;
+    uint64_t breaks = slides;
+    for (size_t i = 0; i < flow->count; i++) {
+        const kiln_block *b = flow->items[i].block;
+        if (b->kind == KILN_BLOCK_PAGE_BREAK)
+            breaks++;
+        height += block_min_height(ctx, b);
+        uint64_t pages = breaks + (uint64_t)(height / per_page);
+        if (pages > PDF_MAX_PAGES)
+            return kiln_error_limit(ctx->err, KILN_E_LIMIT, b->pointer, PDF_MAX_PAGES, pages,
+                                    "the PDF would have more than %u pages (at least %llu by "
+                                    "this block)",
+                                    PDF_MAX_PAGES, (unsigned long long)pages);
+    }
+    return KILN_E_OK;
+}
+
 /* ------------------------------------------------------------------ dispatch */
 
 kiln_status pdf_layout_item(pdf_ctx *ctx, const kiln_flow_item *item, const kiln_flow_item *next)

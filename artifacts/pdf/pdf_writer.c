@@ -303,6 +303,8 @@ static kiln_status layout_all(pdf_ctx *ctx, const kiln_flow *flow)
     kiln_status st;
 
     ctx->flow = flow;
+    if ((st = pdf_check_page_limit(ctx, flow, slides ? ctx->doc->slide_count : 0)) != KILN_E_OK)
+        return st;
     for (size_t i = 0; i < flow->count; i++) {
         const kiln_flow_item *item = &flow->items[i];
         if (slides && item_starts_slide(ctx->doc, item, &slide) && slide >= pages_for_slides) {
@@ -315,8 +317,10 @@ static kiln_status layout_all(pdf_ctx *ctx, const kiln_flow *flow)
             }
         }
         st = pdf_layout_item(ctx, item, i + 1 < flow->count ? &flow->items[i + 1] : NULL);
-        if (st != KILN_E_OK)
+        if (st != KILN_E_OK) {
+            kiln_error_locate(ctx->err, item->block->pointer);
             return st;
+        }
     }
     if (slides) {
         while (pages_for_slides < ctx->doc->slide_count) { /* trailing empty slides */

@@ -95,8 +95,10 @@ kiln_status kiln_pptx_write(const kiln_doc *doc, kiln_output *out,
         goto cleanup_package;
 
     for (size_t i = 0; i < deck.count; i++)
-        if ((st = pptx_slide_write_item(&c, &deck.items[i])) != KILN_E_OK)
+        if ((st = pptx_slide_write_item(&c, &deck.items[i])) != KILN_E_OK) {
+            kiln_error_locate(err, deck.items[i].pointer);
             goto cleanup_package;
+        }
 
     if ((st = pptx_props_add(&c)) != KILN_E_OK || (st = pptx_presentation_add(&c)) != KILN_E_OK)
         goto cleanup_package;

@@ -1481,8 +1481,10 @@ kiln_status kiln_xlsx_write(const kiln_doc *doc, kiln_output *out,
     }
 
     for (size_t i = 0; i < plan.count; i++)
-        if ((st = write_sheet(&w, &plan.sheets[i], err)) != KILN_E_OK)
+        if ((st = write_sheet(&w, &plan.sheets[i], err)) != KILN_E_OK) {
+            kiln_error_locate(err, plan.sheets[i].pointer);
             goto cleanup_formats;
+        }
     if (!wo.constant_memory && (st = xlsx_chart_fill_caches(&w.data, err)) != KILN_E_OK)
         goto cleanup_formats;
 

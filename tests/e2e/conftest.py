@@ -32,7 +32,25 @@ KILN_BIN = _resolve("KILN_BIN", "bin/kiln")
 OOXML_CHECK = _resolve("OOXML_CHECK", REPO.parent / "shared" / "tools" / "ooxml-check")
 
 
+# Under `make asan` the binary runs with AddressSanitizer: its memory and time are
+# the sanitizer's, not Kiln's, so measurements of either skip there.
+SANITIZED = "ASAN_OPTIONS" in os.environ
+
 # --------------------------------------------------------------------------- helpers
+
+
+def run_kiln_peak(*args, timeout=300):
+    """Run the binary under GNU time; returns (CompletedProcess, its peak resident
+    memory in bytes). time(1) forks from a small process of its own: a child forked
+    from pytest would start with pytest's pages counted in its peak."""
+    import tempfile
+    with tempfile.NamedTemporaryFile("r") as report:
+        proc = subprocess.run(["/usr/bin/time", "-f", "%M", "-o", report.name, str(KILN_BIN)] +
+                              [str(a) for a in args], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, timeout=timeout)
+        kib = int(report.read().strip().splitlines()[-1])
+    return proc, kib * 1024
+
 
 def run_kiln(*args, input=None, timeout=300, cwd=None, env=None):
     """Run the binary; returns CompletedProcess with bytes stdout/stderr."""

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import (KILN_BIN, SAMPLES, assert_ooxml_ok, describe, err_text, listing, out_text,
+from conftest import (SANITIZED, pdf_info, run_kiln_peak, KILN_BIN, SAMPLES, assert_ooxml_ok, describe, err_text, listing, out_text,
                       render_ok, run_kiln, write_spec)
 
 try:
@@ -26,7 +26,9 @@ except ImportError:
     raise RuntimeError("openpyxl is required: apt-get install python3-openpyxl")
 
 ERROR_LINE = re.compile(r"^kiln: error: (.*)$")
-POINTER_LINE = re.compile(r"^kiln: error: (/[^:]*|): (.*)$")
+# A line names its pointer as --json does; "(whole spec)" stands for "".
+POINTER_LINE = re.compile(r"^kiln: error: (/[^:]*|\(whole spec\)): (.*)$")
+WHOLE_SPEC = "(whole spec)"
 CODES = {"usage": 2, "invalid_spec": 3, "limit_exceeded": 3, "too_large": 4, "unreadable_input": 5,
          "write_failed": 6, "out_of_memory": 7, "internal": 70}
 MINIMAL = {"sheets": [{"name": "S", "rows": [["a", 1]]}]}
@@ -61,12 +63,28 @@ def assert_error_lines(proc):
 
 
 def pointers(proc):
-    """The pointer of every error line ("" for a line without one)."""
+    """The pointer of every error line ("" for a line without one, or for the whole spec)."""
+    return [p or "" for p in shown_pointers(proc)]
+
+
+def shown_pointers(proc):
+    """The pointer each error line shows: "" for "(whole spec)", None for a line with none."""
     out = []
     for l in error_lines(proc):
         m = POINTER_LINE.match(l)
-        out.append(m.group(1) if m else "")
+        out.append(None if not m else "" if m.group(1) == WHOLE_SPEC else m.group(1))
     return out
+
+
+def assert_lines_match_json(proc, obj):
+    """Every error the human lines show carries the pointer --json gives it (or none
+    when --json gives none), in the same order."""
+    shown = shown_pointers(proc)
+    for i, e in enumerate(obj["errors"]):
+        assert i < len(shown), "fewer error lines than --json errors:\n%s" % describe(proc)
+        assert shown[i] == e.get("pointer"), (
+            "error %d: the line shows pointer %r, --json %r\n%s" % (i, shown[i], e.get("pointer"),
+                                                                   describe(proc)))
 
 
 def assert_pointer(proc, pointer_re):
@@ -127,7 +145,9 @@ def expect_failure(tmp_path, spec, exit_code, pointer_re=None, message_re=None, 
     if also_json:
         pj = run_kiln("render", sp, "-o", out, "--json", *extra, timeout=timeout)
         assert pj.returncode == exit_code, describe(pj)
-        assert_json_failure(parse_json_stdout(pj), exit_code, pointer_re)
+        obj = parse_json_stdout(pj)
+        assert_json_failure(obj, exit_code, pointer_re)
+        assert_lines_match_json(proc, obj)
         assert listing(od) == before_out
     if also_validate and exit_code in (3, 5):
         pv = run_kiln("validate", sp, "--scan-data", timeout=timeout)
@@ -546,6 +566,65 @@ def test_rows_over_limit_via_csv(tmp_path, kiln_bin):
         fh.write("1\n" * 1048576)
     spec = {"sheets": [{"name": "Big", "data": {"path": "big.csv", "format": "csv", "header": True}}]}
     expect_failure(tmp_path, spec, 3, r"/sheets/0/data.*", r"1,?048,?576", also_json=False, timeout=600)
+
+
+def test_whole_document_errors_name_their_pointer(tmp_path, kiln_bin):
+    """An error of the whole spec shows "(whole spec)" where --json gives "", and an
+    error a writer meets at one block names that block, on stderr as in --json."""
+    # the spec's size and its syntax: the whole spec
+    big = tmp_path / "big.json"
+    big.write_bytes(b'{"sheets": [{"rows": [[1]]}]}' + b" " * (64 << 20))
+    for spec in (big, write_spec(tmp_path, '{"sheets": [', "broken.json")):
+        p = run_kiln("validate", spec)
+        assert p.returncode == 3, describe(p)
+        assert error_lines(p)[0].startswith("kiln: error: (whole spec): "), describe(p)
+        pj = run_kiln("validate", spec, "--json")
+        obj = parse_json_stdout(pj)
+        assert obj["errors"][0]["pointer"] == "", obj
+        assert_lines_match_json(p, obj)
+    big.unlink()
+    # the PDF's page limit, met at the block that passes it (at once: 20,001 page breaks
+    # need at least as many pages, whatever else the blocks hold)
+    spec = {"blocks": [{"type": "paragraph", "text": "start"}] +
+                      [{"type": "page_break"}] * 20001}
+    p = expect_failure(tmp_path, spec, 3, r"/blocks/\d+", r"20000 pages",
+                       extra=("--format", "pdf"), also_validate=False)
+    blocks = [int(x.split("/")[2]) for x in pointers(p) if x.startswith("/blocks/")]
+    assert blocks and 19990 <= blocks[0] <= 20001, describe(p)
+
+
+@pytest.mark.skipif(SANITIZED, reason="memory under AddressSanitizer is the sanitizer's")
+def test_memory_follows_the_spec_not_a_tree_of_it(tmp_path, kiln_bin):
+    """A spec of many small values costs memory in proportion to its own size. jansson's
+    tree of 200,000 short paragraphs alone was 20 times the text (an object with its own
+    hash table per block), and a million-row inline sheet kept its tree for the whole
+    render; the parser now builds one block, one row at a time, and the model is about
+    130 bytes a block plus its text (docs/spec.md, "What a spec costs"). The bound is
+    generous (the process's own libraries are about 20 MB) and fails the tree at once."""
+    blocks = {"blocks": [{"type": "paragraph", "text": "Paragraph %d." % i} for i in range(200000)]}
+    rows = {"sheets": [{"name": "Data", "columns": [{"header": h} for h in "ABCDE"],
+                        "rows": [[i, i * 0.25, "Region %d" % (i % 7), i % 42, i % 2 == 0]
+                                 for i in range(200000)]}]}
+    for name, spec, formats in (("blocks", blocks, ("docx", "pdf", "pptx", "xlsx")),
+                                ("rows", rows, ("xlsx", "docx"))):
+        path = write_spec(tmp_path, spec, name + ".json")
+        size = path.stat().st_size
+        bound = 6 * size + (40 << 20)
+        proc, peak = run_kiln_peak("validate", path)
+        assert proc.returncode == 0, describe(proc)
+        assert peak < bound, "validate %s (%d bytes): peak %d MB" % (name, size, peak >> 20)
+        for fmt in formats:
+            out = tmp_path / ("%s.%s" % (name, fmt))
+            proc, peak = run_kiln_peak("render", path, "-o", out, timeout=600)
+            # flat text past a deck's 5,000 slides is refused, at once (test_render_pptx.py)
+            assert proc.returncode in (0, 3), describe(proc)
+            # libharu holds the whole PDF until it is saved: about 10 KB a page of text
+            # besides the model (docs/spec.md)
+            pages = int(pdf_info(out)["Pages"]) if fmt == "pdf" else 0
+            assert peak < bound + pages * (16 << 10), (
+                "%s to %s (%d bytes, %d pages): peak %d MB" % (name, fmt, size, pages, peak >> 20))
+            if out.exists():
+                out.unlink()
 
 
 def test_spec_over_64_mib(tmp_path, kiln_bin):
