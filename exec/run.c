@@ -302,7 +302,9 @@ static json_t *supervise(supervisor *s, kiln_error *err)
 {
     const kiln_run_options *opt = s->opt;
     const kiln_run_limits *l = s->limits;
-    json_t *result = NULL, *files = NULL, *refused = NULL, *renders = NULL;
+    json_t *result = NULL, *renders = NULL;
+    kiln_collect_result collected;
+    memset(&collected, 0, sizeof collected);
     char **argv = NULL, *font_list = NULL;
 
     /* The job's processes must not inherit root's groups: the user
@@ -424,10 +426,8 @@ static json_t *supervise(supervisor *s, kiln_error *err)
                               .total_bytes = l->output_total_bytes};
     const char *const skip_render[] = {KILN_SPEC_DIR, NULL};
     const char *const skip_none[] = {NULL};
-    uint64_t refused_more = 0;
-    int cap_hit = 0;
-    if (kiln_collect(s->jd.fd, opt->out_dir, &cl, opt->render ? skip_render : skip_none, &files,
-                     &refused, &refused_more, &cap_hit, err) != KILN_E_OK)
+    if (kiln_collect(s->jd.fd, opt->out_dir, &cl, opt->render ? skip_render : skip_none,
+                     &collected, err) != KILN_E_OK)
         goto free_json;
 
     r.language = opt->language;
@@ -442,10 +442,7 @@ static json_t *supervise(supervisor *s, kiln_error *err)
     r.wall_seconds = w.wall_seconds;
     r.out = &s->out;
     r.err = &s->err;
-    r.files = files;
-    r.refused = refused;
-    r.refused_more = refused_more;
-    r.cap_hit = cap_hit;
+    r.collected = &collected;
     r.renders = renders;
     r.out_dir = opt->out_dir;
     result = kiln_result_build(&r);
@@ -453,8 +450,7 @@ static json_t *supervise(supervisor *s, kiln_error *err)
         kiln_error_set(err, KILN_E_NOMEM, "", "out of memory building the result");
 
 free_json:
-    json_decref(files);
-    json_decref(refused);
+    kiln_collect_result_release(&collected);
     json_decref(renders);
 free_argv:
     free(argv);

@@ -400,6 +400,7 @@ class Ctx:
             "@UNIX_PATH@": self.listeners.unix_path,
             "@ABSTRACT@": self.listeners.abstract,
             "@HOST_PID@": str(self.sleep.pid),
+            "@OUT_LEN@": str(len(str(self.out.resolve()))),   # what kiln run's realpath gives
         }
         for k, v in table.items():
             code = code.replace(k, v)
@@ -1614,19 +1615,87 @@ say('MADE', 100000, round(time.time() - t0, 1))
 ''')
 
 
+def assert_all_accounted(r, total):
+    """Everything the job wrote is in the result: collected, refused by name, or counted."""
+    accounted = len(r["files"]) + len(r["refused"]) + r["refused_more"]
+    assert accounted == total, "%d entries written, %d in the result (files %d, refused %d, counted %d)" % (
+        total, accounted, len(r["files"]), len(r["refused"]), r["refused_more"])
+
+
 def chk_many(r, ctx):
     assert "MADE 100000" in stdout_of(r), "the job could not make the files: " + short(r)
     assert len(r["files"]) == 100, "%d files collected" % len(r["files"])
-    refused = len(r["refused"]) + r["refused_more"]
-    assert refused >= 9900, "only %d refused or counted" % refused
-    # "too many entries" (the walk's cap on entries examined, 10000) is not in the
-    # documented list of reasons yet; it is a cap like the others
-    assert all(why in ("over the file count limit", "over the total size limit", "too many entries")
+    assert all(why in ("over the file count limit", "over the total size limit")
                for why in refused_map(r).values()), set(refused_map(r).values())
     assert len(r["refused"]) <= 1000, "the refused list is not capped: %d entries" % len(r["refused"])
+    inc = r["collection_incomplete"]
+    assert inc == {"reason": "too many entries", "max_entries": 10000, "not_examined": 90000,
+                   "stopped_in": "."}, inc
+    assert_all_accounted(r, 100000)
     assert len([p for p in out_files(ctx)]) == 100
     assert ctx.elapsed < 45, "kiln run took %.1f s" % ctx.elapsed
 
+
+# Issue 15 item 8: 50,000 small files and large ones. big.bin is written first (the
+# job directory's tmpfs lists the newest names first, so a walk that stopped reading
+# after 10,000 names never saw it) and sorts first; zz-late.bin sorts last, beyond the
+# 10,000 entries examined. Neither may vanish: collected, or counted with the result
+# saying the collection stopped early.
+MANY_AND_LARGE = py(r'''
+open('big.bin', 'wb').write(b'B' * (5 << 20))
+os.makedirs('sub/deeper')
+for i in range(50000):
+    fd = os.open('f%05d' % i, os.O_WRONLY | os.O_CREAT, 0o644)
+    os.write(fd, b'x')
+    os.close(fd)
+open('sub/deeper/inner.txt', 'w').write('inner')
+open('zz-late.bin', 'wb').write(b'Z' * (3 << 20))
+say('MADE')
+''')
+
+
+def chk_many_and_large(r, ctx):
+    assert "MADE" in stdout_of(r), "the job could not make the files: " + short(r)
+    listed = {f["name"]: f for f in r["files"]}
+    assert "big.bin" in listed, "big.bin neither collected nor refused: %r" % sorted(listed)[:5]
+    assert listed["big.bin"]["bytes"] == 5 << 20 and listed["big.bin"]["sha256"] == _sha(b"B" * (5 << 20))
+    assert (ctx.out / "big.bin").stat().st_size == 5 << 20
+    assert len(r["files"]) == 100 and sorted(listed)[1:] == ["f%05d" % i for i in range(99)], sorted(listed)[:3]
+    # examined: the first 10,000 names, big.bin and f00000..f09998; not examined,
+    # counted: f09999..f49999, sub with sub/deeper and sub/deeper/inner.txt, zz-late.bin
+    inc = r["collection_incomplete"]
+    assert inc == {"reason": "too many entries", "max_entries": 10000, "not_examined": 40001 + 4,
+                   "stopped_in": "."}, inc
+    assert "zz-late.bin" not in listed and "zz-late.bin" not in refused_map(r)
+    assert "10000 directory entries" in r["message"] and "collection_incomplete" in r["message"], r["message"]
+    assert_all_accounted(r, 50000 + 5)
+
+
+# Issue 15 item 9: a path is refused for its length, not as "too deep". Fifteen levels
+# of 255-byte names (the depth limit is 16), then files whose names (paths relative to
+# /mnt/data) are exactly the limit and one byte over: DIR/NAME at most 4095 bytes for
+# the output directory DIR, /mnt/data/NAME too.
+LONG_PATHS = py(r'''
+limit = 4094 - max(@OUT_LEN@, len('/mnt/data'))
+for i in range(15):
+    n = chr(ord('a') + i) * 255
+    os.mkdir(n)
+    os.chdir(n)
+leaf = limit - 15 * 256
+open('x' * leaf, 'w').write('fits')
+open('y' * (leaf + 1), 'w').write('over')
+say('LIMIT', limit)
+''')
+
+
+def chk_long_paths(r, ctx):
+    limit = 4094 - max(len(r["out_dir"]), len("/mnt/data"))
+    assert "LIMIT %d" % limit in stdout_of(r), stdout_of(r)
+    assert len(r["files"]) == 1 and len(r["files"][0]["name"]) == limit, [len(f["name"]) for f in r["files"]]
+    assert r["files"][0]["sha256"] == _sha(b"fits")
+    assert [(len(e["name"]), e["reason"]) for e in r["refused"]] == [(limit + 1, "path too long")], \
+        [(len(e["name"]), e["reason"]) for e in r["refused"]]
+    assert r["collection_incomplete"] is None
 
 
 # ---------------------------------------------------------------- limits in force
@@ -1881,6 +1950,9 @@ CASES = [
          args=["--file-size", "1M"]),
     dict(id="slow-100k-files", code=MANY_FILES, status="output_limit", check=chk_many,
          args=["--disk", "512M", "--timeout", "60"], timeout=180),
+    dict(id="collect-50k-files-and-large-ones", code=MANY_AND_LARGE, status="output_limit",
+         check=chk_many_and_large, args=["--disk", "512M", "--timeout", "60"], timeout=180),
+    dict(id="collect-path-too-long", code=LONG_PATHS, status="ok", check=chk_long_paths),
     # ---- limits in force
     dict(id="limit-processes-16", code=PROC_COUNT, args=["--processes", "16"], status="ok", check=chk_proc_count),
     dict(id="limit-threads-16", code=THREADS, args=["--processes", "16"], status="ok", check=chk_threads),
