@@ -81,6 +81,9 @@ typedef struct kiln_mount_plan {
     const kiln_file_blob *files;/* written into the root before it goes read-only */
     size_t file_count;
     uid_t job_dir_owner;        /* inside uid that owns /mnt/data (KILN_SANDBOX_UID) */
+    const char *const *ro_binds;/* host paths bound read-only at the same path (--ro-bind),
+                                   checked by kiln_run_job */
+    size_t ro_bind_count;
 } kiln_mount_plan;
 
 /* Inside, as uid 0 of the new user namespace, in the new mount namespace

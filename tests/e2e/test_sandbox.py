@@ -384,6 +384,7 @@ class Ctx:
         self.probes = {}
         self.supervisors = set() # pids of the supervisors of this case's runs
         self.extra = {}          # hooks keep their things here
+        self.code_subst = {}     # more @NAME@ substitutions, set by a setup hook
         self.proc = None
         self.elapsed = None
 
@@ -402,6 +403,7 @@ class Ctx:
             "@HOST_PID@": str(self.sleep.pid),
             "@OUT_LEN@": str(len(str(self.out.resolve()))),   # what kiln run's realpath gives
         }
+        table.update(self.code_subst)
         for k, v in table.items():
             code = code.replace(k, v)
         return code
@@ -635,7 +637,7 @@ def chk_identity(r, ctx):
     assert f["root_ro"], "/ is not mounted read-only"
     assert f["root_write"] in ("EROFS", "EACCES", "EPERM"), "creating a file in / gave %s" % f["root_write"]
     env = f["env"]
-    want = {"HOME": "/tmp", "TMPDIR": "/tmp", "PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8",
+    want = {"HOME": "/tmp", "TMPDIR": "/tmp", "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8",
             "MPLBACKEND": "Agg", "PYTHONPATH": "/opt/kiln/lib", "KILN_JOB_DIR": "/mnt/data"}
     for k, v in want.items():
         assert env.get(k) == v, "environment %s=%r, the contract says %r" % (k, env.get(k), v)
@@ -840,6 +842,13 @@ HOST_READ = py(r'''
 def opens(path):
     os.close(os.open(path, os.O_RDONLY | os.O_NONBLOCK))      # opened, never read
     return 'opened'
+def nonempty(path):
+    """The number of bytes of path, when it can be read and is not empty (never the bytes)."""
+    with open(path, 'rb') as f:
+        n = len(f.read(4096))
+    if not n:
+        raise OSError(errno.ENODATA, 'empty')
+    return n
 def nonzero_kallsyms():
     for l in open('/proc/kallsyms'):
         if not l.startswith('0000000000000000'):
@@ -871,7 +880,7 @@ for sock in ('/run/systemd/private', '/var/run/docker.sock', '/run/dbus/system_b
     attempt('sock_' + sock.rsplit('/', 1)[1], lambda: os.stat(sock) and 'exists')
 for dev in ('/dev/vda', '/dev/sda', '/dev/nvme0n1', '/dev/mem', '/dev/kmem', '/dev/port', '/dev/kmsg', '/dev/vsock'):
     attempt('dev_' + dev.rsplit('/', 1)[1], lambda: opens(dev))
-attempt('kcore', lambda: opens('/proc/kcore'))
+attempt('kcore', lambda: nonempty('/proc/kcore'))
 attempt('kallsyms_addrs', nonzero_kallsyms)
 attempt('boot_config', lambda: len(open('/boot/config-' + os.uname().release).read()))
 attempt('cgroup_procs_write', lambda: open('/sys/fs/cgroup/cgroup.procs', 'a') and 'opened')
@@ -885,6 +894,143 @@ def chk_host_read(r, ctx):
             "sock_private", "sock_docker.sock", "sock_system_bus_socket", "sock_containerd.sock",
             "dev_vda", "dev_sda", "dev_nvme0n1", "dev_mem", "dev_kmem", "dev_port", "dev_kmsg",
             "dev_vsock", "kcore", "kallsyms_addrs", "boot_config", "cgroup_procs_write")
+
+
+# Issue 15 item 12: what the job sees of the host. The job reports names, types and
+# sizes only (never contents); the check compares them with the host.
+VISIBLE_TREE = py(r"""
+import json, stat
+def kind(p):
+    try:
+        m = os.lstat(p).st_mode
+    except OSError as e:
+        return _err(e)
+    return ('link' if stat.S_ISLNK(m) else 'dir' if stat.S_ISDIR(m) else 'file' if stat.S_ISREG(m)
+            else 'chr' if stat.S_ISCHR(m) else 'other')
+def size(p):
+    try:
+        with open(p, 'rb') as f:
+            return len(f.read(1 << 16))
+    except OSError as e:
+        return _err(e)
+def listing(p):
+    try:
+        return sorted(os.listdir(p))
+    except OSError as e:
+        return _err(e)
+proc = {n: [kind('/proc/' + n), listing('/proc/' + n) if kind('/proc/' + n) == 'dir' else size('/proc/' + n)]
+        for n in ('kcore', 'kallsyms', 'keys', 'key-users', 'timer_list', 'timer_stats', 'sched_debug',
+                  'latency_stats', 'config.gz', 'iomem', 'ioports', 'partitions', 'swaps', 'diskstats',
+                  'modules', 'cmdline', 'vmallocinfo', 'slabinfo', 'acpi', 'asound', 'bus', 'driver', 'fs',
+                  'irq', 'scsi', 'meminfo', 'cpuinfo', 'uptime', 'stat', 'loadavg')}
+found = sorted({n for d in os.environ['PATH'].split(':') for n in (listing(d) if os.path.isdir(d) else [])})
+facts = dict(root=listing('/'), usr=listing('/usr'), proc=proc, found=found, path=os.environ['PATH'],
+             kinds={p: kind(p) for p in ('/usr/local', '/usr/src', '/usr/include', '/usr/etc', '/usr/games',
+                                         '/sys', '/boot', '/home', '/root', '/var', '/run', '/srv')},
+             proc_sys_ro=bool(os.statvfs('/proc/sys').f_flag & os.ST_RDONLY),
+             hostname=size('/proc/sys/kernel/hostname'))
+say('FACTS', json.dumps(facts))
+attempt('proc_sys_create', lambda: open('/proc/sys/kernel/kiln-attack-@TOKEN@', 'x') and 'created')
+""")
+
+HOST_TOP_LEVEL = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")      # exec/mount.c top_level
+USR_SHOWN = ("bin", "sbin", "lib", "lib32", "lib64", "libx32", "libexec", "share")   # exec/mount.c usr_binds
+PROC_MASKED_FILES = ("kcore", "kallsyms", "keys", "key-users", "timer_list", "timer_stats", "sched_debug",
+                     "latency_stats", "config.gz", "iomem", "ioports", "partitions", "swaps", "diskstats",
+                     "modules", "cmdline", "vmallocinfo", "slabinfo")
+PROC_MASKED_DIRS = ("acpi", "asound", "bus", "driver", "fs", "irq", "scsi")
+
+
+def chk_visible_tree(r, ctx):
+    f = facts_of(r)
+    host_top = {n for n in HOST_TOP_LEVEL if os.path.lexists("/" + n)}
+    assert f["root"] == sorted(host_top | {"dev", "etc", "mnt", "opt", "proc", "tmp", "usr"}), f["root"]
+    assert f["usr"] == sorted(n for n in USR_SHOWN if os.path.lexists("/usr/" + n)), f["usr"]
+    for p, k in f["kinds"].items():
+        assert k == "ENOENT", "%s is visible in the sandbox (%s)" % (p, k)
+    assert f["path"] == "/usr/bin:/bin", f["path"]
+    # nothing of the host's /usr/local/bin can be run by name
+    local = set(os.listdir("/usr/local/bin")) if os.path.isdir("/usr/local/bin") else set()
+    only_local = local - set(os.listdir("/usr/bin")) - set(os.listdir("/bin"))
+    assert not only_local & set(f["found"]), sorted(only_local & set(f["found"]))
+    for n in PROC_MASKED_FILES:       # /dev/null bound over it, as container runtimes do
+        k, v = f["proc"][n]
+        assert k == "ENOENT" or (k == "chr" and v == 0), "/proc/%s: %s %r (not masked)" % (n, k, v)
+    for n in PROC_MASKED_DIRS:
+        k, v = f["proc"][n]
+        assert k == "ENOENT" or (k == "dir" and v == []), "/proc/%s: %s %r (not masked)" % (n, k, v)
+    for n in ("meminfo", "cpuinfo", "uptime", "stat", "loadavg"):
+        k, v = f["proc"][n]
+        assert k == "file" and v > 0, "/proc/%s: %s %r (programs read it)" % (n, k, v)
+    # the host has the entries this test expects to see masked (else it proves little)
+    assert os.path.exists("/proc/partitions") and os.path.exists("/proc/swaps")
+    assert f["proc_sys_ro"] and isinstance(f["hostname"], int) and f["hostname"] > 0, f
+    blocked(ctx, "proc_sys_create")
+
+
+# Issue 15 item 12: --ro-bind shows a host directory read-only at its own path. The
+# directory is the test's own; a symlink in it aims at the canary (outside it).
+RO_BIND = py(r"""
+d = '@SHARED@'
+say('READ', open(d + '/data.txt').read().strip(), sorted(os.listdir(d)))
+attempt('ro_create', lambda: open(d + '/new-@TOKEN@', 'x') and 'created')
+attempt('ro_append', lambda: open(d + '/data.txt', 'a').write('PWNED'))
+attempt('ro_unlink', lambda: os.unlink(d + '/data.txt') or 'unlinked')
+attempt('ro_chmod', lambda: os.chmod(d + '/data.txt', 0o666) or 'chmod')
+attempt('ro_rename', lambda: os.rename(d + '/sub', d + '/moved') or 'renamed')
+attempt('ro_umount_by_rmdir', lambda: os.rmdir(d) or 'removed')
+attempt('ro_link_out', lambda: sha(open(d + '/to-canary', 'rb').read()))
+def suid_euid():
+    got = __import__('subprocess').run([d + '/sub/suid-id', '-u'], capture_output=True, text=True).stdout.strip()
+    if got != '0':
+        raise OSError(errno.EPERM, 'set-uid ignored, euid ' + got)
+    return got
+attempt('ro_setuid_exec', suid_euid)
+say('PATH', os.environ['PATH'], os.path.isdir('/usr/local/bin'))
+""")
+
+
+def setup_ro_bind(ctx):
+    # in the test's world-searchable directory: the sandbox reaches a --ro-bind path as
+    # any other user would (tmp_path's parents are 0700)
+    shared = ctx.hostdir / "shared"
+    (shared / "sub").mkdir(parents=True)
+    (shared / "data.txt").write_text("shared data\n")
+    os.symlink(ctx.canary, shared / "to-canary")
+    suid = shared / "sub" / "suid-id"
+    shutil.copy("/usr/bin/id", suid)          # a copy of id, set-uid root, in the test's own dir
+    os.chmod(suid, 0o4755)
+    # world-writable, so that only the read-only bind, never file permissions, stops the job
+    for p in (shared, shared / "sub"):
+        os.chmod(p, 0o777)
+    os.chmod(shared / "data.txt", 0o666)
+    ctx.extra["shared"] = shared
+    ctx.extra["shared_before"] = sorted(str(p.relative_to(shared)) for p in shared.rglob("*"))
+    ctx.extra["data_mtime"] = (shared / "data.txt").stat().st_mtime_ns
+    ctx.code_subst = {"@SHARED@": str(shared)}
+
+
+def ro_bind_args(ctx):
+    args = ["--ro-bind", str(ctx.extra["shared"])]
+    if os.path.isdir("/usr/local/bin"):
+        args += ["--ro-bind", "/usr/local"]
+    return args
+
+
+def chk_ro_bind(r, ctx):
+    shared = ctx.extra["shared"]
+    assert "READ shared data ['data.txt', 'sub', 'to-canary']" in stdout_of(r), stdout_of(r)
+    blocked(ctx, "ro_create", "ro_append", "ro_unlink", "ro_chmod", "ro_rename", "ro_umount_by_rmdir",
+            "ro_link_out", "ro_setuid_exec")
+    for n in ("ro_create", "ro_append", "ro_unlink", "ro_rename"):
+        assert "EROFS" in ctx.probes[n][1], (n, ctx.probes[n])
+    assert ctx.probes["ro_chmod"][1].split()[-1] in ("EROFS", "EPERM"), ctx.probes["ro_chmod"]
+    assert sorted(str(p.relative_to(shared)) for p in shared.rglob("*")) == ctx.extra["shared_before"]
+    assert (shared / "data.txt").read_text() == "shared data\n"
+    assert (shared / "data.txt").stat().st_mtime_ns == ctx.extra["data_mtime"]
+    if os.path.isdir("/usr/local/bin"):
+        assert "PATH /usr/local/bin:/usr/bin:/bin True" in stdout_of(r), stdout_of(r)
+    assert not any(f["name"].startswith("shared") for f in r["files"]), r["files"]
 
 
 # another job's directory: job A holds a file, job B looks for it
@@ -1910,6 +2056,9 @@ CASES = [
     dict(id="host-other-job-dir", code=JOB_B, status="ok", check=chk_other_job, setup=setup_job_a,
          teardown=teardown_job_a),
     dict(id="host-write-outside", code=HOST_WRITE, status="ok", check=chk_host_write),
+    dict(id="host-visible-tree", code=VISIBLE_TREE, status="ok", check=chk_visible_tree),
+    dict(id="host-ro-bind", code=RO_BIND, status="ok", check=chk_ro_bind, setup=setup_ro_bind,
+         args_fn=ro_bind_args),
     # ---- links
     dict(id="links-symlink-hardlink-dirlink", code=LINKS, status="ok", check=chk_links),
     dict(id="links-outdir-symlink-replaced", code="open('result.txt','w').write('job output\\n')",
