@@ -30,7 +30,8 @@ writers map what a format does not hold natively)::
     deck.chart("Trend", monthly, kind="line")
     deck.save("results.pptx")
 
-``kiln.save_spec(spec_dict, "x.docx")`` saves a raw spec as it is.
+``kiln.save_spec(spec_dict, "x.docx")`` saves a raw spec as it is. ``save()`` takes a simple
+name ("report.docx") or a path in the job directory ("/mnt/data/report.docx").
 
 The module needs only the standard library: numpy, pandas and matplotlib objects are
 recognised when the job has imported those packages itself (they are never imported
@@ -99,17 +100,41 @@ def _kiln_dir():
     return d
 
 
+def _name_in_job_dir(out):
+    """The file name of a path that names a file directly in the job directory
+    ("/mnt/data/report.docx", or "./report.docx" from there); ValueError otherwise."""
+    jd = os.path.normpath(os.path.abspath(str(job_dir())))
+    if out.endswith("/"):
+        raise ValueError("out: %r names a directory; give a file name such as 'report.docx'"
+                         % (out,))
+    full = os.path.normpath(os.path.abspath(out))
+    parent, name = os.path.split(full)
+    if parent == jd and name:
+        return name
+    if full.startswith(jd + os.sep):
+        raise ValueError("out: %r is in a subdirectory of the job directory %s; documents are "
+                         "written to the job directory itself: give %r" % (out, jd, name))
+    raise ValueError("out: %r is not in the job directory %s, where documents are written: give "
+                     "a name such as 'report.docx' (or %r)" % (out, jd, os.path.join(jd, name or
+                                                                                  "report.docx")))
+
+
 def _check_out_name(out):
-    """Validate an output file name; returns (name, format)."""
+    """Validate an output file name, or a path of a file directly in the job directory;
+    returns (name, format)."""
     if isinstance(out, os.PathLike):
         out = os.fspath(out)
     if not isinstance(out, str):
         raise TypeError("out: the output file name must be a string such as 'report.docx', not %s"
                         % type(out).__name__)
+    given = out
+    if "/" in out and "\\" not in out:
+        out = _name_in_job_dir(out)
     if not out or "/" in out or "\\" in out or out in (".", "..") or out.startswith("."):
         raise ValueError("out: %r is not a simple file name; give a name such as 'report.docx' "
-                         "(no directory, not starting with '.'): the document is written to the "
-                         "job directory" % (out,))
+                         "(not starting with '.'), or a path in the job directory such as "
+                         "'/mnt/data/report.docx': the document is written to the job directory"
+                         % (given,))
     if _XML_BAD.search(out) or len(out.encode("utf-8", "surrogatepass")) > 200:
         raise ValueError("out: %r has control characters or is too long (200 bytes at most)" % (out,))
     try:
@@ -125,7 +150,8 @@ def _check_out_name(out):
 
 
 def spec_path(out):
-    """Where save() writes the spec for output file `out`: $KILN_JOB_DIR/.kiln/OUT.spec.json."""
+    """Where save() writes the spec for output file `out` ("report.docx", or
+    "/mnt/data/report.docx"): $KILN_JOB_DIR/.kiln/OUT.spec.json."""
     name, _ = _check_out_name(out)
     return job_dir() / ".kiln" / (name + ".spec.json")
 
@@ -181,7 +207,8 @@ def _plain(v):
 
 
 def save_spec(spec, out):
-    """Save a raw spec dict (docs/spec.md) for output file `out` ("report.docx").
+    """Save a raw spec dict (docs/spec.md) for output file `out` ("report.docx", or a path
+    in the job directory: "/mnt/data/report.docx").
 
     Writes $KILN_JOB_DIR/.kiln/OUT.spec.json atomically and returns its Path;
     `kiln run --render` renders it to $KILN_JOB_DIR/OUT. Image paths in the spec are
@@ -1225,7 +1252,8 @@ class _Builder:
 
     def save(self, out):
         """Save the spec for output file `out` (a simple name ending .xlsx, .docx, .pdf or
-        .pptx; any builder can be saved in any format, and saved again under another name).
+        .pptx, or a path in the job directory such as "/mnt/data/report.docx"; any builder
+        can be saved in any format, and saved again under another name).
         Returns the spec's Path ($KILN_JOB_DIR/.kiln/OUT.spec.json); `kiln run --render`
         renders it to $KILN_JOB_DIR/OUT."""
         _check_out_name(out)

@@ -125,6 +125,37 @@ def test_bad_output_names(kiln, name, exc):
     assert not any((kiln._test_job / ".kiln").glob("*.spec.json")) if (kiln._test_job / ".kiln").exists() else True
 
 
+def test_save_to_a_path_in_the_job_dir(kiln, monkeypatch):
+    """A path naming a file directly in the job directory is that file's name (issue 15
+    item 13: assistants write save("/mnt/data/report.docx")); anything else is refused."""
+    job = kiln._test_job
+    doc = kiln.Document(title="x")
+    for out, name in [(str(job / "report.docx"), "report.docx"), (job / "deck.pptx", "deck.pptx"),
+                      (str(job) + "//./r.pdf", "r.pdf"), (str(job / "a" / ".." / "b.xlsx"), "b.xlsx")]:
+        p = doc.save(out)
+        assert p == job / ".kiln" / (name + ".spec.json"), (out, p)
+        validate(p)
+    assert kiln.spec_path(str(job / "report.docx")) == job / ".kiln" / "report.docx.spec.json"
+    monkeypatch.chdir(job)
+    assert doc.save("./here.docx") == job / ".kiln" / "here.docx.spec.json"
+    for out, msg in [(str(job / "sub" / "r.docx"), "subdirectory of the job directory"),
+                     (str(job / ".." / "r.docx"), "not in the job directory"),
+                     ("/tmp/report.docx", "not in the job directory"),
+                     (str(job) + "/", "names a directory"),
+                     (str(job / ".hidden.docx"), "not a simple file name"),
+                     (str(job / "report.txt"), "must end in one of"),
+                     ("../report.docx", "not in the job directory")]:
+        with pytest.raises(ValueError, match=msg):
+            doc.save(out)
+    assert sorted(p.name for p in (job / ".kiln").glob("*.spec.json")) == [
+        "b.xlsx.spec.json", "deck.pptx.spec.json", "here.docx.spec.json", "r.pdf.spec.json",
+        "report.docx.spec.json"]
+    monkeypatch.delenv("KILN_JOB_DIR")
+    assert kiln.spec_path("/mnt/data/report.docx") == Path("/mnt/data/.kiln/report.docx.spec.json")
+    with pytest.raises(ValueError, match="not in the job directory /mnt/data"):
+        kiln.spec_path("/tmp/report.docx")
+
+
 def test_empty_builders_refuse_to_save(kiln):
     with pytest.raises(ValueError, match="empty"):
         kiln.Document().save("x.docx")

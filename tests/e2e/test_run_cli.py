@@ -211,6 +211,27 @@ def test_render_errors_listed_and_exit_1(tmp_path):
     assert r["documents"] == [] and r["files"] == []
 
 
+def test_import_kiln_saves_to_a_mnt_data_path(tmp_path):
+    """save("/mnt/data/report.docx"), the path assistants write, is the job directory's
+    report.docx (issue 15 item 13); a path outside /mnt/data is still refused."""
+    code = ("import kiln\n"
+            "doc = kiln.Document(title='Report')\n"
+            "doc.paragraph('hello')\n"
+            "print(doc.save('/mnt/data/report.docx'))\n"
+            "try:\n"
+            "    doc.save('/tmp/report.docx')\n"
+            "except ValueError as e:\n"
+            "    print('refused:', e)\n")
+    out = tmp_path / "out"
+    proc, r = run_json("--render", "-o", out, "-c", code)
+    assert proc.returncode == 0 and r["status"] == "ok", describe(proc)
+    lines = r["stdout"]["text"].splitlines()
+    assert lines[0] == "/mnt/data/.kiln/report.docx.spec.json", lines
+    assert lines[1].startswith("refused: out: '/tmp/report.docx' is not in the job directory /mnt/data")
+    assert [d["name"] for d in r["documents"]] == ["report.docx"], r["documents"]
+    assert (out / "report.docx").read_bytes()[:2] == b"PK"
+
+
 def test_without_render_specs_are_plain_files(tmp_path):
     code = ("import os, json\nos.makedirs('.kiln', exist_ok=True)\n"
             "json.dump({'sheets': [{'name': 'S', 'rows': [[1]]}]}, "
