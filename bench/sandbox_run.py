@@ -51,12 +51,14 @@ WORKLOADS = [
 
 # What `kiln run` gives the job (docs/run.md, "Inside the sandbox"), for bwrap to match.
 SANDBOX_ENV = {
-    "PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/tmp", "TMPDIR": "/tmp",
+    "PATH": "/usr/bin:/bin", "HOME": "/tmp", "TMPDIR": "/tmp",
     "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "MPLBACKEND": "Agg",
     "MPLCONFIGDIR": "/tmp/.matplotlib", "PYTHONPATH": "/opt/kiln/lib",
     "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1", "KILN_JOB_DIR": "/mnt/data",
     "USER": "kiln",
 }
+# The parts of /usr exec/mount.c shows (usr_binds).
+USR_BINDS = ["bin", "sbin", "lib", "lib32", "lib64", "libx32", "libexec", "share"]
 # The /etc entries exec/mount.c binds read-only (etc_binds), and the files it writes.
 ETC_BINDS = ["ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "fonts",
              "matplotlibrc", "mime.types", "localtime", "timezone", "python3", "python3.11",
@@ -125,8 +127,13 @@ def kiln_font_list():
 
 def bwrap_cmd(etc_dir, job_dir, mpl_dir, seccomp_fd, code):
     cmd = ["bwrap", "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
-           "--uid", "1000", "--gid", "1000", "--hostname", "kiln",
-           "--ro-bind", "/usr", "/usr"]
+           "--uid", "1000", "--gid", "1000", "--hostname", "kiln"]
+    for name in USR_BINDS:
+        path = "/usr/" + name
+        if os.path.islink(path):
+            cmd += ["--symlink", os.readlink(path), path]
+        elif os.path.isdir(path):
+            cmd += ["--ro-bind", path, path]
     for name in ("bin", "lib", "lib64", "sbin"):
         target = os.readlink("/" + name) if os.path.islink("/" + name) else None
         if target:

@@ -88,6 +88,7 @@ static const char usage_run[] =
     "  -c, --code CODE        the program text (else FILE, else standard input)\n"
     "  -l, --language LANG    python or bash (default: bash for FILE.sh, else python)\n"
     "  -i, --input PATH[:NAME] copy PATH into /mnt/data (as NAME); repeatable\n"
+    "      --ro-bind PATH     show host PATH to the job read-only, at PATH; repeatable\n"
     "  -o, --out DIR          copy the files and documents into DIR (default ./kiln-out)\n"
     "  -n, --no-copy          list the files only\n"
     "  -r, --render           render the specs `import kiln` saved into documents\n"
@@ -434,7 +435,7 @@ static int cmd_run(int argc, char **argv)
 {
     enum { OPT_PRETTY = 256, OPT_TIMEOUT, OPT_CPU, OPT_MEMORY, OPT_PROCESSES, OPT_DISK, OPT_TMP,
            OPT_FILE_SIZE, OPT_OPEN_FILES, OPT_STREAM_KEEP, OPT_STREAM_KILL, OPT_MAX_FILES,
-           OPT_MAX_FILE_BYTES, OPT_MAX_TOTAL_BYTES };
+           OPT_MAX_FILE_BYTES, OPT_MAX_TOTAL_BYTES, OPT_RO_BIND };
     static const struct option opts[] = {
         {"code", required_argument, NULL, 'c'},     {"language", required_argument, NULL, 'l'},
         {"input", required_argument, NULL, 'i'},    {"out", required_argument, NULL, 'o'},
@@ -453,6 +454,7 @@ static int cmd_run(int argc, char **argv)
         {"max-files", required_argument, NULL, OPT_MAX_FILES},
         {"max-file-bytes", required_argument, NULL, OPT_MAX_FILE_BYTES},
         {"max-total-bytes", required_argument, NULL, OPT_MAX_TOTAL_BYTES},
+        {"ro-bind", required_argument, NULL, OPT_RO_BIND},
         {NULL, 0, NULL, 0}};
     kiln_run_options opt;
     memset(&opt, 0, sizeof opt);
@@ -509,6 +511,7 @@ static int cmd_run(int argc, char **argv)
         case OPT_MAX_FILES: if (parse_count(optarg, &opt.limits.output_files)) bad = "--max-files"; break;
         case OPT_MAX_FILE_BYTES: if (kiln_parse_size(optarg, &opt.limits.output_file_bytes)) bad = "--max-file-bytes"; break;
         case OPT_MAX_TOTAL_BYTES: if (kiln_parse_size(optarg, &opt.limits.output_total_bytes)) bad = "--max-total-bytes"; break;
+        case OPT_RO_BIND: kiln_run_add_ro_bind(&opt, optarg); break; /* checked by kiln_run_job */
         default:
             status = bad_option(usage_run, argv, c);
             goto free_inputs;

@@ -14,8 +14,12 @@
  *   - sizes are checked against the caps from fstat() before a byte is read
  *     (a sparse file can claim a terabyte), and the bytes read must match
  *     that size exactly;
- *   - directory entries, depth, file count, per-file and total bytes are all
- *     capped, and so is the list of refusals itself.
+ *   - directory entries, depth, path length, file count, per-file and total
+ *     bytes are all capped, and so is the list of refusals itself;
+ *   - nothing vanishes at a cap: an entry is collected, or refused with a
+ *     reason (listed, or counted once the list is full), or, past the cap
+ *     on entries examined, counted as not examined, with the result saying
+ *     the collection stopped early (kiln_collect_result.not_examined).
  * Hard links to host files cannot exist: the job directory is a tmpfs of
  * its own and link(2) across file systems fails with EXDEV. Hard links
  * between two files of the job are ordinary files and are collected.
@@ -51,9 +55,15 @@
 #define R_COUNT "over the file count limit"
 #define R_TOTAL "over the total size limit"
 #define R_DEPTH "too deep"
+#define R_PATH_LONG "path too long"
 #define R_NAME "name not UTF-8"
 #define R_UNREADABLE "unreadable"
-#define R_ENTRIES "too many entries"
+
+/* The longest path a collected file may have, with its NUL: as
+ * /mnt/data/NAME in the sandbox and as DIR/NAME in the output directory
+ * (PATH_MAX, what open(2) takes). A longer name could not be opened by the
+ * job or by whoever reads the output directory. */
+#define KILN_COLLECT_PATH_MAX PATH_MAX
 
 typedef struct collect_walk {
     kiln_collect_limits lim;    /* with the defaults filled in */
@@ -65,8 +75,10 @@ typedef struct collect_walk {
     int cap_hit;
     uint32_t file_count;
     uint64_t total_bytes;
-    uint32_t entries;           /* directory entries examined so far */
-    int entries_exhausted;      /* max_entries reached: examine nothing more */
+    uint32_t entries;           /* directory entries taken for examining so far */
+    uint64_t not_examined;      /* entries past max_entries, counted */
+    char *stopped_in;           /* the first directory an entry was left unexamined in */
+    size_t max_name;            /* the longest name (relative path) a file may have */
     kiln_error *err;
 } collect_walk;
 
@@ -364,8 +376,6 @@ static kiln_status take_file(collect_walk *w, int fd, const struct stat *sb, con
     int have_out = 0;
     char *target = NULL;
     if (w->out_dir) {
-        if (strlen(w->out_dir) + 1 + strlen(rel) >= PATH_MAX)
-            return refuse(w, rel, R_DEPTH, 0); /* no name for it in out_dir */
         int parent_fd;
         st = open_out_parent(w, rel, &parent_fd);
         if (st != KILN_E_OK)
@@ -428,9 +438,63 @@ out_abort:
 
 /* ---- the walk ---------------------------------------------------------- */
 
-static int name_cmp(const void *a, const void *b)
+/* A name read from a directory, with readdir's type for it (DT_UNKNOWN
+ * where the file system does not say): enough to count what is below an
+ * entry that is not examined, never to accept one. */
+typedef struct entry_name {
+    unsigned char type;
+    char name[];
+} entry_name;
+
+static entry_name *entry_name_new(const char *name, unsigned char type)
 {
-    return strcmp(*(char *const *)a, *(char *const *)b);
+    size_t n = strlen(name);
+    entry_name *e = malloc(sizeof *e + n + 1);
+    if (!e)
+        return NULL;
+    e->type = type;
+    memcpy(e->name, name, n + 1);
+    return e;
+}
+
+static int entry_cmp(const void *a, const void *b)
+{
+    return strcmp((*(entry_name *const *)a)->name, (*(entry_name *const *)b)->name);
+}
+
+/*
+ * The names a directory's walk keeps are the `budget` that sort first, in
+ * a max-heap while the directory is read (the greatest kept name on top,
+ * the first to give way), so which entries the cap on entries examined lets
+ * through does not depend on the order readdir returns them in.
+ */
+static void heap_sift_down(entry_name **h, size_t n, size_t i)
+{
+    for (;;) {
+        size_t big = i, l = 2 * i + 1, r = l + 1;
+        if (l < n && strcmp(h[l]->name, h[big]->name) > 0)
+            big = l;
+        if (r < n && strcmp(h[r]->name, h[big]->name) > 0)
+            big = r;
+        if (big == i)
+            return;
+        entry_name *t = h[i];
+        h[i] = h[big];
+        h[big] = t;
+        i = big;
+    }
+}
+
+static void heap_push(entry_name **h, size_t n, entry_name *e)
+{
+    size_t i = n;
+    h[i] = e;
+    while (i > 0 && strcmp(h[(i - 1) / 2]->name, h[i]->name) < 0) {
+        entry_name *t = h[i];
+        h[i] = h[(i - 1) / 2];
+        h[(i - 1) / 2] = t;
+        i = (i - 1) / 2;
+    }
 }
 
 static int skipped(const collect_walk *w, const char *name)
@@ -439,6 +503,69 @@ static int skipped(const collect_walk *w, const char *name)
         if (strcmp(*s, name) == 0)
             return 1;
     return 0;
+}
+
+static kiln_status count_tree(collect_walk *w, int dir_fd, uint32_t depth);
+
+/*
+ * An entry of the directory dir_fd (at `depth`) that the cap on entries
+ * examined leaves out: counted, with everything below it when it is a
+ * directory (down to max_depth, as the walk would have gone), so the result
+ * can say how much was not examined. Nothing is opened but directories,
+ * openat2-guarded like every other open here, and nothing is read but
+ * their names.
+ */
+static kiln_status not_examined(collect_walk *w, int dir_fd, const char *prefix, uint32_t depth,
+                                const entry_name *e)
+{
+    w->not_examined++;
+    w->cap_hit = 1;
+    if (!w->stopped_in) {
+        w->stopped_in = strdup(prefix ? prefix : ".");
+        if (!w->stopped_in)
+            return no_memory(w);
+    }
+    unsigned char type = e->type;
+    if (type == DT_UNKNOWN) {
+        struct stat sb;
+        if (fstatat(dir_fd, e->name, &sb, AT_SYMLINK_NOFOLLOW) != 0)
+            return KILN_E_OK;
+        type = S_ISDIR(sb.st_mode) ? DT_DIR : DT_REG;
+    }
+    if (type != DT_DIR || depth + 1 > w->lim.max_depth)
+        return KILN_E_OK;
+    int fd = open_beneath(dir_fd, e->name, 1);
+    if (fd < 0)
+        return errno == ENOMEM ? no_memory(w) : KILN_E_OK; /* a symlink, gone: one entry */
+    return count_tree(w, fd, depth + 1); /* takes fd */
+}
+
+/* Count every entry below a directory not examined. Takes dir_fd. */
+static kiln_status count_tree(collect_walk *w, int dir_fd, uint32_t depth)
+{
+    DIR *d = fdopendir(dir_fd);
+    if (!d) {
+        int saved = errno;
+        close(dir_fd);
+        return saved == ENOMEM ? no_memory(w) : KILN_E_OK;
+    }
+    kiln_status st = KILN_E_OK;
+    union {
+        entry_name e;
+        char room[sizeof(entry_name) + NAME_MAX + 1];
+    } u;
+    while (st == KILN_E_OK) {
+        struct dirent *de = readdir(d);
+        if (!de)
+            break;
+        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+            continue;
+        u.e.type = de->d_type;
+        snprintf(u.e.name, NAME_MAX + 1, "%s", de->d_name);
+        st = not_examined(w, dirfd(d), NULL, depth, &u.e);
+    }
+    closedir(d);
+    return st;
 }
 
 static kiln_status walk_dir(collect_walk *w, int dir_fd, const char *prefix, uint32_t depth);
@@ -472,6 +599,12 @@ static kiln_status walk_entry(collect_walk *w, int dir_fd, const char *prefix, u
     int is_dir = S_ISDIR(hint.st_mode);
     if (is_dir && depth + 1 > w->lim.max_depth) {
         st = refuse(w, rel, R_DEPTH, 0);
+        goto rel_free;
+    }
+    /* A file's name must fit the limit; a directory's must leave room for
+     * at least "/x" below it, else nothing in it could be collected. */
+    if (strlen(rel) + (is_dir ? 2 : 0) > w->max_name) {
+        st = refuse(w, rel, R_PATH_LONG, 0);
         goto rel_free;
     }
 
@@ -513,19 +646,20 @@ rel_free:
 }
 
 /*
- * Read a directory's names (counted against max_entries), sort them so the
- * walk and so which files a cap lets through are the same every time, and
- * take each. Takes ownership of dir_fd. prefix is NULL at the top.
+ * Read a directory's names, keep those the cap on entries examined leaves
+ * room for (max_entries in all; a directory's own entries are counted
+ * against it before those of its subdirectories, so the files at the top,
+ * where a job's results usually are, come first), sort them so the walk
+ * and so which files a cap lets through are the same every time, and take
+ * each. Entries beyond the cap are counted (not_examined). Takes ownership
+ * of dir_fd. prefix is NULL at the top.
  */
 static kiln_status walk_dir(collect_walk *w, int dir_fd, const char *prefix, uint32_t depth)
 {
     kiln_status st = KILN_E_OK;
-    char **names = NULL;
+    entry_name **names = NULL;
     size_t count = 0, cap = 0;
-    if (w->entries_exhausted) {
-        close(dir_fd); /* the walk has stopped; already said where */
-        return KILN_E_OK;
-    }
+    size_t budget = w->lim.max_entries - w->entries;
     DIR *d = fdopendir(dir_fd);
     if (!d) {
         int saved = errno;
@@ -536,47 +670,59 @@ static kiln_status walk_dir(collect_walk *w, int dir_fd, const char *prefix, uin
     }
     for (;;) {
         errno = 0;
-        struct dirent *e = readdir(d);
-        if (!e) {
+        struct dirent *de = readdir(d);
+        if (!de) {
             if (errno != 0)
                 st = refuse(w, prefix ? prefix : ".", R_UNREADABLE, 0);
             break;
         }
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
             continue;
-        if (!prefix && skipped(w, e->d_name))
+        if (!prefix && skipped(w, de->d_name))
             continue;
-        if (w->entries >= w->lim.max_entries) {
-            /* What is left cannot be counted without reading it: say
-             * where the walk stopped, once. */
-            w->entries_exhausted = 1;
-            st = refuse(w, prefix ? prefix : ".", R_ENTRIES, 1);
-            break;
+        entry_name *e = entry_name_new(de->d_name, de->d_type);
+        if (!e) {
+            st = no_memory(w);
+            goto names_free;
         }
-        w->entries++;
+        if (count == budget) {
+            /* Full: the greater of this name and the greatest kept one
+             * is left out. */
+            if (count > 0 && strcmp(e->name, names[0]->name) < 0) {
+                entry_name *out = names[0];
+                names[0] = e;
+                heap_sift_down(names, count, 0);
+                e = out;
+            }
+            st = not_examined(w, dirfd(d), prefix, depth, e);
+            free(e);
+            if (st != KILN_E_OK)
+                goto names_free;
+            continue;
+        }
         if (count == cap) {
             size_t ncap = cap ? cap * 2 : 16;
-            char **grown = realloc(names, ncap * sizeof *names);
+            if (ncap > budget)
+                ncap = budget;
+            entry_name **grown = realloc(names, ncap * sizeof *names);
             if (!grown) {
+                free(e);
                 st = no_memory(w);
                 goto names_free;
             }
             names = grown;
             cap = ncap;
         }
-        names[count] = strdup(e->d_name);
-        if (!names[count]) {
-            st = no_memory(w);
-            goto names_free;
-        }
+        heap_push(names, count, e);
         count++;
     }
     if (st != KILN_E_OK)
         goto names_free;
+    w->entries += (uint32_t)count;
     if (count > 1)
-        qsort(names, count, sizeof *names, name_cmp);
+        qsort(names, count, sizeof *names, entry_cmp);
     for (size_t i = 0; i < count && st == KILN_E_OK; i++)
-        st = walk_entry(w, dirfd(d), prefix, depth, names[i]);
+        st = walk_entry(w, dirfd(d), prefix, depth, names[i]->name);
 
 names_free:
     for (size_t i = 0; i < count; i++)
@@ -615,11 +761,11 @@ static kiln_status sort_by_name(collect_walk *w, json_t *array)
 }
 
 kiln_status kiln_collect(int job_dir_fd, const char *out_dir, const kiln_collect_limits *limits,
-                         const char *const *skip, json_t **files, json_t **refused,
-                         uint64_t *refused_more, int *cap_hit, kiln_error *err)
+                         const char *const *skip, kiln_collect_result *res, kiln_error *err)
 {
     collect_walk w;
     memset(&w, 0, sizeof w);
+    memset(res, 0, sizeof *res);
     if (limits)
         w.lim = *limits;
     if (!w.lim.files)
@@ -637,10 +783,12 @@ kiln_status kiln_collect(int job_dir_fd, const char *out_dir, const kiln_collect
     w.out_dir = out_dir;
     w.skip = skip;
     w.err = err;
-    *files = NULL;
-    *refused = NULL;
-    *refused_more = 0;
-    *cap_hit = 0;
+    /* base + "/" + name + NUL must fit, where base is the longer of the
+     * sandbox's job directory and the output directory. */
+    size_t base = strlen(KILN_JOB_DIR);
+    if (out_dir && strlen(out_dir) > base)
+        base = strlen(out_dir);
+    w.max_name = base + 2 < KILN_COLLECT_PATH_MAX ? KILN_COLLECT_PATH_MAX - base - 2 : 0;
 
     kiln_status st;
     w.files = json_array();
@@ -664,14 +812,27 @@ kiln_status kiln_collect(int job_dir_fd, const char *out_dir, const kiln_collect
         st = sort_by_name(&w, w.refused);
     if (st != KILN_E_OK)
         goto arrays_free;
-    *files = w.files;     /* new references, handed to the caller */
-    *refused = w.refused;
-    *refused_more = w.refused_more;
-    *cap_hit = w.cap_hit;
+    res->files = w.files;     /* new references, handed to the caller */
+    res->refused = w.refused;
+    /* Entries not examined are refused entries not listed. */
+    res->refused_more = w.refused_more + w.not_examined;
+    res->cap_hit = w.cap_hit;
+    res->not_examined = w.not_examined;
+    res->max_entries = w.lim.max_entries;
+    res->stopped_in = w.stopped_in;
     return KILN_E_OK;
 
 arrays_free:
     json_decref(w.files);
     json_decref(w.refused);
+    free(w.stopped_in);
     return st;
+}
+
+void kiln_collect_result_release(kiln_collect_result *res)
+{
+    json_decref(res->files);
+    json_decref(res->refused);
+    free(res->stopped_in);
+    memset(res, 0, sizeof *res);
 }

@@ -14,6 +14,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -22,6 +23,7 @@
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "exec/exec_internal.h"
@@ -169,6 +171,49 @@ int kiln_contain(void *arg)
     _exit(0);
 }
 
+/*
+ * Send the child bytes it reads during its setup. The child may have ended
+ * already (a setup step failed, and its report on report_fd says which):
+ * that is no error of ours, and must not end this process with SIGPIPE,
+ * which is blocked for the write and, when the write raised it, taken.
+ * 0 sent, 1 the child has gone, -1 an error (errno).
+ */
+static int send_to_child(int fd, const void *buf, size_t len)
+{
+    sigset_t pipe_only, old;
+    sigemptyset(&pipe_only);
+    sigaddset(&pipe_only, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe_only, &old);
+    const char *p = buf;
+    ssize_t n = 0;
+    while (len > 0) {
+        n = write(fd, p, len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            break;
+        p += n;
+        len -= (size_t)n;
+    }
+    int saved = errno, rc = len == 0 ? 0 : -1;
+    if (n < 0 && saved == EPIPE) {
+        static const struct timespec now = {0, 0};
+        sigtimedwait(&pipe_only, NULL, &now);
+        rc = 1;
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    errno = saved;
+    return rc;
+}
+
+/* 1 when the child has ended (not reaped: kiln_watch_run reaps it). */
+static int child_ended(pid_t pid)
+{
+    siginfo_t si;
+    memset(&si, 0, sizeof si);
+    return waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == pid;
+}
+
 pid_t kiln_contain_spawn(kiln_contain_job *job, const kiln_idmap *map, const kiln_cgroup *cg,
                          kiln_error *err)
 {
@@ -205,20 +250,35 @@ pid_t kiln_contain_spawn(kiln_contain_job *job, const kiln_idmap *map, const kil
     /* Maps first: the child cannot set up anything before them. The
      * cgroup move (slow on v1, where each hierarchy migrates the task) then
      * runs while the child mounts its root. */
+    /* Once the child has the maps it sets itself up, and may fail and end
+     * at any step: from then on an ended child is not an error here, its
+     * report is what the caller reads (as a setup failure). */
     kiln_status st = kiln_user_write_maps(pid, map, err);
-    if (st == KILN_E_OK && write(go[1], "g", 1) != 1)
+    int gone = 0, rc = 0;
+    if (st == KILN_E_OK && (rc = send_to_child(go[1], "g", 1)) < 0)
         st = kiln_error_set(err, KILN_E_INTERNAL, "", "cannot start the sandbox: %s",
                             strerror(errno));
-    if (st == KILN_E_OK && cg)
-        st = kiln_cgroup_attach(cg, pid, err);
-    if (st == KILN_E_OK && write(go[1], "c", 1) != 1)
+    gone = rc == 1;
+    if (st == KILN_E_OK && !gone && cg) {
+        kiln_error attach_err;
+        memset(&attach_err, 0, sizeof attach_err);
+        st = kiln_cgroup_attach(cg, pid, &attach_err);
+        if (st != KILN_E_OK && child_ended(pid)) {
+            st = KILN_E_OK; /* it could not be moved because it had ended */
+            gone = 1;
+        } else if (st != KILN_E_OK && err) {
+            *err = attach_err;
+        }
+    }
+    if (st == KILN_E_OK && !gone && (rc = send_to_child(go[1], "c", 1)) < 0)
         st = kiln_error_set(err, KILN_E_INTERNAL, "", "cannot start the sandbox: %s",
                             strerror(errno));
+    gone = gone || rc == 1;
     close(go[1]);
     /* The filter: a few kilobytes, well within a pipe's buffer. Without it
      * the job reads an empty program and ends as a setup failure. */
-    if (st == KILN_E_OK && job->filter && job->filter->len > 0 &&
-        write(filter[1], job->filter->bpf, job->filter->len) != (ssize_t)job->filter->len)
+    if (st == KILN_E_OK && !gone && job->filter && job->filter->len > 0 &&
+        send_to_child(filter[1], job->filter->bpf, job->filter->len) < 0)
         st = kiln_error_set(err, KILN_E_INTERNAL, "", "cannot send the seccomp filter: %s",
                             strerror(errno));
     close(filter[1]);

@@ -81,6 +81,9 @@ typedef struct kiln_mount_plan {
     const kiln_file_blob *files;/* written into the root before it goes read-only */
     size_t file_count;
     uid_t job_dir_owner;        /* inside uid that owns /mnt/data (KILN_SANDBOX_UID) */
+    const char *const *ro_binds;/* host paths bound read-only at the same path (--ro-bind),
+                                   checked by kiln_run_job */
+    size_t ro_bind_count;
 } kiln_mount_plan;
 
 /* Inside, as uid 0 of the new user namespace, in the new mount namespace
@@ -198,18 +201,33 @@ typedef struct kiln_collect_limits {
     uint32_t max_refused;   /* refused entries listed; the rest counted */
 } kiln_collect_limits;
 
+/* What a collection found. Everything the job left is in exactly one
+ * place: files, refused, or counted in refused_more (which includes the
+ * not_examined entries). */
+typedef struct kiln_collect_result {
+    json_t *files;          /* [{"name","bytes","media_type","sha256"}], by name */
+    json_t *refused;        /* [{"name","reason"}], by name, at most max_refused */
+    uint64_t refused_more;  /* refused entries not listed, not_examined included */
+    int cap_hit;            /* a count or size cap, or max_entries, refused something */
+    uint64_t not_examined;  /* entries past max_entries: counted, never opened */
+    uint32_t max_entries;   /* the cap in force */
+    char *stopped_in;       /* not_examined > 0: the directory ("." the top, else
+                               relative) the first entry left unexamined was in */
+} kiln_collect_result;
+
 /* Walk the job directory (job_dir_fd, opened by the supervisor) and copy
  * every regular file to out_dir (NULL: hash only) through kiln_output.
  * Every open is openat2 RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
  * RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV with O_NOFOLLOW | O_NONBLOCK; a
- * symlink, device, FIFO, socket, over-cap or unreadable entry is refused.
- * Entries named in `skip` (top-level names, e.g. ".kiln") are passed over.
- * *files: [{"name","bytes","media_type","sha256"}]; *refused:
- * [{"name","reason"}]; *refused_more: refused entries not listed;
- * *cap_hit: a count or size cap refused something. */
+ * symlink, device, FIFO, socket, over-cap, too deep, too long a path or
+ * unreadable entry is refused. At most max_entries entries are examined,
+ * each directory's names in sorted order (its own before its
+ * subdirectories'); the rest are counted in not_examined. Entries named in
+ * `skip` (top-level names, e.g. ".kiln") are passed over. On success *res
+ * holds new references: kiln_collect_result_release() it. */
 kiln_status kiln_collect(int job_dir_fd, const char *out_dir, const kiln_collect_limits *limits,
-                         const char *const *skip, json_t **files, json_t **refused,
-                         uint64_t *refused_more, int *cap_hit, kiln_error *err);
+                         const char *const *skip, kiln_collect_result *res, kiln_error *err);
+void kiln_collect_result_release(kiln_collect_result *res);
 
 /* ---- jobdir.c ---------------------------------------------------------- */
 
@@ -345,10 +363,7 @@ typedef struct kiln_run_report {
     double wall_seconds;
     kiln_cgroup_usage usage;
     const kiln_stream *out, *err;
-    json_t *files;              /* borrowed: kiln_collect's */
-    json_t *refused;            /* borrowed */
-    uint64_t refused_more;
-    int cap_hit;
+    const kiln_collect_result *collected; /* borrowed; NULL when nothing was collected */
     json_t *renders;            /* borrowed: kiln_render_job_specs's, or NULL */
     const char *out_dir;        /* absolute, or NULL */
 } kiln_run_report;

@@ -2,13 +2,15 @@
  * mount.c - the mount namespace: a root that holds what the interpreters
  * need and nothing else, almost all of it read-only.
  *
- * The root is a small tmpfs. Into it go read-only binds of /usr (and the
- * top-level /lib, /bin ... as the host has them: symlinks into /usr on a
- * merged-/usr Debian, real directories elsewhere), a handful of /etc files
- * the interpreters read, a fresh /proc for the job's PID namespace, a /dev
- * of five device nodes, size-limited tmpfs /tmp and /dev/shm, and the job
- * directory at /mnt/data. After pivot_root the host's tree is detached and
- * the root itself is remounted read-only.
+ * The root is a small tmpfs. Into it go read-only binds of the parts of
+ * /usr the interpreters use (and the top-level /lib, /bin ... as the host
+ * has them: symlinks into /usr on a merged-/usr Debian, real directories
+ * elsewhere), a handful of /etc files the interpreters read, a fresh /proc
+ * for the job's PID namespace with its host-describing entries masked, a
+ * /dev of five device nodes, size-limited tmpfs /tmp and /dev/shm, the job
+ * directory at /mnt/data, and the host paths `kiln run --ro-bind` names.
+ * There is no /sys. After pivot_root the host's tree is detached and the
+ * root itself is remounted read-only.
  *
  * The sandbox's mount namespace belongs to its user namespace, so every
  * mount copied from the host is "locked": its nosuid/nodev/noexec/atime
@@ -17,7 +19,10 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <linux/openat2.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -35,6 +40,32 @@
 /* Top-level names that are symlinks into /usr on merged-/usr systems and
  * directories elsewhere: mirrored as the host has them. */
 static const char *const top_level[] = {"bin", "sbin", "lib", "lib32", "lib64", "libx32"};
+
+/* What of the host's /usr the sandbox sees: the programs, libraries and
+ * data the interpreters use, each mirrored as the host has it. /usr itself
+ * is a directory of the root, so whatever else a host keeps there never
+ * shows, whatever its name: /usr/local (tools installed by hand, their
+ * configuration, pip's packages), /usr/src, /usr/include, /usr/etc. A list
+ * of what to show fails closed where masking the known names would miss
+ * the next one; `--ro-bind /usr/local` adds it back when asked. */
+static const char *const usr_binds[] = {"bin", "sbin", "lib", "lib32", "lib64", "libx32",
+                                        "libexec", "share"};
+
+/* /proc entries that describe the host rather than the job, masked the way
+ * container runtimes mask them (runc's maskedPaths, plus the hardware and
+ * boot details): a file gets /dev/null bound over it and reads as empty, a
+ * directory an empty read-only tmpfs. What programs size themselves by
+ * (meminfo, cpuinfo, stat, uptime, loadavg) stays. */
+static const char *const proc_masked[] = {
+    "kcore", "kallsyms", "keys", "key-users", "timer_list", "timer_stats", "sched_debug",
+    "latency_stats", "config.gz", "iomem", "ioports", "partitions", "swaps", "diskstats",
+    "modules", "cmdline", "vmallocinfo", "slabinfo",
+    "acpi", "asound", "bus", "driver", "fs", "irq", "scsi",
+};
+
+/* /proc entries bound read-only over themselves (runc's readonlyPaths): the
+ * job's uid cannot write them anyway; this holds whatever their modes. */
+static const char *const proc_read_only[] = {"sys", "sysrq-trigger"};
 
 /* /etc entries the interpreters read, bound read-only when the host has
  * them. Why each: the dynamic linker's cache and config; numpy's BLAS is a
@@ -70,7 +101,7 @@ static int fail(const char **what, const char *step)
 /* mkdir -p below NEWROOT (path is absolute inside the new root). */
 static int make_dirs(const char *path, mode_t mode)
 {
-    char buf[512];
+    char buf[PATH_MAX + 8];
     int n = snprintf(buf, sizeof buf, "%s%s", NEWROOT, path);
     if (n < 0 || (size_t)n >= sizeof buf) {
         errno = ENAMETOOLONG;
@@ -91,7 +122,7 @@ static int make_dirs(const char *path, mode_t mode)
 
 static int write_file(const char *path, const char *data, size_t len, mode_t mode)
 {
-    char buf[512];
+    char buf[PATH_MAX + 8];
     int n = snprintf(buf, sizeof buf, "%s%s", NEWROOT, path);
     if (n < 0 || (size_t)n >= sizeof buf) {
         errno = ENAMETOOLONG;
@@ -164,6 +195,22 @@ static int remount_ro(const char *target, unsigned long extra)
     return mount(NULL, target, NULL, flags, NULL);
 }
 
+/* Make the mount at target and every mount below it read-only, nosuid,
+ * plus `extra` (MS_NODEV, MS_NOEXEC): a recursive bind copies the host's
+ * submounts, and a remount would change only the top one. Flags the kernel
+ * locked are only ever added to, never cleared. */
+static int make_tree_ro(const char *target, unsigned long extra)
+{
+    struct mount_attr attr;
+    memset(&attr, 0, sizeof attr);
+    attr.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID;
+    if (extra & MS_NODEV)
+        attr.attr_set |= MOUNT_ATTR_NODEV;
+    if (extra & MS_NOEXEC)
+        attr.attr_set |= MOUNT_ATTR_NOEXEC;
+    return mount_setattr(AT_FDCWD, target, AT_RECURSIVE, &attr, sizeof attr);
+}
+
 /* Bind host path `source` at `target` (inside the new root), read-only.
  * The target is created as a file or directory to match the source. */
 static int bind_ro(const char *source, const char *target_in_root, unsigned long extra)
@@ -181,7 +228,30 @@ static int bind_ro(const char *source, const char *target_in_root, unsigned long
     }
     if (mount(source, target, NULL, MS_BIND | MS_REC, NULL) < 0)
         return -1;
-    return remount_ro(target, MS_NOSUID | extra);
+    return make_tree_ro(target, extra);
+}
+
+/* Mirror host path `host` at the same place in the root: a symlink as a
+ * symlink, a directory as a read-only bind; nothing when the host has
+ * neither. */
+static int mirror(const char *host, const char **what)
+{
+    char target[PATH_MAX], link[PATH_MAX];
+    struct stat st;
+    if (lstat(host, &st) < 0)
+        return 0;
+    if (S_ISLNK(st.st_mode)) {
+        ssize_t n = readlink(host, link, sizeof link - 1);
+        if (n < 0)
+            return fail(what, "read a symlink of /usr or the top level");
+        link[n] = '\0';
+        snprintf(target, sizeof target, "%s%s", NEWROOT, host);
+        if (symlink(link, target) < 0)
+            return fail(what, "mirror a symlink of /usr or the top level");
+    } else if (S_ISDIR(st.st_mode) && bind_ro(host, host, MS_NODEV) < 0) {
+        return fail(what, "bind a directory of /usr or the top level");
+    }
+    return 0;
 }
 
 static int mount_tmpfs(const char *target_in_root, uint64_t bytes, const char *mode,
@@ -193,6 +263,119 @@ static int mount_tmpfs(const char *target_in_root, uint64_t bytes, const char *m
         return -1;
     snprintf(opts, sizeof opts, "size=%llu,mode=%s", (unsigned long long)bytes, mode);
     return mount("tmpfs", target, "tmpfs", flags, opts);
+}
+
+static int mask_proc(const char **what)
+{
+    char target[128];
+    for (size_t i = 0; i < sizeof proc_masked / sizeof proc_masked[0]; i++) {
+        snprintf(target, sizeof target, "%s/proc/%s", NEWROOT, proc_masked[i]);
+        struct stat st;
+        if (lstat(target, &st) < 0) {
+            if (errno == ENOENT)
+                continue; /* not in this kernel */
+            return fail(what, "look at a /proc entry to mask");
+        }
+        if (S_ISDIR(st.st_mode)) {
+            if (mount("tmpfs", target, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                      "size=4k,mode=0555") < 0)
+                return fail(what, "mask a /proc directory");
+        } else if (S_ISREG(st.st_mode)) {
+            if (mount("/dev/null", target, NULL, MS_BIND, NULL) < 0 ||
+                remount_ro(target, MS_NOSUID | MS_NOEXEC) < 0)
+                return fail(what, "mask a /proc file");
+        }
+        /* A symlink (device-tree, on some machines) points into /sys,
+         * which the sandbox does not have. */
+    }
+    for (size_t i = 0; i < sizeof proc_read_only / sizeof proc_read_only[0]; i++) {
+        snprintf(target, sizeof target, "%s/proc/%s", NEWROOT, proc_read_only[i]);
+        if (access(target, F_OK) < 0)
+            continue;
+        if (mount(target, target, NULL, MS_BIND | MS_REC, NULL) < 0 ||
+            make_tree_ro(target, MS_NODEV | MS_NOEXEC) < 0)
+            return fail(what, "make a /proc entry read-only");
+    }
+    return 0;
+}
+
+/*
+ * The host paths `kiln run --ro-bind` names, each at the same path in the
+ * root, read-only, nosuid, nodev, with what is mounted below it. The
+ * supervisor checked each is absolute, canonical (no symlink in it), a
+ * directory or regular file, and clear of the sandbox's own parts
+ * (run.c). open_host_paths opens them again without following any
+ * symlink, so one swapped in since is refused rather than followed, and
+ * before the new root covers the host's /tmp; bind_host_paths binds each
+ * by its descriptor, shorter paths first so a parent never hides a child.
+ */
+typedef struct host_paths {
+    const char *path[KILN_RUN_RO_BINDS_MAX];
+    int fd[KILN_RUN_RO_BINDS_MAX];
+    size_t count;
+} host_paths;
+
+static void host_paths_close(host_paths *hp)
+{
+    for (size_t i = 0; i < hp->count; i++)
+        if (hp->fd[i] >= 0)
+            close(hp->fd[i]);
+    hp->count = 0;
+}
+
+static int by_length(const void *a, const void *b)
+{
+    size_t x = strlen(*(const char *const *)a), y = strlen(*(const char *const *)b);
+    return x < y ? -1 : x > y;
+}
+
+static int open_host_paths(const kiln_mount_plan *plan, host_paths *hp, const char **what)
+{
+    hp->count = 0;
+    if (plan->ro_bind_count > KILN_RUN_RO_BINDS_MAX) {
+        errno = E2BIG;
+        return fail(what, "open the --ro-bind paths");
+    }
+    memcpy(hp->path, plan->ro_binds, plan->ro_bind_count * sizeof hp->path[0]);
+    qsort(hp->path, plan->ro_bind_count, sizeof hp->path[0], by_length);
+    for (size_t i = 0; i < plan->ro_bind_count; i++) {
+        struct open_how how;
+        memset(&how, 0, sizeof how);
+        how.flags = O_PATH | O_NOFOLLOW | O_CLOEXEC;
+        how.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+        hp->fd[i] = (int)syscall(SYS_openat2, AT_FDCWD, hp->path[i], &how, sizeof how);
+        hp->count = i + 1;
+        struct stat st;
+        if (hp->fd[i] < 0 || fstat(hp->fd[i], &st) < 0)
+            return fail(what, "open a --ro-bind path");
+        if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode)) {
+            errno = EINVAL;
+            return fail(what, "open a --ro-bind path");
+        }
+    }
+    return 0;
+}
+
+static int bind_host_paths(const host_paths *hp, const char **what)
+{
+    for (size_t i = 0; i < hp->count; i++) {
+        char source[64], target[PATH_MAX + 8];
+        struct stat st, there;
+        if (fstat(hp->fd[i], &st) < 0)
+            return fail(what, "bind a --ro-bind path");
+        snprintf(source, sizeof source, "/proc/self/fd/%d", hp->fd[i]);
+        snprintf(target, sizeof target, "%s%s", NEWROOT, hp->path[i]);
+        /* Made in the root's tmpfs (or the sandbox's /tmp) unless already
+         * visible, inside a read-only bind where it could not be made. */
+        if (lstat(target, &there) < 0 &&
+            (S_ISDIR(st.st_mode) ? make_dirs(hp->path[i], 0755)
+                                 : write_file(hp->path[i], "", 0, 0644)) < 0)
+            return fail(what, "make the mount point of a --ro-bind path");
+        if (mount(source, target, NULL, MS_BIND | MS_REC, NULL) < 0 ||
+            make_tree_ro(target, MS_NODEV) < 0)
+            return fail(what, "bind a --ro-bind path");
+    }
+    return 0;
 }
 
 static int build_etc(const char **what)
@@ -254,6 +437,9 @@ int kiln_mount_root(const kiln_mount_plan *plan, const char **what)
     int job_fd = open(plan->job_dir_host, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
     if (job_fd < 0)
         return fail(what, "open the job directory");
+    host_paths hp;
+    if (open_host_paths(plan, &hp, what) < 0)
+        goto close_host_paths;
 
     /* The root holds directories, a few /etc files and the blobs (the
      * program, up to 16 MiB, the helper module, the font list): sized to
@@ -264,51 +450,43 @@ int kiln_mount_root(const kiln_mount_plan *plan, const char **what)
     char root_opts[64];
     snprintf(root_opts, sizeof root_opts, "size=%llu,mode=0755", (unsigned long long)root_bytes);
     if (mount("tmpfs", NEWROOT, "tmpfs", MS_NOSUID | MS_NODEV, root_opts) < 0)
-        goto close_job_fd_fail_root;
+        goto close_host_paths_fail_root;
 
-    /* /usr and the top level mirrored from the host. */
-    if (bind_ro("/usr", "/usr", MS_NODEV) < 0) {
-        *what = "bind /usr";
-        goto close_job_fd;
+    /* The parts of /usr the interpreters use, and the top level, mirrored
+     * from the host. */
+    if (make_dirs("/usr", 0755) < 0) {
+        *what = "make /usr";
+        goto close_host_paths;
+    }
+    for (size_t i = 0; i < sizeof usr_binds / sizeof usr_binds[0]; i++) {
+        char host[64];
+        snprintf(host, sizeof host, "/usr/%s", usr_binds[i]);
+        if (mirror(host, what) < 0)
+            goto close_host_paths;
     }
     for (size_t i = 0; i < sizeof top_level / sizeof top_level[0]; i++) {
-        char host[64], target[128], link[256];
+        char host[64];
         snprintf(host, sizeof host, "/%s", top_level[i]);
-        struct stat st;
-        if (lstat(host, &st) < 0)
-            continue;
-        if (S_ISLNK(st.st_mode)) {
-            ssize_t n = readlink(host, link, sizeof link - 1);
-            if (n < 0) {
-                *what = "read a top-level symlink";
-                goto close_job_fd;
-            }
-            link[n] = '\0';
-            snprintf(target, sizeof target, "%s/%s", NEWROOT, top_level[i]);
-            if (symlink(link, target) < 0) {
-                *what = "mirror a top-level symlink";
-                goto close_job_fd;
-            }
-        } else if (S_ISDIR(st.st_mode) && bind_ro(host, host, MS_NODEV) < 0) {
-            *what = "bind a top-level directory";
-            goto close_job_fd;
-        }
+        if (mirror(host, what) < 0)
+            goto close_host_paths;
     }
     if (build_etc(what) < 0)
-        goto close_job_fd;
+        goto close_host_paths;
 
     /* A /proc of the job's own PID namespace: it shows the job's processes
      * only. */
     if (make_dirs("/proc", 0555) < 0 ||
         mount("proc", NEWROOT "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0) {
         *what = "mount /proc";
-        goto close_job_fd;
+        goto close_host_paths;
     }
+    if (mask_proc(what) < 0)
+        goto close_host_paths;
     if (build_dev(plan, what) < 0)
-        goto close_job_fd;
+        goto close_host_paths;
     if (mount_tmpfs("/tmp", plan->tmp_bytes, "1777", MS_NOSUID | MS_NODEV) < 0) {
         *what = "mount /tmp";
-        goto close_job_fd;
+        goto close_host_paths;
     }
 
     /* The job directory, read-write. */
@@ -318,7 +496,7 @@ int kiln_mount_root(const kiln_mount_plan *plan, const char **what)
         mount(job_source, NEWROOT KILN_JOB_DIR, NULL, MS_BIND, NULL) < 0 ||
         mount(NULL, NEWROOT KILN_JOB_DIR, NULL, MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NODEV, NULL) < 0) {
         *what = "bind the job directory";
-        goto close_job_fd;
+        goto close_host_paths;
     }
     close(job_fd);
     job_fd = -1;
@@ -330,6 +508,9 @@ int kiln_mount_root(const kiln_mount_plan *plan, const char **what)
         if (f->job_owned && give_to_job(f->path, plan->job_dir_owner) < 0)
             return fail(what, "hand a cache file to the job");
     }
+    if (bind_host_paths(&hp, what) < 0)
+        goto close_host_paths;
+    host_paths_close(&hp);
 
     /* Swap roots: the host's tree ends up stacked under the new root and is
      * detached at once, so nothing of it stays reachable. */
@@ -345,9 +526,10 @@ int kiln_mount_root(const kiln_mount_plan *plan, const char **what)
         return fail(what, "make the root read-only");
     return 0;
 
-close_job_fd_fail_root:
+close_host_paths_fail_root:
     *what = "mount the new root";
-close_job_fd:
+close_host_paths:
+    host_paths_close(&hp);
     if (job_fd >= 0)
         close(job_fd);
     return -1;

@@ -48,7 +48,7 @@ static void split_documents(const kiln_run_report *r, json_t *files, json_t *doc
 {
     size_t i;
     json_t *file;
-    json_array_foreach(r->files, i, file) {
+    json_array_foreach(r->collected->files, i, file) {
         const char *name = json_string_value(json_object_get(file, "name"));
         json_t *render = NULL;
         size_t j;
@@ -90,6 +90,7 @@ static void split_documents(const kiln_run_report *r, json_t *files, json_t *doc
 json_t *kiln_result_build(const kiln_run_report *r)
 {
     const kiln_run_limits *l = r->limits;
+    const kiln_collect_result *c = r->collected;
     int exited_normally = r->exited && WIFEXITED(r->wait_status);
     int exit_code = exited_normally ? WEXITSTATUS(r->wait_status) : -1;
     int sig = r->exited && WIFSIGNALED(r->wait_status) ? WTERMSIG(r->wait_status) : 0;
@@ -131,7 +132,14 @@ json_t *kiln_result_build(const kiln_run_report *r)
         snprintf(message, sizeof message,
                  "The program wrote past the file size limit of %" PRIu64 " bytes and was killed.",
                  l->file_bytes);
-    } else if (r->cap_hit) {
+    } else if (c && c->not_examined > 0) {
+        status = "output_limit";
+        snprintf(message, sizeof message,
+                 "Collecting the output files stopped after examining %" PRIu32
+                 " directory entries; %" PRIu64 " more were counted, not examined "
+                 "(see \"collection_incomplete\").",
+                 c->max_entries, c->not_examined);
+    } else if (c && c->cap_hit) {
         status = "output_limit";
         snprintf(message, sizeof message,
                  "Output files were refused for passing the limits on their number or size "
@@ -152,16 +160,24 @@ json_t *kiln_result_build(const kiln_run_report *r)
     }
 
     json_t *files = json_array(), *documents = json_array(), *render_errors = json_array();
-    if (r->files)
+    if (c)
         split_documents(r, files, documents, render_errors);
 
-    json_t *refused = r->refused ? json_incref(r->refused) : json_array();
+    json_t *refused = c ? json_incref(c->refused) : json_array();
+    /* Say so when the collection stopped early, and why: the entries it did
+     * not examine are only counted (in refused_more too). */
+    json_t *incomplete = c && c->not_examined > 0
+                             ? json_pack("{s:s, s:I, s:I, s:s}", "reason", "too many entries",
+                                         "max_entries", (json_int_t)c->max_entries,
+                                         "not_examined", (json_int_t)c->not_examined,
+                                         "stopped_in", c->stopped_in ? c->stopped_in : ".")
+                             : json_null();
     json_t *timeout = r->timeout == KILN_TIMEOUT_WALL  ? json_string("wall")
                       : r->timeout == KILN_TIMEOUT_CPU ? json_string("cpu")
                                                        : json_null();
     json_t *root = json_pack(
         "{s:s, s:s, s:o, s:o, s:o, s:f, s:f, s:o, s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:I, s:o,"
-        " s:o}",
+        " s:o, s:o}",
         "status", status,
         "message", message,
         "exit_code", exited_normally ? json_integer(exit_code) : json_null(),
@@ -178,7 +194,8 @@ json_t *kiln_result_build(const kiln_run_report *r)
         "files", files,
         "documents", documents,
         "refused", refused,
-        "refused_more", (json_int_t)r->refused_more,
+        "refused_more", (json_int_t)(c ? c->refused_more : 0),
+        "collection_incomplete", incomplete,
         "render_errors", render_errors,
         "out_dir", r->out_dir ? json_string(r->out_dir) : json_null());
     return root;

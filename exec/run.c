@@ -254,8 +254,10 @@ close_pipes:
 
 /* ---- the supervisor --------------------------------------------------- */
 
+/* PATH is the first entry: /usr/local/bin joins it when a --ro-bind path
+ * makes it visible (job_path). */
 static const char *const job_env[] = {
-    "PATH=/usr/local/bin:/usr/bin:/bin",
+    "PATH=/usr/bin:/bin",
     "HOME=/tmp",
     "TMPDIR=/tmp",
     "LANG=C.UTF-8",
@@ -270,6 +272,97 @@ static const char *const job_env[] = {
     "LOGNAME=kiln",
     NULL,
 };
+
+/* 1 when `path` is `dir` or lies below it. */
+static int path_within(const char *path, const char *dir)
+{
+    size_t n = strlen(dir);
+    if (strcmp(dir, "/") == 0)
+        return 1;
+    return strncmp(path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/');
+}
+
+/* The job's PATH: /usr/local/bin first (as Debian has it) only when a
+ * --ro-bind path shows it, else the directories the root holds. */
+static const char *job_path(const kiln_run_options *opt)
+{
+    for (size_t i = 0; i < opt->ro_bind_count && i < KILN_RUN_RO_BINDS_MAX; i++)
+        if (path_within("/usr/local/bin", opt->ro_binds[i]))
+            return "PATH=/usr/local/bin:/usr/bin:/bin";
+    return job_env[0];
+}
+
+void kiln_run_add_ro_bind(kiln_run_options *opt, const char *path)
+{
+    if (opt->ro_bind_count < KILN_RUN_RO_BINDS_MAX)
+        opt->ro_binds[opt->ro_bind_count] = path;
+    opt->ro_bind_count++;
+}
+
+/* What a --ro-bind path may not be, nor hold: the sandbox's own parts (its
+ * /proc, /dev, /tmp, job directory, program, identity files), the kernel's
+ * interfaces, and the host's runtime directories, whose Unix sockets a
+ * read-only bind would not stop a job from connecting to. Nor may it lie
+ * below one of them, but for /tmp: a host directory there is shown inside
+ * the sandbox's own /tmp. */
+static const struct {
+    const char *path;
+    int below_ok;
+} ro_bind_reserved[] = {
+    {"/proc", 0}, {"/sys", 0}, {"/dev", 0}, {"/tmp", 1}, {KILN_JOB_DIR, 0}, {"/opt/kiln", 0},
+    {"/run", 0}, {"/var/run", 0}, {"/etc/passwd", 0}, {"/etc/group", 0}, {"/etc/hosts", 0},
+    {"/etc/hostname", 0},
+};
+
+static kiln_status check_ro_bind(const char *path, kiln_error *err)
+{
+    if (path[0] != '/')
+        return kiln_error_set(err, KILN_E_USAGE, "", "--ro-bind '%s': the path must be absolute",
+                              path);
+    char real[PATH_MAX];
+    if (!realpath(path, real))
+        return kiln_error_set(err, KILN_E_INPUT, "", "--ro-bind '%s': %s", path, strerror(errno));
+    if (strcmp(real, path) != 0)
+        return kiln_error_set(err, KILN_E_USAGE, "",
+                              "--ro-bind '%s': give the path as it is, without a symlink, '.', "
+                              "'..', '//' or a final '/' in it: '%s'",
+                              path, real);
+    struct stat st;
+    if (stat(path, &st) < 0)
+        return kiln_error_set(err, KILN_E_INPUT, "", "--ro-bind '%s': %s", path, strerror(errno));
+    if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode))
+        return kiln_error_set(err, KILN_E_USAGE, "",
+                              "--ro-bind '%s': only a directory or a regular file can be bound",
+                              path);
+    /* The sandbox opens the path as its own root, which is any other user
+     * to the host: every directory on the way must be searchable by others
+     * (and the job reads what is there as any other user would). */
+    char prefix[PATH_MAX];
+    for (const char *slash = strchr(path + 1, '/'); slash; slash = strchr(slash + 1, '/')) {
+        size_t n = (size_t)(slash - path);
+        memcpy(prefix, path, n);
+        prefix[n] = '\0';
+        struct stat dir;
+        if (stat(prefix, &dir) < 0 || !(dir.st_mode & S_IXOTH))
+            return kiln_error_set(err, KILN_E_INPUT, "",
+                                  "--ro-bind '%s': the sandbox reaches it as any other user of "
+                                  "the host would, and '%s' is not searchable by others",
+                                  path, prefix);
+    }
+    for (size_t i = 0; i < sizeof ro_bind_reserved / sizeof ro_bind_reserved[0]; i++) {
+        const char *r = ro_bind_reserved[i].path;
+        const char *how = strcmp(path, r) == 0            ? "is"
+                          : path_within(r, path)          ? "holds"
+                          : !ro_bind_reserved[i].below_ok && path_within(path, r) ? "is in"
+                                                                                  : NULL;
+        if (how)
+            return kiln_error_set(err, KILN_E_USAGE, "",
+                                  "--ro-bind '%s': the path %s %s, which is the sandbox's own "
+                                  "or the host's runtime state and cannot be bound",
+                                  path, how, r);
+    }
+    return KILN_E_OK;
+}
 
 /* The job's seccomp program, built on a thread of its own while the
  * supervisor prepares the job directory and the cgroup: on two cores that
@@ -302,7 +395,9 @@ static json_t *supervise(supervisor *s, kiln_error *err)
 {
     const kiln_run_options *opt = s->opt;
     const kiln_run_limits *l = s->limits;
-    json_t *result = NULL, *files = NULL, *refused = NULL, *renders = NULL;
+    json_t *result = NULL, *renders = NULL;
+    kiln_collect_result collected;
+    memset(&collected, 0, sizeof collected);
     char **argv = NULL, *font_list = NULL;
 
     /* The job's processes must not inherit root's groups: the user
@@ -400,13 +495,17 @@ static json_t *supervise(supervisor *s, kiln_error *err)
     for (size_t i = 0; i < argc; i++)
         argv[2 + i] = (char *)opt->args[i];
 
+    const char *envp[sizeof job_env / sizeof job_env[0]];
+    memcpy(envp, job_env, sizeof envp);
+    envp[0] = job_path(opt);
     kiln_contain_job job = {
         .mount = {.job_dir_host = s->jd.path, .tmp_bytes = l->tmp_bytes, .files = blobs,
-                  .file_count = blob_count, .job_dir_owner = KILN_SANDBOX_UID},
+                  .file_count = blob_count, .job_dir_owner = KILN_SANDBOX_UID,
+                  .ro_binds = opt->ro_binds, .ro_bind_count = opt->ro_bind_count},
         .limits = l,
         .filter = &fb.prog,
         .argv = argv,
-        .envp = (char *const *)job_env,
+        .envp = (char *const *)envp,
     };
     kiln_watch w;
     if (kiln_sandbox_run(&job, &s->map, &s->cg, &s->out, &s->err, &w, err) != KILN_E_OK)
@@ -424,10 +523,8 @@ static json_t *supervise(supervisor *s, kiln_error *err)
                               .total_bytes = l->output_total_bytes};
     const char *const skip_render[] = {KILN_SPEC_DIR, NULL};
     const char *const skip_none[] = {NULL};
-    uint64_t refused_more = 0;
-    int cap_hit = 0;
-    if (kiln_collect(s->jd.fd, opt->out_dir, &cl, opt->render ? skip_render : skip_none, &files,
-                     &refused, &refused_more, &cap_hit, err) != KILN_E_OK)
+    if (kiln_collect(s->jd.fd, opt->out_dir, &cl, opt->render ? skip_render : skip_none,
+                     &collected, err) != KILN_E_OK)
         goto free_json;
 
     r.language = opt->language;
@@ -442,10 +539,7 @@ static json_t *supervise(supervisor *s, kiln_error *err)
     r.wall_seconds = w.wall_seconds;
     r.out = &s->out;
     r.err = &s->err;
-    r.files = files;
-    r.refused = refused;
-    r.refused_more = refused_more;
-    r.cap_hit = cap_hit;
+    r.collected = &collected;
     r.renders = renders;
     r.out_dir = opt->out_dir;
     result = kiln_result_build(&r);
@@ -453,8 +547,7 @@ static json_t *supervise(supervisor *s, kiln_error *err)
         kiln_error_set(err, KILN_E_NOMEM, "", "out of memory building the result");
 
 free_json:
-    json_decref(files);
-    json_decref(refused);
+    kiln_collect_result_release(&collected);
     json_decref(renders);
 free_argv:
     free(argv);
@@ -530,6 +623,13 @@ static kiln_status check_options(const kiln_run_options *opt, const kiln_run_lim
         return kiln_error_set(err, KILN_E_USAGE, "", "limits.stream_keep_bytes (--stream-keep): at most 64 MiB of each stream can be kept");
     if (opt->out_dir && opt->out_dir[0] != '/')
         return kiln_error_set(err, KILN_E_USAGE, "", "the output directory must be absolute");
+    if (opt->ro_bind_count > KILN_RUN_RO_BINDS_MAX)
+        return kiln_error_set(err, KILN_E_USAGE, "", "--ro-bind: at most %d paths", KILN_RUN_RO_BINDS_MAX);
+    for (size_t i = 0; i < opt->ro_bind_count; i++) {
+        kiln_status st = check_ro_bind(opt->ro_binds[i], err);
+        if (st != KILN_E_OK)
+            return st;
+    }
     return KILN_E_OK;
 }
 

@@ -55,6 +55,9 @@ void kiln_run_limits_default(kiln_run_limits *limits);
 #define KILN_RUN_STREAM_KEEP_MAX (64ull << 20) /* stream_keep_bytes */
 #define KILN_RUN_COUNT_MAX 1000000u           /* what the CLI takes for any count */
 
+/* Host paths a job may be given read-only (kiln run --ro-bind), at most. */
+#define KILN_RUN_RO_BINDS_MAX 16
+
 /* One input file, copied into /mnt/data before the code starts. */
 typedef struct kiln_run_input {
     const char *host_path; /* read by the runner (not by the job) */
@@ -69,6 +72,11 @@ typedef struct kiln_run_options {
     const kiln_run_input *inputs;
     size_t input_count;
     kiln_run_limits limits;
+    const char *ro_binds[KILN_RUN_RO_BINDS_MAX]; /* host paths the job sees read-only at
+                                  the same path (--ro-bind): absolute, canonical, a
+                                  directory or regular file, not the sandbox's own
+                                  (docs/run.md); kiln_run_add_ro_bind() appends */
+    size_t ro_bind_count;      /* may pass the max: kiln_run_job refuses it then */
     int render;                /* render the specs `import kiln` saved (--render) */
     const char *out_dir;       /* host directory the collected files and rendered
                                   documents are copied to; NULL = list them only */
@@ -90,5 +98,9 @@ typedef struct kiln_run_options {
  * result as status "setup_failure" when the job had begun.
  */
 kiln_status kiln_run_job(const kiln_run_options *opt, json_t **result, kiln_error *err);
+
+/* Add a --ro-bind path (borrowed; it must outlive the run). Never fails:
+ * kiln_run_job checks the paths, and their number. */
+void kiln_run_add_ro_bind(kiln_run_options *opt, const char *path);
 
 #endif

@@ -30,7 +30,17 @@ writers map what a format does not hold natively)::
     deck.chart("Trend", monthly, kind="line")
     deck.save("results.pptx")
 
-``kiln.save_spec(spec_dict, "x.docx")`` saves a raw spec as it is.
+``kiln.save_spec(spec_dict, "x.docx")`` saves a raw spec as it is. ``save()`` takes a simple
+name ("report.docx") or a path in the job directory ("/mnt/data/report.docx").
+
+Spreadsheets and documents hold wall-clock times without a zone, so a timezone-aware
+datetime (a pandas ``datetime64[ns, tz]`` column or index, a tz-aware ``Timestamp`` or
+``datetime.datetime``) is refused with a TypeError naming the column or argument, as
+XlsxWriter does, unless the builder is told what to do: ``timezone="drop"`` keeps the
+wall-clock time as written (XlsxWriter's ``remove_timezone``), ``timezone="UTC"`` or a zone
+name such as ``"Europe/Paris"`` converts to that zone first::
+
+    wb = kiln.Workbook(timezone="UTC")
 
 The module needs only the standard library: numpy, pandas and matplotlib objects are
 recognised when the job has imported those packages itself (they are never imported
@@ -99,17 +109,41 @@ def _kiln_dir():
     return d
 
 
+def _name_in_job_dir(out):
+    """The file name of a path that names a file directly in the job directory
+    ("/mnt/data/report.docx", or "./report.docx" from there); ValueError otherwise."""
+    jd = os.path.normpath(os.path.abspath(str(job_dir())))
+    if out.endswith("/"):
+        raise ValueError("out: %r names a directory; give a file name such as 'report.docx'"
+                         % (out,))
+    full = os.path.normpath(os.path.abspath(out))
+    parent, name = os.path.split(full)
+    if parent == jd and name:
+        return name
+    if full.startswith(jd + os.sep):
+        raise ValueError("out: %r is in a subdirectory of the job directory %s; documents are "
+                         "written to the job directory itself: give %r" % (out, jd, name))
+    raise ValueError("out: %r is not in the job directory %s, where documents are written: give "
+                     "a name such as 'report.docx' (or %r)" % (out, jd, os.path.join(jd, name or
+                                                                                  "report.docx")))
+
+
 def _check_out_name(out):
-    """Validate an output file name; returns (name, format)."""
+    """Validate an output file name, or a path of a file directly in the job directory;
+    returns (name, format)."""
     if isinstance(out, os.PathLike):
         out = os.fspath(out)
     if not isinstance(out, str):
         raise TypeError("out: the output file name must be a string such as 'report.docx', not %s"
                         % type(out).__name__)
+    given = out
+    if "/" in out and "\\" not in out:
+        out = _name_in_job_dir(out)
     if not out or "/" in out or "\\" in out or out in (".", "..") or out.startswith("."):
         raise ValueError("out: %r is not a simple file name; give a name such as 'report.docx' "
-                         "(no directory, not starting with '.'): the document is written to the "
-                         "job directory" % (out,))
+                         "(not starting with '.'), or a path in the job directory such as "
+                         "'/mnt/data/report.docx': the document is written to the job directory"
+                         % (given,))
     if _XML_BAD.search(out) or len(out.encode("utf-8", "surrogatepass")) > 200:
         raise ValueError("out: %r has control characters or is too long (200 bytes at most)" % (out,))
     try:
@@ -125,7 +159,8 @@ def _check_out_name(out):
 
 
 def spec_path(out):
-    """Where save() writes the spec for output file `out`: $KILN_JOB_DIR/.kiln/OUT.spec.json."""
+    """Where save() writes the spec for output file `out` ("report.docx", or
+    "/mnt/data/report.docx"): $KILN_JOB_DIR/.kiln/OUT.spec.json."""
     name, _ = _check_out_name(out)
     return job_dir() / ".kiln" / (name + ".spec.json")
 
@@ -181,7 +216,8 @@ def _plain(v):
 
 
 def save_spec(spec, out):
-    """Save a raw spec dict (docs/spec.md) for output file `out` ("report.docx").
+    """Save a raw spec dict (docs/spec.md) for output file `out` ("report.docx", or a path
+    in the job directory: "/mnt/data/report.docx").
 
     Writes $KILN_JOB_DIR/.kiln/OUT.spec.json atomically and returns its Path;
     `kiln run --render` renders it to $KILN_JOB_DIR/OUT. Image paths in the spec are
@@ -277,10 +313,46 @@ def _date_cell(d, where):
     return {"date": d.isoformat()}
 
 
-def _datetime_cell(t, where):
-    if t.tzinfo is not None:
-        # The spec stores wall-clock times; a zone would be ignored, so drop it here.
-        t = t.replace(tzinfo=None)
+_TZ_HELP = ("spreadsheets and documents hold wall-clock times without a zone, and Kiln does "
+            "not drop or shift one silently: pass timezone='drop' to the Document, Workbook or "
+            "Deck to keep the wall-clock time as written, or timezone='UTC' (or a zone name such "
+            "as 'Europe/Paris') to convert to that zone first; or make the values naive yourself "
+            "(.dt.tz_convert(...).dt.tz_localize(None) for a pandas column)")
+
+
+def _tz_policy(timezone):
+    """A builder's timezone= option: None (refuse timezone-aware datetimes), "drop" (keep the
+    wall-clock time), or the tzinfo to convert to ("UTC", "Europe/Paris" or a tzinfo)."""
+    if timezone is None or timezone == "drop":
+        return timezone
+    if isinstance(timezone, _dt.tzinfo):
+        return timezone
+    if isinstance(timezone, str):
+        import zoneinfo
+        try:
+            return zoneinfo.ZoneInfo(timezone)
+        except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+            pass
+    raise ValueError("timezone: None (refuse timezone-aware datetimes), 'drop' (keep the "
+                     "wall-clock time) or a time zone to convert to such as 'UTC' or "
+                     "'Europe/Paris'; not %r" % (timezone,))
+
+
+def _naive(t, tz, where):
+    """A datetime without its zone under the timezone= policy `tz` (see _tz_policy); a
+    TypeError naming `where` when it has one and no policy says what to do."""
+    if t.tzinfo is None or t.utcoffset() is None:
+        return t
+    if tz is None:
+        raise TypeError("%s: %s has a time zone (%s); %s"
+                        % (where, t.isoformat(), t.tzname() or t.tzinfo, _TZ_HELP))
+    if tz != "drop":
+        t = t.astimezone(tz)
+    return t.replace(tzinfo=None)
+
+
+def _datetime_cell(t, where, tz=None):
+    t = _naive(t, tz, where)
     _check_date_range(t, where)
     # full microseconds: the renderer rounds to the millisecond Excel keeps
     return {"datetime": t.isoformat(timespec="microseconds" if t.microsecond else "seconds")}
@@ -303,13 +375,14 @@ def _to_pydatetime(v):
     return v
 
 
-def _cell(v, where):
+def _cell(v, where, tz=None):
     """One Python / numpy / pandas scalar -> a spec cell value.
 
     None, NaN, NaT and pandas.NA -> null (blank); bool -> boolean; int -> integer
     (floats beyond 64 bits); float -> number (+/-inf -> blank); date -> {"date"};
-    datetime/Timestamp -> {"datetime"} (time zone dropped, wall clock kept); str -> text.
-    Anything else (Decimal, Period, Timedelta, time, ...) -> a number or its text.
+    datetime/Timestamp -> {"datetime"} (a timezone-aware one as the timezone= policy `tz`
+    says, a TypeError without one); str -> text. Anything else (Decimal, Period,
+    Timedelta, time, ...) -> a number or its text.
     """
     if v is None:
         return None
@@ -326,14 +399,14 @@ def _cell(v, where):
         if isinstance(v, np.bool_):
             return bool(v)
         if isinstance(v, np.integer):
-            return _cell(int(v), where)
+            return _cell(int(v), where, tz)
         if isinstance(v, np.floating):
-            return _cell(float(v), where)
+            return _cell(float(v), where, tz)
         if isinstance(v, np.str_):
             return _text_cell(str(v), where)
         if isinstance(v, np.datetime64):
             t = _to_pydatetime(v)
-            return None if t is None else _datetime_cell(t, where)
+            return None if t is None else _datetime_cell(t, where, tz)
         if isinstance(v, np.timedelta64):
             if np.isnat(v):
                 return None
@@ -343,9 +416,9 @@ def _cell(v, where):
         return None
     pd = _mod("pandas")
     if pd is not None and isinstance(v, pd.Timestamp):
-        return _datetime_cell(_to_pydatetime(v), where)
+        return _datetime_cell(_to_pydatetime(v), where, tz)
     if isinstance(v, _dt.datetime):
-        return _datetime_cell(v, where)
+        return _datetime_cell(v, where, tz)
     if isinstance(v, _dt.date):
         return _date_cell(v, where)
     if isinstance(v, decimal.Decimal):
@@ -383,17 +456,17 @@ def _text_cell(s, where):
     return s
 
 
-def _label(v, where):
-    """A header / category label: text (or a number for categories kept numeric)."""
+def _label(v, where, tz=None):
+    """A header / category label: text (or a number for categories kept numeric). A
+    timezone-aware datetime is made naive as the timezone= policy `tz` says."""
     if v is None or _is_missing(v):
         return ""
     if isinstance(v, tuple):
-        parts = [_label(x, where) for x in v]
+        parts = [_label(x, where, tz) for x in v]
         return " / ".join(p for p in parts if p != "")
     t = _to_pydatetime(v)
     if isinstance(t, _dt.datetime):
-        if t.tzinfo is not None:
-            t = t.replace(tzinfo=None)
+        t = _naive(t, tz, where)
         if (t.hour, t.minute, t.second, t.microsecond) == (0, 0, 0, 0):
             return t.date().isoformat()
         return t.isoformat(sep=" ", timespec="seconds" if not t.microsecond else "milliseconds")
@@ -418,8 +491,9 @@ class _Table:
     """A table converted from a DataFrame, a Series, a dict of columns or a list of rows:
     headers, spec columns, rows of cell values, and each column's values for charts."""
 
-    def __init__(self, data, where, index=None, formats=None, columns=None):
+    def __init__(self, data, where, index=None, formats=None, columns=None, tz=None):
         self.where = where
+        self.tz = tz           # the builder's timezone= policy (_tz_policy)
         self.headers = []      # column header texts
         self.types = []        # spec column types (None = auto)
         self.values = []       # each column's raw python values (for charts)
@@ -468,16 +542,16 @@ class _Table:
                 self._add_pandas_column(names[0], df.index)
             self.index_columns = df.index.nlevels
         if isinstance(df.columns, pd.MultiIndex):
-            headers = [_label(tuple(c), "%s columns" % self.where) for c in df.columns]
+            headers = [_label(tuple(c), "%s columns" % self.where, self.tz) for c in df.columns]
         else:
-            headers = [_label(c, "%s columns" % self.where) for c in df.columns]
+            headers = [_label(c, "%s columns" % self.where, self.tz) for c in df.columns]
         for i, h in enumerate(headers):
             self._add_pandas_column(h, df.iloc[:, i])
 
     def _add_pandas_column(self, header, col):
         pd = _mod("pandas")
         where = "%s column %r" % (self.where, header)
-        ctype, vals = _pandas_column(col, where, pd)
+        ctype, vals = _pandas_column(col, where, pd, self.tz)
         self.headers.append(_text_cell(str(header), where))
         self.types.append(ctype)
         self.values.append(vals)
@@ -489,15 +563,16 @@ class _Table:
         for k, v in data.items():
             if _is_series(v):
                 pd = _mod("pandas")
-                ctype, vals = _pandas_column(v, "%s column %r" % (self.where, k), pd)
+                ctype, vals = _pandas_column(v, "%s column %r" % (self.where, k), pd, self.tz)
             else:
                 if isinstance(v, (str, bytes)) or not hasattr(v, "__iter__"):
                     raise TypeError("%s: column %r must be a list of values, not %s"
                                     % (self.where, k, type(v).__name__))
-                vals = [_cell(x, "%s column %r row %d" % (self.where, k, i)) for i, x in enumerate(v)]
+                vals = [_cell(x, "%s column %r row %d" % (self.where, k, i), self.tz)
+                        for i, x in enumerate(v)]
                 ctype = _guess_type(vals)
             lengths.add(len(vals))
-            self.headers.append(_label(k, self.where))
+            self.headers.append(_label(k, self.where, self.tz))
             self.types.append(ctype)
             self.values.append(vals)
         if len(lengths) > 1:
@@ -515,7 +590,7 @@ class _Table:
                     raise ValueError("%s: no rows and no columns; give columns=[...]" % self.where)
                 columns = ["" for _ in range(width)]
                 self.no_header = True
-        columns = [_label(c, self.where) for c in columns]
+        columns = [_label(c, self.where, self.tz) for c in columns]
         width = len(columns)
         cols = [[] for _ in range(width)]
         for r, row in enumerate(rows):
@@ -534,7 +609,7 @@ class _Table:
                                  % (self.where, r, len(row), width))
             row += [None] * (width - len(row))
             for c, v in enumerate(row):
-                cols[c].append(_cell(v, "%s row %d column %d" % (self.where, r, c)))
+                cols[c].append(_cell(v, "%s row %d column %d" % (self.where, r, c), self.tz))
         self.headers = columns
         self.types = [_guess_type(vals) for vals in cols]
         self.values = cols
@@ -550,7 +625,7 @@ class _Table:
                             % type(formats).__name__)
         given = {}
         for k, f in (formats or {}).items():
-            h = _label(k, "formats")
+            h = _label(k, "formats", self.tz)
             if h not in self.headers:
                 raise ValueError("formats: %r is not a column (columns: %s)"
                                  % (k, ", ".join(repr(x) for x in self.headers)))
@@ -592,7 +667,7 @@ class _Table:
                 raise ValueError("%s: column position %d out of range (0..%d)"
                                  % (arg, name, len(self.headers) - 1))
             return name
-        key = _label(name, arg)
+        key = _label(name, arg, self.tz)
         if key not in self.headers:
             raise ValueError("%s: %r is not a column (columns: %s)"
                              % (arg, name, ", ".join(repr(h) for h in self.headers)))
@@ -613,8 +688,9 @@ def _meaningful_index(index):
     return not pd.api.types.is_integer_dtype(index.dtype)
 
 
-def _pandas_column(col, where, pd):
-    """A pandas Series/Index -> (spec type or None, list of cell values)."""
+def _pandas_column(col, where, pd, tz=None):
+    """A pandas Series/Index -> (spec type or None, list of cell values); a timezone-aware
+    datetime column as the timezone= policy `tz` says (a TypeError without one)."""
     dtype = col.dtype
     api = pd.api.types
     if isinstance(dtype, pd.CategoricalDtype):
@@ -623,7 +699,7 @@ def _pandas_column(col, where, pd):
         cats = dtype.categories
         if len(cats) and api.is_integer_dtype(cats.dtype) and col.isna().any():
             col = col.astype(object).where(col.notna(), None)
-            return "integer", [None if _is_missing(v) else _cell(v, where) for v in col.tolist()]
+            return "integer", [None if _is_missing(v) else _cell(v, where, tz) for v in col.tolist()]
         col = col.astype(cats.dtype if len(cats) else object)
         dtype = col.dtype
     # Vectorised paths (a 100,000-row frame must not take seconds): numpy dtypes hold no
@@ -635,10 +711,10 @@ def _pandas_column(col, where, pd):
         return "boolean", [bool(v) for v in col.tolist()]
     if api.is_integer_dtype(dtype):
         if nullable:
-            return "integer", [None if _is_missing(v) else _cell(int(v), where) for v in col.tolist()]
+            return "integer", [None if _is_missing(v) else _cell(int(v), where, tz) for v in col.tolist()]
         vals = col.tolist()
         if len(vals) and str(dtype) == "uint64" and max(vals) > INT64_MAX:
-            vals = [_cell(v, where) for v in vals]
+            vals = [_cell(v, where, tz) for v in vals]
         return "integer", vals
     if api.is_float_dtype(dtype):
         vals = [None if (v is None or math.isnan(v) or math.isinf(v)) else float(v)
@@ -646,7 +722,13 @@ def _pandas_column(col, where, pd):
         return "number", vals
     if api.is_datetime64_any_dtype(dtype):
         s = pd.Series(col)
-        if getattr(dtype, "tz", None) is not None:
+        zone = getattr(dtype, "tz", None)
+        if zone is not None:
+            if tz is None:
+                raise TypeError("%s: the datetimes have a time zone (%s, dtype %s); %s"
+                                % (where, zone, dtype, _TZ_HELP))
+            if tz != "drop":
+                s = s.dt.tz_convert(tz)
             s = s.dt.tz_localize(None)
         nn = s.dropna()
         if len(nn) and nn.min().year < 1900:
@@ -665,7 +747,7 @@ def _pandas_column(col, where, pd):
         return "string", [None if _is_missing(v) else str(v) for v in col.tolist()]
     if isinstance(dtype, pd.PeriodDtype):
         return "string", [None if _is_missing(v) else str(v) for v in col.tolist()]
-    vals = [_cell(v, "%s row %d" % (where, i)) for i, v in enumerate(col.tolist())]
+    vals = [_cell(v, "%s row %d" % (where, i), tz) for i, v in enumerate(col.tolist())]
     return _guess_type(vals), vals
 
 
@@ -755,7 +837,7 @@ def _number(v, where):
                     % (where, v, type(v).__name__))
 
 
-def _category(v, where, numeric):
+def _category(v, where, numeric, tz=None):
     if numeric:
         return _number(v, where)
     np = _mod("numpy")
@@ -765,7 +847,7 @@ def _category(v, where, numeric):
         if isinstance(v, float) and math.isinf(v):
             return str(v)
         return v
-    return _label(v, where)
+    return _label(v, where, tz)
 
 
 def _seq(v, where):
@@ -778,14 +860,16 @@ def _seq(v, where):
 
 
 def _chart_spec(data, kind="column", title=None, x=None, y=None, stacked=None, legend=None,
-                x_title=None, y_title=None, colors=None, width=None, height=None, where="chart"):
+                x_title=None, y_title=None, colors=None, width=None, height=None, where="chart",
+                tz=None):
     """Build a chart object with literal data (docs/spec.md "Charts").
 
     data: a dict {series name: values} (a key named by `x`, or `x` itself as a list,
     gives the categories; a dict of pandas Series takes the first one's index), a
     pandas DataFrame (categories from column `x`, else a meaningful index, else the
     first non-numeric column; series from `y` or every other numeric column) or a
-    pandas Series (one series over its index).
+    pandas Series (one series over its index). Timezone-aware datetimes among the
+    categories and names follow the timezone= policy `tz`.
     """
     kind = _kind(kind)
     categories = None
@@ -795,18 +879,18 @@ def _chart_spec(data, kind="column", title=None, x=None, y=None, stacked=None, l
         if x is not None:
             categories = _seq(x, "x")
         elif _meaningful_index(data.index):
-            categories = _index_labels(data.index, where)
+            categories = _index_labels(data.index, where, tz)
         series = [(name, _seq(data, "%s series %r" % (where, name)))]
     elif _is_dataframe(data):
         pd = _mod("pandas")
         df = data
         if isinstance(df.columns, pd.MultiIndex):
             df = df.copy()
-            df.columns = [_label(tuple(c), where) for c in df.columns]
+            df.columns = [_label(tuple(c), where, tz) for c in df.columns]
         cols = [str(c) if not isinstance(c, str) else c for c in df.columns]
         df = df.set_axis(cols, axis=1)
         if x is not None and not isinstance(x, str) and not hasattr(x, "__iter__"):
-            x = _label(x, "x")              # a numeric column label such as 2024
+            x = _label(x, "x", tz)          # a numeric column label such as 2024
         if x is not None:
             if isinstance(x, str) and x in cols:
                 categories = _seq(df[x], "%s x" % where)
@@ -820,7 +904,7 @@ def _chart_spec(data, kind="column", title=None, x=None, y=None, stacked=None, l
                 if len(categories) != len(df):
                     raise ValueError("x: %d categories for %d rows" % (len(categories), len(df)))
         elif _meaningful_index(df.index):
-            categories = _index_labels(df.index, where)
+            categories = _index_labels(df.index, where, tz)
         else:
             text_cols = [c for c in cols if not pd.api.types.is_numeric_dtype(df[c].dtype)
                          or pd.api.types.is_bool_dtype(df[c].dtype)]
@@ -838,7 +922,7 @@ def _chart_spec(data, kind="column", title=None, x=None, y=None, stacked=None, l
                 raise ValueError("%s: the DataFrame has no numeric column to plot (columns: %s)"
                                  % (where, ", ".join(repr(c) for c in cols)))
         else:
-            ys = [c if isinstance(c, str) else _label(c, "y") for c in _as_list(y)]
+            ys = [c if isinstance(c, str) else _label(c, "y", tz) for c in _as_list(y)]
             for c in ys:
                 if c not in cols:
                     raise ValueError("y: %r is not a column of the DataFrame (columns: %s)"
@@ -866,7 +950,7 @@ def _chart_spec(data, kind="column", title=None, x=None, y=None, stacked=None, l
         if categories is None and items and _is_series(items[0][1]):
             idx = items[0][1].index
             if _meaningful_index(idx):
-                categories = _index_labels(idx, where)
+                categories = _index_labels(idx, where, tz)
         series = [(k, _seq(v, "%s series %r" % (where, k))) for k, v in items]
     else:
         raise TypeError("data: a chart takes a dict of series, a pandas DataFrame or a pandas "
@@ -889,11 +973,11 @@ def _chart_spec(data, kind="column", title=None, x=None, y=None, stacked=None, l
         if len(categories) != n:
             raise ValueError("data: %d categories but series %r has %d values"
                              % (len(categories), str(series[0][0]), n))
-        spec["categories"] = [_category(c, "%s category %d" % (where, i), kind == "scatter")
+        spec["categories"] = [_category(c, "%s category %d" % (where, i), kind == "scatter", tz)
                               for i, c in enumerate(categories)]
     out_series = []
     for i, (name, vals) in enumerate(series):
-        sname = _label(name, "%s series %d name" % (where, i))
+        sname = _label(name, "%s series %d name" % (where, i), tz)
         if len(vals) != n:
             raise ValueError("data: series %r has %d values, series %r has %d; every series needs "
                              "one value per category" % (sname, len(vals), str(series[0][0]), n))
@@ -931,11 +1015,11 @@ def _chart_spec(data, kind="column", title=None, x=None, y=None, stacked=None, l
     return spec
 
 
-def _index_labels(index, where):
+def _index_labels(index, where, tz=None):
     """Category labels from a pandas index (a MultiIndex's levels joined with ' / ')."""
     pd = _mod("pandas")
     if isinstance(index, pd.MultiIndex):
-        return [_label(tuple(t), where) for t in index]
+        return [_label(tuple(t), where, tz) for t in index]
     return _seq(index, "%s index" % where)
 
 
@@ -1175,7 +1259,9 @@ class _Builder:
     """What Document, Workbook and Deck share: metadata, page setup, theme, saving."""
 
     def __init__(self, title=None, author=None, subject=None, company=None, keywords=None,
-                 created=None, page_size=None, orientation=None, font=None, accent_colors=None):
+                 created=None, page_size=None, orientation=None, font=None, accent_colors=None,
+                 timezone=None):
+        self._tz = _tz_policy(timezone)
         self.metadata = {}
         for arg, v in (("title", title), ("author", author), ("subject", subject),
                        ("company", company)):
@@ -1225,7 +1311,8 @@ class _Builder:
 
     def save(self, out):
         """Save the spec for output file `out` (a simple name ending .xlsx, .docx, .pdf or
-        .pptx; any builder can be saved in any format, and saved again under another name).
+        .pptx, or a path in the job directory such as "/mnt/data/report.docx"; any builder
+        can be saved in any format, and saved again under another name).
         Returns the spec's Path ($KILN_JOB_DIR/.kiln/OUT.spec.json); `kiln run --render`
         renders it to $KILN_JOB_DIR/OUT."""
         _check_out_name(out)
@@ -1245,14 +1332,19 @@ class Document(_Builder):
 
     def __init__(self, title=None, author=None, subtitle=None, subject=None, company=None,
                  keywords=None, created=None, page_size=None, orientation=None, font=None,
-                 accent_colors=None, header=False, page_numbers=True, title_block=True):
+                 accent_colors=None, header=False, page_numbers=True, title_block=True,
+                 timezone=None):
         """Start a document. page_size: A4 (default), Letter, Legal, A3, A5; orientation:
-        portrait/landscape; header=True puts the title on top of every page."""
+        portrait/landscape; header=True puts the title on top of every page.
+        timezone: what to do with timezone-aware datetimes in tables and charts, which a
+        document cannot hold: None (default) refuses them with a TypeError naming the
+        column, "drop" keeps the wall-clock time as written, "UTC" or a zone name such as
+        "Europe/Paris" (or a tzinfo) converts to that zone first."""
         super().__init__(title=title, author=author,
                          subject=subject if subject is not None else subtitle,
                          company=company, keywords=keywords, created=created,
                          page_size=page_size, orientation=orientation, font=font,
-                         accent_colors=accent_colors)
+                         accent_colors=accent_colors, timezone=timezone)
         self.blocks = []
         if header:
             if header is True and title is None:
@@ -1330,8 +1422,8 @@ class Document(_Builder):
         percent, date, datetime, string, boolean; e.g. {"Revenue": "currency",
         "Share": "0.0%"}. Formats not given are guessed (integers '#,##0', years and ids
         '0', fractions named like 'share'/'rate'/'%' as percent). name: the sheet name
-        when rendered to .xlsx."""
-        t = _Table(data, "data", index=index, formats=formats, columns=columns)
+        when rendered to .xlsx. Timezone-aware datetimes follow the document's timezone=."""
+        t = _Table(data, "data", index=index, formats=formats, columns=columns, tz=self._tz)
         block = {"type": "table", "columns": t.spec_columns(), "rows": t.spec_rows()}
         if t.no_header:
             block["header"] = False
@@ -1369,7 +1461,7 @@ class Document(_Builder):
         block = {"type": "chart"}
         block.update(_chart_spec(data, kind=kind, title=title, x=x, y=y, stacked=stacked,
                                  legend=legend, x_title=x_title, y_title=y_title, colors=colors,
-                                 width=width, height=height))
+                                 width=width, height=height, tz=self._tz))
         if caption is not None:
             block["caption"] = _text(caption, "caption")
         return self._add(block)
@@ -1436,7 +1528,7 @@ class Sheet:
         if data is not None:
             spec = _chart_spec(data, kind=kind, title=title, x=x, y=y, stacked=stacked,
                                legend=legend, x_title=x_title, y_title=y_title, colors=colors,
-                               width=width, height=height, where="data")
+                               width=width, height=height, where="data", tz=self._wb._tz)
         else:
             t = self._table
             if t is None or t.nrows == 0:
@@ -1464,7 +1556,7 @@ class Sheet:
                 xs = [_chart_value(v) for v in t.values[xi]]
             spec = _chart_spec(lit, kind=kind, title=title, x=xs, stacked=stacked, legend=legend,
                                x_title=x_title, y_title=y_title, colors=colors, width=width,
-                               height=height, where="sheet %r" % self.name)
+                               height=height, where="sheet %r" % self.name, tz=self._wb._tz)
             n = t.nrows
             if xi is not None:
                 spec["categories"] = self._range(xi, n)
@@ -1508,11 +1600,17 @@ class Workbook(_Builder):
     .xlsx (and maps to .docx/.pdf/.pptx: each sheet a table)."""
 
     def __init__(self, title=None, author=None, subject=None, company=None, keywords=None,
-                 created=None, page_size=None, orientation=None, font=None, accent_colors=None):
-        """Start a workbook; title and author go into the file's properties."""
+                 created=None, page_size=None, orientation=None, font=None, accent_colors=None,
+                 timezone=None):
+        """Start a workbook; title and author go into the file's properties.
+        timezone: what to do with timezone-aware datetimes, which Excel cannot hold: None
+        (default) refuses them with a TypeError naming the column, "drop" keeps the
+        wall-clock time as written (XlsxWriter's remove_timezone), "UTC" or a zone name
+        such as "Europe/Paris" (or a tzinfo) converts to that zone first."""
         super().__init__(title=title, author=author, subject=subject, company=company,
                          keywords=keywords, created=created, page_size=page_size,
-                         orientation=orientation, font=font, accent_colors=accent_colors)
+                         orientation=orientation, font=font, accent_colors=accent_colors,
+                         timezone=timezone)
         self.sheets = []
 
     def _content(self):
@@ -1545,7 +1643,7 @@ class Workbook(_Builder):
         spec = {"name": name}
         t = None
         if data is not None:
-            t = _Table(data, "data", index=index, formats=formats, columns=columns)
+            t = _Table(data, "data", index=index, formats=formats, columns=columns, tz=self._tz)
             spec["columns"] = t.spec_columns()
             spec["rows"] = t.spec_rows()
             if t.no_header:
@@ -1603,12 +1701,14 @@ class Deck(_Builder):
     With a `title` the deck opens with a title slide (subtitle below it)."""
 
     def __init__(self, title=None, subtitle=None, author=None, subject=None, company=None,
-                 keywords=None, created=None, font=None, accent_colors=None, notes=None):
+                 keywords=None, created=None, font=None, accent_colors=None, notes=None,
+                 timezone=None):
         """Start a deck; a title slide is added when `title` is given (notes: its
-        speaker notes)."""
+        speaker notes). timezone: as for Document (None refuses timezone-aware datetimes,
+        "drop" keeps the wall-clock time, "UTC" or a zone name converts first)."""
         super().__init__(title=title, author=author, subject=subject, company=company,
                          keywords=keywords, created=created, font=font,
-                         accent_colors=accent_colors)
+                         accent_colors=accent_colors, timezone=timezone)
         self.slides = []
         if title is not None:
             s = {"layout": "title", "title": _text(title, "title")}
@@ -1668,7 +1768,7 @@ class Deck(_Builder):
     def table(self, title, data, notes=None, formats=None, index=None, columns=None, name=None):
         """Add a table slide from a DataFrame (as Document.table()); rows that do not fit
         continue on the next slides with the header repeated."""
-        t = _Table(data, "data", index=index, formats=formats, columns=columns)
+        t = _Table(data, "data", index=index, formats=formats, columns=columns, tz=self._tz)
         tbl = {"columns": t.spec_columns(), "rows": t.spec_rows()}
         if t.no_header:
             tbl["header"] = False
@@ -1682,7 +1782,8 @@ class Deck(_Builder):
         """Add a native chart slide (data as in Document.chart()); the slide title is
         `title`, the chart's own title `chart_title` (default none)."""
         c = _chart_spec(data, kind=kind, title=chart_title, x=x, y=y, stacked=stacked,
-                        legend=legend, x_title=x_title, y_title=y_title, colors=colors)
+                        legend=legend, x_title=x_title, y_title=y_title, colors=colors,
+                        tz=self._tz)
         s = self._title({"layout": "chart", "chart": c}, title)
         return self._add(s, notes)
 

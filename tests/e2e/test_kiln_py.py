@@ -125,6 +125,37 @@ def test_bad_output_names(kiln, name, exc):
     assert not any((kiln._test_job / ".kiln").glob("*.spec.json")) if (kiln._test_job / ".kiln").exists() else True
 
 
+def test_save_to_a_path_in_the_job_dir(kiln, monkeypatch):
+    """A path naming a file directly in the job directory is that file's name (issue 15
+    item 13: assistants write save("/mnt/data/report.docx")); anything else is refused."""
+    job = kiln._test_job
+    doc = kiln.Document(title="x")
+    for out, name in [(str(job / "report.docx"), "report.docx"), (job / "deck.pptx", "deck.pptx"),
+                      (str(job) + "//./r.pdf", "r.pdf"), (str(job / "a" / ".." / "b.xlsx"), "b.xlsx")]:
+        p = doc.save(out)
+        assert p == job / ".kiln" / (name + ".spec.json"), (out, p)
+        validate(p)
+    assert kiln.spec_path(str(job / "report.docx")) == job / ".kiln" / "report.docx.spec.json"
+    monkeypatch.chdir(job)
+    assert doc.save("./here.docx") == job / ".kiln" / "here.docx.spec.json"
+    for out, msg in [(str(job / "sub" / "r.docx"), "subdirectory of the job directory"),
+                     (str(job / ".." / "r.docx"), "not in the job directory"),
+                     ("/tmp/report.docx", "not in the job directory"),
+                     (str(job) + "/", "names a directory"),
+                     (str(job / ".hidden.docx"), "not a simple file name"),
+                     (str(job / "report.txt"), "must end in one of"),
+                     ("../report.docx", "not in the job directory")]:
+        with pytest.raises(ValueError, match=msg):
+            doc.save(out)
+    assert sorted(p.name for p in (job / ".kiln").glob("*.spec.json")) == [
+        "b.xlsx.spec.json", "deck.pptx.spec.json", "here.docx.spec.json", "r.pdf.spec.json",
+        "report.docx.spec.json"]
+    monkeypatch.delenv("KILN_JOB_DIR")
+    assert kiln.spec_path("/mnt/data/report.docx") == Path("/mnt/data/.kiln/report.docx.spec.json")
+    with pytest.raises(ValueError, match="not in the job directory /mnt/data"):
+        kiln.spec_path("/tmp/report.docx")
+
+
 def test_empty_builders_refuse_to_save(kiln):
     with pytest.raises(ValueError, match="empty"):
         kiln.Document().save("x.docx")
@@ -226,9 +257,9 @@ def test_timezones_fractions_and_big_ints(kiln):
         "big": [2 ** 62, 5],
         "obj": [dt.date(2026, 1, 2), "text"],
     })
-    t = kiln._Table(df, "data")
+    t = kiln._Table(df, "data", tz="drop")
     rows = t.spec_rows()
-    # the wall clock is kept, the zone dropped (the spec ignores zones in cells)
+    # timezone="drop": the wall clock kept, the zone dropped
     assert rows[0][0] == {"datetime": "2026-03-01T10:00:00.250000"}
     assert rows[1][0] == {"datetime": "2026-03-02T11:00:00.000000"}   # one format a column
     assert rows[0][1] == 2 ** 62
@@ -245,6 +276,86 @@ def test_timezones_fractions_and_big_ints(kiln):
         kiln._cell(b"x", "where")
     with pytest.raises(ValueError, match="32767"):
         kiln.Document().table(pd.DataFrame({"t": ["x" * 40000]}))
+
+
+def _aware_frame():
+    return pd.DataFrame({
+        "when": pd.to_datetime(["2026-03-01 10:00", "2026-07-01 10:00"]).tz_localize("Europe/Paris"),
+        "n": [1, 2],
+    })
+
+
+def test_timezone_aware_datetimes_are_never_silent(kiln):
+    """Issue 15 item 14: as XlsxWriter, a timezone-aware datetime is refused with an error
+    naming the column (or argument) unless the builder says what to do with the zone."""
+    paris = dt.timezone(dt.timedelta(hours=1))
+    aware = dt.datetime(2026, 3, 1, 10, 0, tzinfo=paris)
+    stamp = pd.Timestamp("2026-03-01 10:00", tz="Europe/Paris")
+    cases = [
+        (lambda b: b.table(_aware_frame()), "data column 'when'"),                     # a tz column
+        (lambda b: b.table(_aware_frame().set_index("when")), "data column 'when'"),   # kept index
+        (lambda b: b.table({"t": [aware]}), "data column 't' row 0"),                  # datetime
+        (lambda b: b.table([[stamp]], columns=["s"]), "data row 0 column 0"),          # Timestamp
+        (lambda b: b.table(pd.DataFrame({"o": pd.Series([stamp, "x"], dtype=object)})),
+         "data column 'o' row 0"),                                                      # object column
+        (lambda b: b.table(pd.DataFrame([[1]], columns=[stamp])), "data columns"),     # a header
+        (lambda b: b.chart(pd.Series([1, 2], index=pd.date_range("2026-01-01", periods=2, tz="UTC"))),
+         "chart category 0"),                                                           # categories
+        (lambda b: b.chart({"x": [aware, aware], "v": [1, 2]}, x="x"), "chart category 0"),
+    ]
+    for add, where in cases:
+        with pytest.raises(TypeError, match="^%s: .*time zone.*timezone='drop'.*timezone='UTC'"
+                           % re.escape(where)):
+            add(kiln.Document())
+    wb = kiln.Workbook()
+    with pytest.raises(TypeError, match="data column 'when'"):
+        wb.sheet(_aware_frame())
+    with pytest.raises(TypeError, match="data column 'when'"):
+        kiln.Deck().table("T", _aware_frame())
+    with pytest.raises(TypeError, match="chart category 0"):
+        kiln.Deck().chart("C", {"x": [aware], "v": [1]}, x="x")
+    with pytest.raises(TypeError, match=r"^data category 0: .*has a time zone"):
+        kiln.Workbook().sheet(pd.DataFrame({"v": [1]})).chart(
+            data={"x": [aware], "v": [1]}, x="x", kind="line")
+    # naive datetimes are wall-clock times as they are
+    assert kiln._cell(dt.datetime(2026, 1, 2, 3, 4), "x") == {"datetime": "2026-01-02T03:04:00"}
+    with pytest.raises(TypeError, match="^x: 2026-03-01T10:00:00\\+01:00 has a time zone"):
+        kiln._cell(aware, "x")
+    with pytest.raises(ValueError, match="^timezone: .*not 'Mars/Olympus'"):
+        kiln.Workbook(timezone="Mars/Olympus")
+    with pytest.raises(ValueError, match="^timezone: "):
+        kiln.Document(timezone=3)
+
+
+@pytest.mark.parametrize("timezone, want", [
+    ("drop", [dt.datetime(2026, 3, 1, 10, 0), dt.datetime(2026, 7, 1, 10, 0)]),    # wall clock kept
+    ("UTC", [dt.datetime(2026, 3, 1, 9, 0), dt.datetime(2026, 7, 1, 8, 0)]),       # CET, CEST
+    ("America/New_York", [dt.datetime(2026, 3, 1, 4, 0), dt.datetime(2026, 7, 1, 4, 0)]),
+    (dt.timezone.utc, [dt.datetime(2026, 3, 1, 9, 0), dt.datetime(2026, 7, 1, 8, 0)]),
+])
+def test_timezone_option_drops_or_converts(kiln, tmp_path, timezone, want):
+    """timezone="drop" keeps the wall-clock time (XlsxWriter's remove_timezone); a zone
+    converts first. Every place a datetime goes in follows it; read back with openpyxl."""
+    df = _aware_frame()
+    wb = kiln.Workbook(timezone=timezone)
+    wb.sheet(df, name="Frame")
+    wb.sheet({"t": [ts.to_pydatetime() for ts in df["when"]]}, name="Dict")
+    wb.sheet([[ts] for ts in df["when"]], columns=["t"], name="Rows")
+    wb.sheet(df.set_index("when"), name="Index")
+    wb.sheet(pd.DataFrame({"o": pd.Series(list(df["when"]), dtype=object)}), name="Object")
+    p = wb.save("tz.xlsx")
+    xlsx = render(p, tmp_path / "tz.xlsx")
+    book = openpyxl.load_workbook(xlsx)
+    for sheet in ("Frame", "Dict", "Rows", "Index", "Object"):
+        got = [r[0] for r in book[sheet].iter_rows(min_row=2, values_only=True)]
+        assert got == want, (sheet, got)
+    doc = kiln.Document(timezone=timezone)
+    doc.chart(pd.Series([1, 2], index=df["when"]), kind="line")
+    labels = [w.strftime("%Y-%m-%d %H:%M:%S") for w in want]
+    assert doc.blocks[-1]["categories"] == labels
+    doc.table(pd.DataFrame([[1, 2]], columns=list(df["when"])))
+    assert [c["header"] for c in doc.blocks[-1]["columns"]] == labels
+    validate(doc.save("tz.docx"))
 
 
 def test_index_kept_only_when_meaningful(kiln):

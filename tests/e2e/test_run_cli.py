@@ -98,6 +98,53 @@ def test_usage_errors_exit_2(args, needle):
     assert needle in proc.stderr.decode(), describe(proc)
 
 
+@pytest.mark.parametrize("path, needle", [
+    ("relative/dir", "must be absolute"),
+    ("/usr/lib/", "without a symlink, '.', '..', '//' or a final '/' in it: '/usr/lib'"),
+    ("/usr//lib", ": '/usr/lib'"),
+    ("/usr/lib/../share", ": '/usr/share'"),
+    ("/", "the path holds /proc"),
+    ("/etc", "the path holds /etc/passwd"),
+    ("/etc/passwd", "the path is /etc/passwd"),
+    ("/var", "the path holds /var/run"),
+    ("/proc/sys", "the path is in /proc"),
+    ("/sys/kernel", "the path is in /sys"),
+    ("/dev/shm", "the path is in /dev"),
+    ("/tmp", "the path is /tmp"),
+    ("/run", "the path is /run"),
+    ("/dev/null", "only a directory or a regular file"),
+])
+def test_ro_bind_paths_are_checked_exit_2(path, needle):
+    """--ro-bind takes an absolute path as it is (no symlink, ., .., // or final / in it),
+    of a directory or regular file, not of the sandbox's own parts (docs/run.md)."""
+    proc = run_kiln("run", "-n", "--ro-bind", path, "-c", "pass")
+    assert proc.returncode == 2, describe(proc)
+    assert ("--ro-bind '%s'" % path).encode() in proc.stderr, describe(proc)
+    assert needle.encode() in proc.stderr, describe(proc)
+    assert proc.stdout == b"", describe(proc)
+
+
+def test_ro_bind_symlinks_fifos_missing_hidden_and_too_many(tmp_path):
+    os.symlink("/usr/share", tmp_path / "link")
+    proc = run_kiln("run", "-n", "--ro-bind", tmp_path / "link", "-c", "pass")
+    assert proc.returncode == 2 and b": '/usr/share'" in proc.stderr, describe(proc)
+    os.mkfifo(tmp_path / "fifo")
+    proc = run_kiln("run", "-n", "--ro-bind", tmp_path / "fifo", "-c", "pass")
+    assert proc.returncode == 2 and b"only a directory or a regular file" in proc.stderr, describe(proc)
+    proc = run_kiln("run", "-n", "--ro-bind", "/nonexistent-kiln-test", "-c", "pass")
+    assert proc.returncode == 5 and b"No such file or directory" in proc.stderr, describe(proc)
+    # pytest's own directories are 0700: the sandbox could not reach what is below them
+    (tmp_path / "d").mkdir()
+    proc = run_kiln("run", "-n", "--ro-bind", tmp_path / "d", "-c", "pass")
+    assert proc.returncode == 5 and b"is not searchable by others" in proc.stderr, describe(proc)
+    args = [a for _ in range(17) for a in ("--ro-bind", "/usr/share")]
+    proc = run_kiln("run", "-n", *args, "-c", "pass")
+    assert proc.returncode == 2 and b"--ro-bind: at most 16 paths" in proc.stderr, describe(proc)
+    args = [a for _ in range(16) for a in ("--ro-bind", "/usr/share")]
+    proc, r = run_json("-n", *args, "-c", "import os; print(os.path.isdir('/usr/share'))")
+    assert r["status"] == "ok" and r["stdout"]["text"] == "True\n", describe(proc)
+
+
 def test_unreadable_program_and_input_exit_5(tmp_path):
     proc = run_kiln("run", "-n", tmp_path / "missing.py")
     assert proc.returncode == 5 and b"cannot read the program" in proc.stderr, describe(proc)
@@ -136,7 +183,7 @@ def test_help_lists_every_limit():
     assert proc.returncode == 0
     for flag in ["--timeout", "--cpu", "--memory", "--processes", "--disk", "--tmp",
                  "--file-size", "--open-files", "--stream-keep", "--stream-kill",
-                 "--max-files", "--max-file-bytes", "--max-total-bytes", "--render"]:
+                 "--max-files", "--max-file-bytes", "--max-total-bytes", "--render", "--ro-bind"]:
         assert flag.encode() in proc.stdout, flag
     assert run_kiln("help", "run").stdout == proc.stdout
 
@@ -162,6 +209,27 @@ def test_render_errors_listed_and_exit_1(tmp_path):
     assert bad and bad[0]["pointer"] == "/sheets", bad
     assert "must end in" in errs[".kiln/odd.txt.spec.json"]["errors"][0]["message"]
     assert r["documents"] == [] and r["files"] == []
+
+
+def test_import_kiln_saves_to_a_mnt_data_path(tmp_path):
+    """save("/mnt/data/report.docx"), the path assistants write, is the job directory's
+    report.docx (issue 15 item 13); a path outside /mnt/data is still refused."""
+    code = ("import kiln\n"
+            "doc = kiln.Document(title='Report')\n"
+            "doc.paragraph('hello')\n"
+            "print(doc.save('/mnt/data/report.docx'))\n"
+            "try:\n"
+            "    doc.save('/tmp/report.docx')\n"
+            "except ValueError as e:\n"
+            "    print('refused:', e)\n")
+    out = tmp_path / "out"
+    proc, r = run_json("--render", "-o", out, "-c", code)
+    assert proc.returncode == 0 and r["status"] == "ok", describe(proc)
+    lines = r["stdout"]["text"].splitlines()
+    assert lines[0] == "/mnt/data/.kiln/report.docx.spec.json", lines
+    assert lines[1].startswith("refused: out: '/tmp/report.docx' is not in the job directory /mnt/data")
+    assert [d["name"] for d in r["documents"]] == ["report.docx"], r["documents"]
+    assert (out / "report.docx").read_bytes()[:2] == b"PK"
 
 
 def test_without_render_specs_are_plain_files(tmp_path):

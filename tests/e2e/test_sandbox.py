@@ -384,6 +384,7 @@ class Ctx:
         self.probes = {}
         self.supervisors = set() # pids of the supervisors of this case's runs
         self.extra = {}          # hooks keep their things here
+        self.code_subst = {}     # more @NAME@ substitutions, set by a setup hook
         self.proc = None
         self.elapsed = None
 
@@ -400,7 +401,9 @@ class Ctx:
             "@UNIX_PATH@": self.listeners.unix_path,
             "@ABSTRACT@": self.listeners.abstract,
             "@HOST_PID@": str(self.sleep.pid),
+            "@OUT_LEN@": str(len(str(self.out.resolve()))),   # what kiln run's realpath gives
         }
+        table.update(self.code_subst)
         for k, v in table.items():
             code = code.replace(k, v)
         return code
@@ -634,7 +637,7 @@ def chk_identity(r, ctx):
     assert f["root_ro"], "/ is not mounted read-only"
     assert f["root_write"] in ("EROFS", "EACCES", "EPERM"), "creating a file in / gave %s" % f["root_write"]
     env = f["env"]
-    want = {"HOME": "/tmp", "TMPDIR": "/tmp", "PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8",
+    want = {"HOME": "/tmp", "TMPDIR": "/tmp", "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8",
             "MPLBACKEND": "Agg", "PYTHONPATH": "/opt/kiln/lib", "KILN_JOB_DIR": "/mnt/data"}
     for k, v in want.items():
         assert env.get(k) == v, "environment %s=%r, the contract says %r" % (k, env.get(k), v)
@@ -839,6 +842,13 @@ HOST_READ = py(r'''
 def opens(path):
     os.close(os.open(path, os.O_RDONLY | os.O_NONBLOCK))      # opened, never read
     return 'opened'
+def nonempty(path):
+    """The number of bytes of path, when it can be read and is not empty (never the bytes)."""
+    with open(path, 'rb') as f:
+        n = len(f.read(4096))
+    if not n:
+        raise OSError(errno.ENODATA, 'empty')
+    return n
 def nonzero_kallsyms():
     for l in open('/proc/kallsyms'):
         if not l.startswith('0000000000000000'):
@@ -870,7 +880,7 @@ for sock in ('/run/systemd/private', '/var/run/docker.sock', '/run/dbus/system_b
     attempt('sock_' + sock.rsplit('/', 1)[1], lambda: os.stat(sock) and 'exists')
 for dev in ('/dev/vda', '/dev/sda', '/dev/nvme0n1', '/dev/mem', '/dev/kmem', '/dev/port', '/dev/kmsg', '/dev/vsock'):
     attempt('dev_' + dev.rsplit('/', 1)[1], lambda: opens(dev))
-attempt('kcore', lambda: opens('/proc/kcore'))
+attempt('kcore', lambda: nonempty('/proc/kcore'))
 attempt('kallsyms_addrs', nonzero_kallsyms)
 attempt('boot_config', lambda: len(open('/boot/config-' + os.uname().release).read()))
 attempt('cgroup_procs_write', lambda: open('/sys/fs/cgroup/cgroup.procs', 'a') and 'opened')
@@ -884,6 +894,143 @@ def chk_host_read(r, ctx):
             "sock_private", "sock_docker.sock", "sock_system_bus_socket", "sock_containerd.sock",
             "dev_vda", "dev_sda", "dev_nvme0n1", "dev_mem", "dev_kmem", "dev_port", "dev_kmsg",
             "dev_vsock", "kcore", "kallsyms_addrs", "boot_config", "cgroup_procs_write")
+
+
+# Issue 15 item 12: what the job sees of the host. The job reports names, types and
+# sizes only (never contents); the check compares them with the host.
+VISIBLE_TREE = py(r"""
+import json, stat
+def kind(p):
+    try:
+        m = os.lstat(p).st_mode
+    except OSError as e:
+        return _err(e)
+    return ('link' if stat.S_ISLNK(m) else 'dir' if stat.S_ISDIR(m) else 'file' if stat.S_ISREG(m)
+            else 'chr' if stat.S_ISCHR(m) else 'other')
+def size(p):
+    try:
+        with open(p, 'rb') as f:
+            return len(f.read(1 << 16))
+    except OSError as e:
+        return _err(e)
+def listing(p):
+    try:
+        return sorted(os.listdir(p))
+    except OSError as e:
+        return _err(e)
+proc = {n: [kind('/proc/' + n), listing('/proc/' + n) if kind('/proc/' + n) == 'dir' else size('/proc/' + n)]
+        for n in ('kcore', 'kallsyms', 'keys', 'key-users', 'timer_list', 'timer_stats', 'sched_debug',
+                  'latency_stats', 'config.gz', 'iomem', 'ioports', 'partitions', 'swaps', 'diskstats',
+                  'modules', 'cmdline', 'vmallocinfo', 'slabinfo', 'acpi', 'asound', 'bus', 'driver', 'fs',
+                  'irq', 'scsi', 'meminfo', 'cpuinfo', 'uptime', 'stat', 'loadavg')}
+found = sorted({n for d in os.environ['PATH'].split(':') for n in (listing(d) if os.path.isdir(d) else [])})
+facts = dict(root=listing('/'), usr=listing('/usr'), proc=proc, found=found, path=os.environ['PATH'],
+             kinds={p: kind(p) for p in ('/usr/local', '/usr/src', '/usr/include', '/usr/etc', '/usr/games',
+                                         '/sys', '/boot', '/home', '/root', '/var', '/run', '/srv')},
+             proc_sys_ro=bool(os.statvfs('/proc/sys').f_flag & os.ST_RDONLY),
+             hostname=size('/proc/sys/kernel/hostname'))
+say('FACTS', json.dumps(facts))
+attempt('proc_sys_create', lambda: open('/proc/sys/kernel/kiln-attack-@TOKEN@', 'x') and 'created')
+""")
+
+HOST_TOP_LEVEL = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")      # exec/mount.c top_level
+USR_SHOWN = ("bin", "sbin", "lib", "lib32", "lib64", "libx32", "libexec", "share")   # exec/mount.c usr_binds
+PROC_MASKED_FILES = ("kcore", "kallsyms", "keys", "key-users", "timer_list", "timer_stats", "sched_debug",
+                     "latency_stats", "config.gz", "iomem", "ioports", "partitions", "swaps", "diskstats",
+                     "modules", "cmdline", "vmallocinfo", "slabinfo")
+PROC_MASKED_DIRS = ("acpi", "asound", "bus", "driver", "fs", "irq", "scsi")
+
+
+def chk_visible_tree(r, ctx):
+    f = facts_of(r)
+    host_top = {n for n in HOST_TOP_LEVEL if os.path.lexists("/" + n)}
+    assert f["root"] == sorted(host_top | {"dev", "etc", "mnt", "opt", "proc", "tmp", "usr"}), f["root"]
+    assert f["usr"] == sorted(n for n in USR_SHOWN if os.path.lexists("/usr/" + n)), f["usr"]
+    for p, k in f["kinds"].items():
+        assert k == "ENOENT", "%s is visible in the sandbox (%s)" % (p, k)
+    assert f["path"] == "/usr/bin:/bin", f["path"]
+    # nothing of the host's /usr/local/bin can be run by name
+    local = set(os.listdir("/usr/local/bin")) if os.path.isdir("/usr/local/bin") else set()
+    only_local = local - set(os.listdir("/usr/bin")) - set(os.listdir("/bin"))
+    assert not only_local & set(f["found"]), sorted(only_local & set(f["found"]))
+    for n in PROC_MASKED_FILES:       # /dev/null bound over it, as container runtimes do
+        k, v = f["proc"][n]
+        assert k == "ENOENT" or (k == "chr" and v == 0), "/proc/%s: %s %r (not masked)" % (n, k, v)
+    for n in PROC_MASKED_DIRS:
+        k, v = f["proc"][n]
+        assert k == "ENOENT" or (k == "dir" and v == []), "/proc/%s: %s %r (not masked)" % (n, k, v)
+    for n in ("meminfo", "cpuinfo", "uptime", "stat", "loadavg"):
+        k, v = f["proc"][n]
+        assert k == "file" and v > 0, "/proc/%s: %s %r (programs read it)" % (n, k, v)
+    # the host has the entries this test expects to see masked (else it proves little)
+    assert os.path.exists("/proc/partitions") and os.path.exists("/proc/swaps")
+    assert f["proc_sys_ro"] and isinstance(f["hostname"], int) and f["hostname"] > 0, f
+    blocked(ctx, "proc_sys_create")
+
+
+# Issue 15 item 12: --ro-bind shows a host directory read-only at its own path. The
+# directory is the test's own; a symlink in it aims at the canary (outside it).
+RO_BIND = py(r"""
+d = '@SHARED@'
+say('READ', open(d + '/data.txt').read().strip(), sorted(os.listdir(d)))
+attempt('ro_create', lambda: open(d + '/new-@TOKEN@', 'x') and 'created')
+attempt('ro_append', lambda: open(d + '/data.txt', 'a').write('PWNED'))
+attempt('ro_unlink', lambda: os.unlink(d + '/data.txt') or 'unlinked')
+attempt('ro_chmod', lambda: os.chmod(d + '/data.txt', 0o666) or 'chmod')
+attempt('ro_rename', lambda: os.rename(d + '/sub', d + '/moved') or 'renamed')
+attempt('ro_umount_by_rmdir', lambda: os.rmdir(d) or 'removed')
+attempt('ro_link_out', lambda: sha(open(d + '/to-canary', 'rb').read()))
+def suid_euid():
+    got = __import__('subprocess').run([d + '/sub/suid-id', '-u'], capture_output=True, text=True).stdout.strip()
+    if got != '0':
+        raise OSError(errno.EPERM, 'set-uid ignored, euid ' + got)
+    return got
+attempt('ro_setuid_exec', suid_euid)
+say('PATH', os.environ['PATH'], os.path.isdir('/usr/local/bin'))
+""")
+
+
+def setup_ro_bind(ctx):
+    # in the test's world-searchable directory: the sandbox reaches a --ro-bind path as
+    # any other user would (tmp_path's parents are 0700)
+    shared = ctx.hostdir / "shared"
+    (shared / "sub").mkdir(parents=True)
+    (shared / "data.txt").write_text("shared data\n")
+    os.symlink(ctx.canary, shared / "to-canary")
+    suid = shared / "sub" / "suid-id"
+    shutil.copy("/usr/bin/id", suid)          # a copy of id, set-uid root, in the test's own dir
+    os.chmod(suid, 0o4755)
+    # world-writable, so that only the read-only bind, never file permissions, stops the job
+    for p in (shared, shared / "sub"):
+        os.chmod(p, 0o777)
+    os.chmod(shared / "data.txt", 0o666)
+    ctx.extra["shared"] = shared
+    ctx.extra["shared_before"] = sorted(str(p.relative_to(shared)) for p in shared.rglob("*"))
+    ctx.extra["data_mtime"] = (shared / "data.txt").stat().st_mtime_ns
+    ctx.code_subst = {"@SHARED@": str(shared)}
+
+
+def ro_bind_args(ctx):
+    args = ["--ro-bind", str(ctx.extra["shared"])]
+    if os.path.isdir("/usr/local/bin"):
+        args += ["--ro-bind", "/usr/local"]
+    return args
+
+
+def chk_ro_bind(r, ctx):
+    shared = ctx.extra["shared"]
+    assert "READ shared data ['data.txt', 'sub', 'to-canary']" in stdout_of(r), stdout_of(r)
+    blocked(ctx, "ro_create", "ro_append", "ro_unlink", "ro_chmod", "ro_rename", "ro_umount_by_rmdir",
+            "ro_link_out", "ro_setuid_exec")
+    for n in ("ro_create", "ro_append", "ro_unlink", "ro_rename"):
+        assert "EROFS" in ctx.probes[n][1], (n, ctx.probes[n])
+    assert ctx.probes["ro_chmod"][1].split()[-1] in ("EROFS", "EPERM"), ctx.probes["ro_chmod"]
+    assert sorted(str(p.relative_to(shared)) for p in shared.rglob("*")) == ctx.extra["shared_before"]
+    assert (shared / "data.txt").read_text() == "shared data\n"
+    assert (shared / "data.txt").stat().st_mtime_ns == ctx.extra["data_mtime"]
+    if os.path.isdir("/usr/local/bin"):
+        assert "PATH /usr/local/bin:/usr/bin:/bin True" in stdout_of(r), stdout_of(r)
+    assert not any(f["name"].startswith("shared") for f in r["files"]), r["files"]
 
 
 # another job's directory: job A holds a file, job B looks for it
@@ -1614,19 +1761,87 @@ say('MADE', 100000, round(time.time() - t0, 1))
 ''')
 
 
+def assert_all_accounted(r, total):
+    """Everything the job wrote is in the result: collected, refused by name, or counted."""
+    accounted = len(r["files"]) + len(r["refused"]) + r["refused_more"]
+    assert accounted == total, "%d entries written, %d in the result (files %d, refused %d, counted %d)" % (
+        total, accounted, len(r["files"]), len(r["refused"]), r["refused_more"])
+
+
 def chk_many(r, ctx):
     assert "MADE 100000" in stdout_of(r), "the job could not make the files: " + short(r)
     assert len(r["files"]) == 100, "%d files collected" % len(r["files"])
-    refused = len(r["refused"]) + r["refused_more"]
-    assert refused >= 9900, "only %d refused or counted" % refused
-    # "too many entries" (the walk's cap on entries examined, 10000) is not in the
-    # documented list of reasons yet; it is a cap like the others
-    assert all(why in ("over the file count limit", "over the total size limit", "too many entries")
+    assert all(why in ("over the file count limit", "over the total size limit")
                for why in refused_map(r).values()), set(refused_map(r).values())
     assert len(r["refused"]) <= 1000, "the refused list is not capped: %d entries" % len(r["refused"])
+    inc = r["collection_incomplete"]
+    assert inc == {"reason": "too many entries", "max_entries": 10000, "not_examined": 90000,
+                   "stopped_in": "."}, inc
+    assert_all_accounted(r, 100000)
     assert len([p for p in out_files(ctx)]) == 100
     assert ctx.elapsed < 45, "kiln run took %.1f s" % ctx.elapsed
 
+
+# Issue 15 item 8: 50,000 small files and large ones. big.bin is written first (the
+# job directory's tmpfs lists the newest names first, so a walk that stopped reading
+# after 10,000 names never saw it) and sorts first; zz-late.bin sorts last, beyond the
+# 10,000 entries examined. Neither may vanish: collected, or counted with the result
+# saying the collection stopped early.
+MANY_AND_LARGE = py(r'''
+open('big.bin', 'wb').write(b'B' * (5 << 20))
+os.makedirs('sub/deeper')
+for i in range(50000):
+    fd = os.open('f%05d' % i, os.O_WRONLY | os.O_CREAT, 0o644)
+    os.write(fd, b'x')
+    os.close(fd)
+open('sub/deeper/inner.txt', 'w').write('inner')
+open('zz-late.bin', 'wb').write(b'Z' * (3 << 20))
+say('MADE')
+''')
+
+
+def chk_many_and_large(r, ctx):
+    assert "MADE" in stdout_of(r), "the job could not make the files: " + short(r)
+    listed = {f["name"]: f for f in r["files"]}
+    assert "big.bin" in listed, "big.bin neither collected nor refused: %r" % sorted(listed)[:5]
+    assert listed["big.bin"]["bytes"] == 5 << 20 and listed["big.bin"]["sha256"] == _sha(b"B" * (5 << 20))
+    assert (ctx.out / "big.bin").stat().st_size == 5 << 20
+    assert len(r["files"]) == 100 and sorted(listed)[1:] == ["f%05d" % i for i in range(99)], sorted(listed)[:3]
+    # examined: the first 10,000 names, big.bin and f00000..f09998; not examined,
+    # counted: f09999..f49999, sub with sub/deeper and sub/deeper/inner.txt, zz-late.bin
+    inc = r["collection_incomplete"]
+    assert inc == {"reason": "too many entries", "max_entries": 10000, "not_examined": 40001 + 4,
+                   "stopped_in": "."}, inc
+    assert "zz-late.bin" not in listed and "zz-late.bin" not in refused_map(r)
+    assert "10000 directory entries" in r["message"] and "collection_incomplete" in r["message"], r["message"]
+    assert_all_accounted(r, 50000 + 5)
+
+
+# Issue 15 item 9: a path is refused for its length, not as "too deep". Fifteen levels
+# of 255-byte names (the depth limit is 16), then files whose names (paths relative to
+# /mnt/data) are exactly the limit and one byte over: DIR/NAME at most 4095 bytes for
+# the output directory DIR, /mnt/data/NAME too.
+LONG_PATHS = py(r'''
+limit = 4094 - max(@OUT_LEN@, len('/mnt/data'))
+for i in range(15):
+    n = chr(ord('a') + i) * 255
+    os.mkdir(n)
+    os.chdir(n)
+leaf = limit - 15 * 256
+open('x' * leaf, 'w').write('fits')
+open('y' * (leaf + 1), 'w').write('over')
+say('LIMIT', limit)
+''')
+
+
+def chk_long_paths(r, ctx):
+    limit = 4094 - max(len(r["out_dir"]), len("/mnt/data"))
+    assert "LIMIT %d" % limit in stdout_of(r), stdout_of(r)
+    assert len(r["files"]) == 1 and len(r["files"][0]["name"]) == limit, [len(f["name"]) for f in r["files"]]
+    assert r["files"][0]["sha256"] == _sha(b"fits")
+    assert [(len(e["name"]), e["reason"]) for e in r["refused"]] == [(limit + 1, "path too long")], \
+        [(len(e["name"]), e["reason"]) for e in r["refused"]]
+    assert r["collection_incomplete"] is None
 
 
 # ---------------------------------------------------------------- limits in force
@@ -1841,6 +2056,9 @@ CASES = [
     dict(id="host-other-job-dir", code=JOB_B, status="ok", check=chk_other_job, setup=setup_job_a,
          teardown=teardown_job_a),
     dict(id="host-write-outside", code=HOST_WRITE, status="ok", check=chk_host_write),
+    dict(id="host-visible-tree", code=VISIBLE_TREE, status="ok", check=chk_visible_tree),
+    dict(id="host-ro-bind", code=RO_BIND, status="ok", check=chk_ro_bind, setup=setup_ro_bind,
+         args_fn=ro_bind_args),
     # ---- links
     dict(id="links-symlink-hardlink-dirlink", code=LINKS, status="ok", check=chk_links),
     dict(id="links-outdir-symlink-replaced", code="open('result.txt','w').write('job output\\n')",
@@ -1881,6 +2099,9 @@ CASES = [
          args=["--file-size", "1M"]),
     dict(id="slow-100k-files", code=MANY_FILES, status="output_limit", check=chk_many,
          args=["--disk", "512M", "--timeout", "60"], timeout=180),
+    dict(id="collect-50k-files-and-large-ones", code=MANY_AND_LARGE, status="output_limit",
+         check=chk_many_and_large, args=["--disk", "512M", "--timeout", "60"], timeout=180),
+    dict(id="collect-path-too-long", code=LONG_PATHS, status="ok", check=chk_long_paths),
     # ---- limits in force
     dict(id="limit-processes-16", code=PROC_COUNT, args=["--processes", "16"], status="ok", check=chk_proc_count),
     dict(id="limit-threads-16", code=THREADS, args=["--processes", "16"], status="ok", check=chk_threads),

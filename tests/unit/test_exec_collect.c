@@ -50,7 +50,8 @@ static char job[300];
 static char out[300];
 
 /* What one kiln_collect call returned. */
-static json_t *files;
+static kiln_collect_result res;
+static json_t *files;       /* res's, for short assertions */
 static json_t *refused;
 static uint64_t refused_more;
 static int cap_hit;
@@ -70,8 +71,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     (void)state;
-    json_decref(files);
-    json_decref(refused);
+    kiln_collect_result_release(&res);
     files = refused = NULL;
     return test_dir_remove(root);
 }
@@ -114,19 +114,22 @@ static void put_str(const char *rel, const char *text)
 static kiln_status collect(const kiln_collect_limits *lim, const char *const *skip,
                            const char *out_dir)
 {
-    json_decref(files);
-    json_decref(refused);
+    kiln_collect_result_release(&res);
     files = refused = NULL;
     int fd = open(job, O_PATH | O_DIRECTORY | O_CLOEXEC);
     assert_true(fd >= 0);
     kiln_collect_limits none;
     memset(&none, 0, sizeof none);
-    kiln_status st = kiln_collect(fd, out_dir, lim ? lim : &none, skip, &files, &refused,
-                                  &refused_more, &cap_hit, &err);
+    kiln_status st = kiln_collect(fd, out_dir, lim ? lim : &none, skip, &res, &err);
     close(fd);
+    files = res.files;
+    refused = res.refused;
+    refused_more = res.refused_more;
+    cap_hit = res.cap_hit;
     if (st == KILN_E_OK) {
         assert_true(json_is_array(files));
         assert_true(json_is_array(refused));
+        assert_true(res.not_examined == 0 ? res.stopped_in == NULL : res.stopped_in != NULL);
     }
     return st;
 }
@@ -528,14 +531,144 @@ static void test_entry_cap(void **state)
         put_str(name, "abc");
     }
     put_str("z/late.txt", "abc");
-    /* "d", "z", then 4 of d's entries; then the walk stops. */
+    /* The top's own "d" and "z" first, then 4 of d's entries (the 4 that
+     * sort first); the rest of d, and z's late.txt, are counted. */
     kiln_collect_limits lim = {.max_entries = 6};
     assert_int_equal(collect(&lim, NULL, out), KILN_E_OK);
     assert_int_equal(json_array_size(files), 4);
-    assert_string_equal(reason("d"), "too many entries");
+    for (int i = 0; i < 4; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "d/f%02d.txt", i);
+        assert_non_null(entry(files, name));
+    }
     assert_null(entry(files, "z/late.txt"));
-    assert_int_equal(json_array_size(refused), 1); /* said once */
+    assert_int_equal(json_array_size(refused), 0); /* nothing named: counted */
+    assert_int_equal(res.not_examined, 17);
+    assert_int_equal(refused_more, 17);
+    assert_int_equal(res.max_entries, 6);
+    assert_string_equal(res.stopped_in, "d");
     assert_int_equal(cap_hit, 1);
+    assert_int_equal(out_entries(), 5); /* d and its 4 files */
+}
+
+/* The sample of issue 15: many small files and one large one, the large one
+ * written first (a tmpfs lists the newest first, so the old walk never read
+ * its name). Which entries are examined follows their names, not readdir;
+ * whatever is not examined is counted, with what is below it. */
+static void test_entry_cap_by_name_and_counted_below(void **state)
+{
+    (void)state;
+    char *big = malloc(1 << 20);
+    assert_non_null(big);
+    memset(big, 'b', 1 << 20);
+    put("big.bin", big, 1 << 20);
+    free(big);
+    for (int i = 0; i < 300; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "f%04d", i);
+        put_str(name, "x");
+    }
+    put_str("zdir/a/one.txt", "abc");
+    put_str("zdir/a/two.txt", "abc");
+    put_str("zdir/three.txt", "abc");
+    kiln_collect_limits lim = {.max_entries = 50, .files = 10, .max_refused = 5};
+    assert_int_equal(collect(&lim, NULL, NULL), KILN_E_OK);
+    assert_file("big.bin", 1 << 20, "application/octet-stream",
+                "e56ec8dc1862be6c09c53620cbc0f00f639de2a51c882745fbbc4e144714b3c2");
+    assert_int_equal(json_array_size(files), 10);
+    assert_non_null(entry(files, "f0008"));
+    assert_null(entry(files, "f0009"));
+    /* Examined: big.bin and f0000..f0048, 40 of them refused on the count
+     * (5 listed, 35 counted). Not examined: f0049..f0299 (251), zdir, and
+     * the 5 entries below it (a, a/one.txt, a/two.txt, three.txt). */
+    assert_int_equal(res.not_examined, 251 + 1 + 4);
+    assert_int_equal(json_array_size(refused), 5);
+    assert_int_equal(refused_more, 35 + res.not_examined);
+    assert_string_equal(res.stopped_in, ".");
+    assert_int_equal(cap_hit, 1);
+}
+
+/* ---- path length -------------------------------------------------------- */
+
+/* Make job/D/D/.../D (levels directories named 255 times `c`, the deepest
+ * last) and a file in it named `leaf_len` times 'x', by descriptor: the
+ * paths are longer than the host's PATH_MAX from the test's directory. */
+static void put_long(int levels, size_t leaf_len, int leaf_is_dir)
+{
+    char name[256];
+    int fd = open(job, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    assert_true(fd >= 0);
+    for (int i = 0; i < levels; i++) {
+        memset(name, 'a' + i, 255);
+        name[255] = '\0';
+        assert_true(mkdirat(fd, name, 0755) == 0 || errno == EEXIST);
+        int next = openat(fd, name, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        assert_true(next >= 0);
+        close(fd);
+        fd = next;
+    }
+    memset(name, 'x', leaf_len);
+    name[leaf_len] = '\0';
+    if (leaf_is_dir) {
+        assert_int_equal(mkdirat(fd, name, 0755), 0);
+        int dir = openat(fd, name, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        assert_true(dir >= 0);
+        int f = openat(dir, "in.txt", O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+        assert_true(f >= 0);
+        close(f);
+        close(dir);
+    } else {
+        int f = openat(fd, name, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+        assert_true(f >= 0);
+        assert_int_equal(write(f, "abc", 3), 3);
+        close(f);
+    }
+    close(fd);
+}
+
+/* The name of the file put_long(levels, leaf_len) made. malloc'd. */
+static char *long_name(int levels, size_t leaf_len)
+{
+    char *p = malloc((size_t)levels * 256 + leaf_len + 1), *o = p;
+    assert_non_null(p);
+    for (int i = 0; i < levels; i++) {
+        memset(o, 'a' + i, 255);
+        o[255] = '/';
+        o += 256;
+    }
+    memset(o, 'x', leaf_len);
+    o[leaf_len] = '\0';
+    return p;
+}
+
+static void test_path_too_long(void **state)
+{
+    (void)state;
+    /* /mnt/data/NAME at most 4095 bytes: NAME at most 4085. Fifteen levels
+     * take 3840 of it (depth 15, under the depth limit of 16). */
+    put_long(15, 245, 0); /* 4085: fits */
+    put_long(15, 246, 0); /* 4086: one too many */
+    put_long(15, 244, 1); /* a directory of 4084: "/x" would not fit */
+    char *fits = long_name(15, 245), *over = long_name(15, 246), *dir = long_name(15, 244);
+    assert_int_equal(strlen(fits), 4085);
+    assert_int_equal(collect(NULL, NULL, NULL), KILN_E_OK);
+    assert_file(fits, 3, "application/octet-stream", SHA_ABC);
+    assert_int_equal(json_array_size(files), 1);
+    assert_string_equal(reason(over), "path too long");
+    assert_string_equal(reason(dir), "path too long");
+    assert_int_equal(json_array_size(refused), 2);
+    assert_int_equal(cap_hit, 0);
+
+    /* Copied to out/, DIR/NAME is the longer path: the limit is what is
+     * left of 4095 after DIR and its slash. */
+    assert_int_equal(collect(NULL, NULL, out), KILN_E_OK);
+    assert_int_equal(json_array_size(files), 0);
+    assert_string_equal(reason(fits), "path too long");
+    assert_string_equal(reason(over), "path too long");
+    assert_int_equal(out_entries(), 0);
+    free(fits);
+    free(over);
+    free(dir);
 }
 
 static void test_names_not_utf8(void **state)
@@ -577,6 +710,7 @@ static void test_out_dir_not_writable_is_an_error(void **state)
     assert_true(strlen(err.message) > 0);
     assert_null(files);
     assert_null(refused);
+    assert_null(res.stopped_in);
 }
 
 static void test_replaces_existing_file_atomically(void **state)
@@ -665,6 +799,8 @@ int main(void)
         T(test_total_cap),
         T(test_depth_cap),
         T(test_entry_cap),
+        T(test_entry_cap_by_name_and_counted_below),
+        T(test_path_too_long),
         T(test_names_not_utf8),
         T(test_out_dir_not_writable_is_an_error),
         T(test_replaces_existing_file_atomically),
