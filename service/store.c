@@ -47,6 +47,7 @@
 #include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <nettle/sha2.h>
@@ -476,8 +477,14 @@ kiln_status kiln_store_open(kiln_store **out, const kiln_store_options *opt, kil
         goto fail_close;
     }
     if (flock(store->lock_fd, LOCK_EX | LOCK_NB) != 0) {
-        st = kiln_error_set(err, KILN_E_USAGE, NULL,
-                            "the store '%s' is in use by another process", opt->dir);
+        long pid = 0;
+        if (errno == EWOULDBLOCK && kiln_store_holder(opt->dir, &pid) == 1 && pid > 0)
+            st = kiln_error_set(err, KILN_E_USAGE, NULL,
+                                "the data directory '%s' is in use by another process (pid %ld)",
+                                opt->dir, pid);
+        else
+            st = kiln_error_set(err, KILN_E_USAGE, NULL,
+                                "the data directory '%s' is in use by another process", opt->dir);
         goto fail_close;
     }
 
@@ -500,6 +507,42 @@ kiln_status kiln_store_open(kiln_store **out, const kiln_store_options *opt, kil
 fail_close:
     kiln_store_close(store);
     return st;
+}
+
+/* /proc/locks has a line per lock: "N: FLOCK  ADVISORY  WRITE PID MAJ:MIN:INODE
+ * START END", the device numbers in hex; a waiter's line has "->" after
+ * the number. The lock file's device and inode name its line. */
+int kiln_store_holder(const char *dir, long *pid)
+{
+    *pid = 0;
+    char path[PATH_MAX];
+    if (snprintf(path, sizeof path, "%s/kiln.lock", dir) >= (int)sizeof path)
+        return -1;
+    struct stat sb;
+    if (stat(path, &sb) != 0)
+        return errno == ENOENT || errno == ENOTDIR ? 0 : -1;
+    FILE *f = fopen("/proc/locks", "re");
+    if (!f)
+        return -1;
+    char line[256];
+    int held = 0;
+    while (!held && fgets(line, sizeof line, f)) {
+        char kind[16], mode[16], access[16];
+        long holder;
+        unsigned maj, min;
+        unsigned long long ino;
+        if (strstr(line, "->") ||
+            sscanf(line, "%*d: %15s %15s %15s %ld %x:%x:%llu", kind, mode, access, &holder, &maj,
+                   &min, &ino) != 7)
+            continue;
+        if (strcmp(kind, "FLOCK") == 0 && maj == major(sb.st_dev) && min == minor(sb.st_dev) &&
+            ino == (unsigned long long)sb.st_ino) {
+            held = 1;
+            *pid = holder > 0 ? holder : 0;
+        }
+    }
+    fclose(f);
+    return held;
 }
 
 void kiln_store_close(kiln_store *store)

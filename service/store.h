@@ -71,6 +71,14 @@ typedef struct kiln_store_options {
 kiln_status kiln_store_open(kiln_store **store, const kiln_store_options *opt, kiln_error *err);
 void kiln_store_close(kiln_store *store);
 
+/* Is DIR's store open in a process (its kiln.lock held)? Looked up in
+ * /proc/locks, so nothing is opened, created or locked: a message can name
+ * the holder, and a front end can ask about a directory it did not open.
+ * 1 (and *pid, 0 when the holder is in a PID namespace this process cannot
+ * see), 0 when no process holds it (or DIR has no store), -1 when it
+ * cannot tell (no /proc). */
+int kiln_store_holder(const char *dir, long *pid);
+
 /* What the last kiln_store_open's orphan pass removed, so the server can
  * log a crash's clean-up rather than do it silently. */
 typedef struct kiln_store_recovery {

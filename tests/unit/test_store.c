@@ -975,10 +975,24 @@ static void test_one_process_at_a_time(void **state)
     assert_int_equal(kiln_store_open(&second, &opt, &err), KILN_E_USAGE);
     assert_null(second);
     assert_non_null(strstr(err.message, "in use"));
+    /* The holder is named, from /proc/locks: here, this very process. */
+    char pid_text[48];
+    snprintf(pid_text, sizeof pid_text, "(pid %ld)", (long)getpid());
+    assert_non_null(strstr(err.message, pid_text));
+    long pid = 0;
+    assert_int_equal(kiln_store_holder(dir, &pid), 1);
+    assert_int_equal(pid, (long)getpid());
     kiln_store_close(store);
+    assert_int_equal(kiln_store_holder(dir, &pid), 0);
     assert_int_equal(kiln_store_open(&second, &opt, &err), KILN_E_OK);
     kiln_store_close(second);
     kiln_store_close(NULL);
+    /* No store there at all: nobody holds it, and nothing is made. */
+    char none[PATH_MAX];
+    snprintf(none, sizeof none, "%s/no-store-here", dir);
+    assert_int_equal(kiln_store_holder(none, &pid), 0);
+    struct stat sb;
+    assert_int_equal(stat(none, &sb), -1);
 }
 
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
