@@ -91,8 +91,10 @@ api() {
 	if [ "$code" = 000 ]; then
 		die "$what: no reply from $URL (curl exit status $rc)"
 	fi
-	die "$what: HTTP $code: $(jq -r '.error | "\(.code): \(.message)"' "$file" 2>/dev/null ||
-		head -c 300 "$file")"
+	local why
+	why=$(jq -r '.error | "\(.code): \(.message)"' "$file" 2>/dev/null || head -c 300 "$file")
+	rm -f "$file" # an error's JSON is not the file asked for
+	die "$what: HTTP $code: $why"
 }
 
 echo "== kiln serve is listening on $URL (its log: $LOG)"
@@ -106,7 +108,7 @@ api "POST /v1/render" "$OUT/render-reply.json" -X POST "$URL/v1/render" -H "$AUT
 jq . "$OUT/render-reply.json"
 id=$(jq -r .id "$OUT/render-reply.json")
 
-show "curl --fail-with-body -OJ -H \"Authorization: Bearer \$KEY\" $URL/v1/files/$id/content"
+show "curl -fsS -OJ -H \"Authorization: Bearer \$KEY\" $URL/v1/files/$id/content"
 api "GET /v1/files/$id/content" "$OUT/sales.xlsx" -H "$AUTH" "$URL/v1/files/$id/content"
 echo "saved as $OUT/sales.xlsx ($(stat -c %s "$OUT/sales.xlsx") bytes)"
 

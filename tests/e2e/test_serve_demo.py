@@ -8,6 +8,10 @@ holds, it stops at once with one line and touches nothing of the other's. Run th
 a terminal, it renders, downloads, uploads a report's images and table and renders it with
 their ids, runs code (as root), and stops its server on Ctrl-C with the log complete in
 DATA_DIR/access.log.
+
+Every curl command README.md, docs/*.md and the demo show checks the HTTP status
+(--fail-with-body, or -f for a download), and the README's and docs/serve.md's commands run
+as written against a server started as the docs start it.
 """
 import json
 import os
@@ -23,7 +27,7 @@ from pathlib import Path
 import pytest
 
 from conftest import KILN_BIN, REPO, SAMPLES, load_json
-from serve_helpers import serve_factory, snapshot  # noqa: F401 (fixture)
+from serve_helpers import Server, need_root, serve_factory, snapshot  # noqa: F401 (fixture)
 
 try:
     import docx
@@ -166,7 +170,7 @@ def test_demo_runs_through_and_stops_on_ctrl_c(demo_root, tmp_path):
     commands = [line for line in text.splitlines() if line.startswith("$ ")]
     assert any("/v1/render" in c for c in commands) and any("-F file=@" in c for c in commands)
     for c in commands:
-        assert c.startswith("$ curl --fail-with-body "), c
+        assert c.startswith("$ curl ") and checks_status(c.split()[2:]), c
 
     out = demo_root / "out" / "served"
     wb = openpyxl.load_workbook(out / "sales.xlsx")
@@ -192,3 +196,141 @@ def test_demo_runs_through_and_stops_on_ctrl_c(demo_root, tmp_path):
     assert log[0]["event"] == "listening" and log[-1]["event"] == "stopped", log[-3:]
     requests = [e for e in log if "request_id" in e and "status" in e]
     assert requests and all(e["status"] < 400 for e in requests), requests
+
+
+# --------------------------------------------------------------------------- documented commands
+
+DOCUMENTS = [REPO / "README.md"] + sorted((REPO / "docs").glob("*.md"))
+FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.S | re.M)
+FAIL_FLAGS = ("--fail-with-body", "--fail")
+CONTROL = {"|", "||", "&", "&&", ";", "(", ")", "$(", "do", "then", "else"}
+
+
+def logical_lines(text):
+    """Shell text as its commands: continuations joined, newlines inside quotes kept,
+    comments dropped."""
+    lines, cur, quote, i = [], [], None, 0
+    while i < len(text):
+        c = text[i]
+        if quote:
+            if c == quote:
+                quote = None
+            elif c == "\\" and quote == '"':
+                cur.append(c)
+                i += 1
+                c = text[i]
+            cur.append(c)
+        elif c == "\\" and text[i + 1:i + 2] == "\n":
+            i += 1
+        elif c in "'\"":
+            quote = c
+            cur.append(c)
+        elif c == "#" and (not cur or cur[-1] in " \t"):
+            while i < len(text) and text[i] != "\n":
+                i += 1
+            continue
+        elif c == "\n":
+            lines.append("".join(cur))
+            cur = []
+        else:
+            cur.append(c)
+        i += 1
+    lines.append("".join(cur))
+    return [ln for ln in lines if ln.strip()]
+
+
+def curl_commands(text):
+    """Every curl command in shell text, as its list of arguments: curl in a command's
+    place (after a pipe, ;, &&, $( ...), and a quoted string that is a curl command line
+    (serve_demo.sh shows its commands as strings)."""
+    import shlex
+    found = []
+    for line in logical_lines(text):
+        lex = shlex.shlex(line.replace("$(", " $( "), posix=True, punctuation_chars="|&;()")
+        lex.whitespace_split = True
+        tokens = list(lex)
+        for k, tok in enumerate(tokens):
+            if tok == "curl" and (k == 0 or tokens[k - 1] in CONTROL):
+                args = []
+                for t in tokens[k + 1:]:
+                    if t in CONTROL:
+                        break
+                    args.append(t)
+                found.append(args)
+            elif tok.startswith("curl ") and k > 0 and tokens[k - 1] == "show":
+                found.append(shlex.split(tok, comments=True)[1:])
+    return found
+
+
+def checks_status(args):
+    for a in args:
+        if a in FAIL_FLAGS:
+            return True
+        if re.fullmatch(r"-[A-Za-z]+", a) and "f" in a[1:]:
+            return True
+    return False
+
+
+def documented_curl_commands():
+    """(where, arguments) of every curl command README.md, docs/*.md and the demo show."""
+    out = []
+    for doc in DOCUMENTS:
+        for lang, body in FENCE.findall(doc.read_text(encoding="utf-8")):
+            if lang in ("sh", "bash", "shell", ""):
+                out += [(doc.name, args) for args in curl_commands(body)]
+    out += [(DEMO.name, args) for args in curl_commands(DEMO.read_text(encoding="utf-8"))]
+    return out
+
+
+def test_documented_curl_commands_check_the_status():
+    """Every curl command the docs and the demo show fails on an error reply (exit 22)
+    rather than saving or printing it as if it were the answer: --fail-with-body for JSON
+    replies, -f (nothing saved) for downloads."""
+    commands = documented_curl_commands()
+    where = {w for w, _ in commands}
+    assert {"README.md", "serve.md", DEMO.name} <= where, where
+    assert len(commands) >= 10, commands
+    bad = ["%s: curl %s" % (w, " ".join(a)) for w, a in commands if not checks_status(a)]
+    assert not bad, "curl commands that do not check the HTTP status:\n" + "\n".join(bad)
+
+
+def doc_block(doc, marker):
+    """The shell block of doc that contains marker."""
+    blocks = [body for lang, body in FENCE.findall(doc.read_text(encoding="utf-8"))
+              if lang == "sh" and marker in body]
+    assert len(blocks) == 1, "%s: expected one sh block with %r, found %d" % (doc.name, marker,
+                                                                              len(blocks))
+    return blocks[0]
+
+
+def test_documented_commands_work(demo_root):
+    """The README's commands by hand and docs/serve.md's walk-through, run as written (with
+    bash -e, so a failing command fails the test) against a server started the way the docs
+    start it (no key configured: the first start makes kiln-data/api-key), its address put
+    for 127.0.0.1:8080: every request succeeds and the files are what they say."""
+    need_root()                                  # the walk-through ends with a run
+    srv = Server(demo_root / "kiln-data", keys=None).start()
+    try:
+        scripts = [("README.md", doc_block(REPO / "README.md", "kiln-data/api-key")),
+                   ("serve.md", doc_block(REPO / "docs" / "serve.md", "kiln-data/api-key"))]
+        env = {k: v for k, v in os.environ.items() if not k.startswith("KILN_")}
+        for name, script in scripts:
+            assert "127.0.0.1:8080" in script, name
+            p = subprocess.run(["bash", "-euo", "pipefail", "-c",
+                                script.replace("127.0.0.1:8080", srv.host)],
+                               cwd=demo_root, env=env, capture_output=True, timeout=180)
+            assert p.returncode == 0, "%s: exit %d\n%s\n%s" % (
+                name, p.returncode, p.stdout.decode()[-2000:], p.stderr.decode()[-2000:])
+        hello = openpyxl.load_workbook(demo_root / "hello.xlsx")["Hi"]
+        assert [hello["A1"].value, hello["B1"].value] == ["Hello", 42]
+        sales = openpyxl.load_workbook(demo_root / "sales.xlsx")["Sales"]
+        with open(SAMPLES / "jobs" / "data" / "sales.csv") as fh:
+            header = fh.readline().strip().split(",")
+        assert [c.value for c in sales[1]][:len(header)] == header
+        ids = json.loads((demo_root / "ids.json").read_text())
+        assert sorted(ids) == ["images/kiln_logo.png", "images/regional_trend.jpg",
+                               "tables/headcount_2026.csv"], ids
+        requests = [e for e in srv.log() if "request_id" in e]
+        assert len(requests) >= 10 and all(e["status"] in (200, 201) for e in requests), requests
+    finally:
+        srv.stop()
