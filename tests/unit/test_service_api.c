@@ -541,6 +541,28 @@ static void test_render_invalid_spec(void **state)
     char *text = json_dumps(r.body, 0);
     assert_null(strstr(text, work));
     free(text);
+    /* Each says what to do instead: upload, list the id in inputs, use the id (the
+     * absolute path stays refused as invalid, the missing one unreadable). */
+    json_array_foreach(errors, i, e) {
+        const char *m = json_string_value(json_object_get(e, "message"));
+        assert_string_equal(json_string_value(json_object_get(e, "code")),
+                            i == 0 ? "invalid_spec" : "unreadable_input");
+        assert_non_null(strstr(m, i == 0 ? "\"/etc/passwd\"" : "\"nothere.png\""));
+        assert_non_null(strstr(m, "POST /v1/files"));
+        assert_non_null(strstr(m, "\"inputs\""));
+    }
+    json_decref(r.body);
+    json_decref(rq);
+    /* A well-formed id that is not in inputs: say so. */
+    rq = load("{'format': 'docx', 'spec': {'blocks': [{'type': 'paragraph', 'text': 'x'}, "
+              "{'type': 'image', 'image': {'path': '0123456789abcdef0123456789abcdef'}}]}}");
+    kiln_api_render(&ctx, "t1", rq, &r);
+    assert_status(&r, 422);
+    errors = json_object_get(error_details(&r), "errors");
+    assert_int_equal(json_array_size(errors), 1);
+    e = json_array_get(errors, 0);
+    assert_string_equal(json_string_value(json_object_get(e, "pointer")), "/blocks/1/image/path");
+    assert_non_null(strstr(json_string_value(json_object_get(e, "message")), "not in \"inputs\""));
     json_decref(r.body);
     json_decref(rq);
     assert_work_empty();
