@@ -84,6 +84,17 @@ void kiln_api_reply_internal(kiln_api_reply *reply, const char *fmt, ...)
                          NULL);
 }
 
+int kiln_api_client_gone(int fd)
+{
+    if (fd < 0)
+        return 0;
+    struct pollfd pf = {.fd = fd, .events = POLLRDHUP};
+    int n;
+    while ((n = poll(&pf, 1, 0)) < 0 && errno == EINTR)
+        ;
+    return n > 0 && (pf.revents & KILN_API_CLIENT_GONE);
+}
+
 const char *kiln_api_check_filename(const char *s, size_t len)
 {
     if (len == 0)

@@ -606,7 +606,7 @@ static int store_outputs(const kiln_api_ctx *ctx, const char *tenant, const char
 }
 
 void kiln_api_run(const kiln_api_ctx *ctx, const char *tenant, const json_t *request,
-                  kiln_api_reply *reply)
+                  int client_fd, kiln_api_reply *reply)
 {
     memset(reply, 0, sizeof *reply);
     run_request rq;
@@ -759,11 +759,15 @@ void kiln_api_run(const kiln_api_ctx *ctx, const char *tenant, const json_t *req
         goto close_fds;
     }
 
-    /* Both pipes to their end; a result past the bound kills the child. */
-    struct pollfd pf[2] = {{.fd = out_pipe[0], .events = POLLIN}, {.fd = err_pipe[0], .events = POLLIN}};
-    int open_count = 2, read_failed = 0;
+    /* Both pipes to their end; a result past the bound kills the child, and
+     * so does the client going away (its socket is only polled: a third
+     * descriptor, -1 when there is none, which poll skips). */
+    struct pollfd pf[3] = {{.fd = out_pipe[0], .events = POLLIN},
+                           {.fd = err_pipe[0], .events = POLLIN},
+                           {.fd = client_fd, .events = POLLRDHUP}};
+    int open_count = 2, read_failed = 0, client_gone = 0;
     while (open_count > 0) {
-        if (poll(pf, 2, -1) < 0) {
+        if (poll(pf, 3, -1) < 0) {
             if (errno == EINTR)
                 continue;
             read_failed = 1;
@@ -780,7 +784,8 @@ void kiln_api_run(const kiln_api_ctx *ctx, const char *tenant, const json_t *req
                 open_count--;
             }
         }
-        if (out.over || read_failed) {
+        client_gone = pf[2].fd >= 0 && (pf[2].revents & KILN_API_CLIENT_GONE);
+        if (out.over || read_failed || client_gone) {
             kill(-me.pid, SIGKILL);
             break;
         }
@@ -791,6 +796,10 @@ void kiln_api_run(const kiln_api_ctx *ctx, const char *tenant, const json_t *req
     killed_at_shutdown = children_killed;
     pthread_mutex_unlock(&children_lock);
 
+    if (client_gone) {
+        reply->client_gone = 1;
+        goto close_fds;
+    }
     char why[KILN_MESSAGE_MAX];
     stderr_message(&errb, why, sizeof why);
     if (out.over) {

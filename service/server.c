@@ -690,7 +690,8 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                                  (json_int_t)req->bytes_out, "duration_ms",
                                  (double)(long long)(seconds * 1e6) / 1e3, "tenant",
                                  req->tenant[0] ? json_string(req->tenant) : json_null());
-        const char *why = toe != MHD_REQUEST_TERMINATED_COMPLETED_OK && reaped
+        const char *why = req->client_gone ? "client_abort"
+                          : toe != MHD_REQUEST_TERMINATED_COMPLETED_OK && reaped
                               ? reaped : termination_name(toe);
         if (line && why)
             json_object_set_new(line, "termination", json_string(why));

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -693,7 +694,7 @@ static void test_run_invalid(void **state)
                       " 'limits': {'memory_bytes': 1e12, 'bogus': 1, 'wall_seconds': -1,"
                       " 'processes': 2.5, 'cpu_seconds': 10}}");
     kiln_api_reply r;
-    kiln_api_run(&c, "t1", rq, &r);
+    kiln_api_run(&c, "t1", rq, -1, &r);
     assert_status(&r, 422);
     assert_string_equal(error_code(&r), "invalid_run");
     json_t *errors = json_object_get(error_details(&r), "errors");
@@ -719,7 +720,7 @@ static void test_run_invalid(void **state)
     char *text = NULL;
     assert_true(asprintf(&text, "{\"code\": \"print(1)\", \"inputs\": [\"%s\"]}", odd.id) > 0);
     rq = json_loads(text, 0, NULL);
-    kiln_api_run(&c, "t1", rq, &r);
+    kiln_api_run(&c, "t1", rq, -1, &r);
     assert_status(&r, 422);
     errors = json_object_get(error_details(&r), "errors");
     assert_string_equal(json_string_value(json_object_get(json_array_get(errors, 0), "pointer")),
@@ -731,7 +732,7 @@ static void test_run_invalid(void **state)
 
     /* An unknown input: 404. */
     rq = load("{'code': 'print(1)', 'inputs': ['0123456789abcdef0123456789abcdef']}");
-    kiln_api_run(&c, "t1", rq, &r);
+    kiln_api_run(&c, "t1", rq, -1, &r);
     assert_status(&r, 404);
     json_decref(r.body);
     json_decref(rq);
@@ -756,7 +757,7 @@ static void test_run_real(void **state)
     kiln_run_limits_default(&c.run_max);
     json_t *rq = load("{'code': 'print(1)', 'limits': {'wall_seconds': 30}}");
     kiln_api_reply r;
-    kiln_api_run(&c, "t1", rq, &r);
+    kiln_api_run(&c, "t1", rq, -1, &r);
     if (r.status == 503)
         dump_reply(&r);
     assert_status(&r, 200);
@@ -778,7 +779,7 @@ static void test_run_real(void **state)
                          in.id) > 0);
     rq = json_loads(text, 0, NULL);
     assert_non_null(rq);
-    kiln_api_run(&c, "t1", rq, &r);
+    kiln_api_run(&c, "t1", rq, -1, &r);
     assert_status(&r, 200);
     json_t *files = json_object_get(r.body, "files");
     int seen_copy = 0;
@@ -811,7 +812,7 @@ static void test_run_real(void **state)
     /* render: a spec the code saved comes back as a stored document. */
     rq = load("{'render': true, 'code': 'import kiln\\nkiln.save_spec({\\'blocks\\': "
               "[{\\'type\\': \\'rule\\'}]}, \\'r.docx\\')'}");
-    kiln_api_run(&c, "t1", rq, &r);
+    kiln_api_run(&c, "t1", rq, -1, &r);
     assert_status(&r, 200);
     json_t *doc = json_array_get(json_object_get(r.body, "documents"), 0);
     if (!doc)
@@ -893,7 +894,7 @@ static void test_run_sandbox_unavailable(void **state)
     c.kiln_exe = fake;
     json_t *rq = load("{'code': 'print(1)'}");
     kiln_api_reply r;
-    kiln_api_run(&c, "t1", rq, &r);
+    kiln_api_run(&c, "t1", rq, -1, &r);
     assert_status(&r, 503);
     assert_string_equal(error_code(&r), "sandbox_unavailable");
     assert_non_null(strstr(json_string_value(json_object_get(error_details(&r), "reason")),
@@ -909,9 +910,75 @@ static void *run_thread(void *arg)
     kiln_api_ctx c = ctx;
     kiln_run_limits_default(&c.run_max);
     json_t *rq = json_loads("{\"language\": \"bash\", \"code\": \"sleep 30\"}", 0, NULL);
-    kiln_api_run(&c, "t1", rq, r);
+    kiln_api_run(&c, "t1", rq, -1, r);
     json_decref(rq);
     return NULL;
+}
+
+/* The client's side of a connection: open, then gone once its peer closes. */
+static void test_client_gone(void **state)
+{
+    (void)state;
+    int sv[2];
+    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+    assert_false(kiln_api_client_gone(-1));
+    assert_false(kiln_api_client_gone(sv[0]));
+    /* Data waiting (a pipelined request) is not a hang-up. */
+    assert_int_equal(write(sv[1], "GET", 3), 3);
+    assert_false(kiln_api_client_gone(sv[0]));
+    close(sv[1]);
+    assert_true(kiln_api_client_gone(sv[0]));
+    close(sv[0]);
+}
+
+struct gone_run {
+    int client_fd;
+    kiln_api_reply reply;
+};
+
+static void *gone_run_thread(void *arg)
+{
+    struct gone_run *g = arg;
+    kiln_api_ctx c = ctx;
+    kiln_run_limits_default(&c.run_max);
+    json_t *rq = json_loads("{\"language\": \"bash\", \"code\": \"echo hi > f.txt; sleep 30\"}",
+                            0, NULL);
+    kiln_api_run(&c, "t1", rq, g->client_fd, &g->reply);
+    json_decref(rq);
+    return NULL;
+}
+
+/* A run whose client goes away is killed at once: no reply to send,
+ * nothing stored, the scratch directory gone. */
+static void test_run_client_gone(void **state)
+{
+    (void)state;
+    if (!can_run())
+        skip();
+    int64_t total = 0;
+    kiln_error err;
+    assert_int_equal(kiln_store_list(ctx.store, "t1", 0, 1, NULL, NULL, &total, &err),
+                     KILN_STORE_OK);
+    int sv[2];
+    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+    struct gone_run g = {.client_fd = sv[0]};
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, gone_run_thread, &g), 0);
+    sleep(1);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    close(sv[1]);
+    pthread_join(t, NULL);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    assert_true(t1.tv_sec - t0.tv_sec < 3);
+    assert_true(g.reply.client_gone);
+    assert_null(g.reply.body);
+    close(sv[0]);
+    int64_t after = 0;
+    assert_int_equal(kiln_store_list(ctx.store, "t1", 0, 1, NULL, NULL, &after, &err),
+                     KILN_STORE_OK);
+    assert_int_equal(after, total);
+    assert_work_empty();
 }
 
 /* Shutdown: a run in flight is killed and answers 503; none starts after.
@@ -948,6 +1015,7 @@ int main(void)
         cmocka_unit_test(test_jobs_concurrent),
         cmocka_unit_test(test_inuse),
         cmocka_unit_test(test_shared_json),
+        cmocka_unit_test(test_client_gone),
     };
     const struct CMUnitTest jobs[] = {
         cmocka_unit_test(test_render_good),
@@ -961,6 +1029,7 @@ int main(void)
         cmocka_unit_test(test_render_gone),
         cmocka_unit_test(test_render_warnings),
         cmocka_unit_test(test_run_sandbox_unavailable),
+        cmocka_unit_test(test_run_client_gone),
         cmocka_unit_test(test_run_killed_at_shutdown),
     };
     int failed = cmocka_run_group_tests_name("service_api_pool", pool, NULL, NULL);
