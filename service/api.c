@@ -48,10 +48,11 @@ json_t *kiln_api_file_json(const kiln_store_file *file)
     char created[32], expires[32];
     kiln_api_time(file->created_at, created, sizeof created);
     kiln_api_time(file->expires_at, expires, sizeof expires);
-    return json_pack("{s:s, s:s, s:I, s:s, s:s, s:s, s:s}", "id", file->id, "filename",
+    const char *source = kiln_store_source_name(file->source);
+    return json_pack("{s:s, s:s, s:I, s:s, s:s, s:s, s:s, s:o}", "id", file->id, "filename",
                      file->filename, "bytes", (json_int_t)file->bytes, "sha256", file->sha256,
                      "media_type", file->media_type, "created_at", created, "expires_at",
-                     expires);
+                     expires, "source", source ? json_string(source) : json_null());
 }
 
 int kiln_api_valid_id(const char *s)

@@ -37,7 +37,8 @@
 json_t *kiln_api_error(const char *code, const char *message, json_t *details);
 
 /* The file object: {id, filename, bytes, sha256, media_type, created_at,
- * expires_at}, the times in RFC 3339 UTC ("2026-11-30T09:00:00Z"). New. */
+ * expires_at, source}, the times in RFC 3339 UTC ("2026-11-30T09:00:00Z"),
+ * source "input", "output", "document" or null (store.h). New. */
 json_t *kiln_api_file_json(const kiln_store_file *file);
 
 /* RFC 3339 UTC of a Unix time into buf (at least 21 bytes). */
@@ -136,7 +137,9 @@ void kiln_api_render(const kiln_api_ctx *ctx, const char *tenant, const json_t *
  * Runs `kiln run` as a child. Inputs appear in /mnt/data under their
  * stored filenames (the runner checks them as it does -i NAME). Replies 200
  * with the runner's result, "out_dir" removed and every entry of "files"
- * and "documents" given a "file" (the stored file object); 422 for a
+ * and "documents" given a "file": the file object of the file stored for
+ * it (source output or document), or, for an input the run left unchanged
+ * (same name, same SHA-256), the input's own, not stored again; 422 for a
  * limit above run_max (pointer /limits/NAME) or a malformed field; 503
  * (sandbox_unavailable) when the sandbox cannot be set up (not root).
  */

@@ -392,7 +392,8 @@ void kiln_api_render(const kiln_api_ctx *ctx, const char *tenant, const json_t *
     kiln_store_file file;
     memset(&err, 0, sizeof err);
     kiln_store_result r = kiln_store_put_path(ctx->store, tenant, out_path, filename,
-                                              writer->media_type, &file, &err);
+                                              writer->media_type, KILN_STORE_SOURCE_DOCUMENT,
+                                              &file, &err);
     if (r == KILN_STORE_TOO_LARGE) {
         char msg[160];
         snprintf(msg, sizeof msg, "The document would be larger than the limit of %llu bytes.",

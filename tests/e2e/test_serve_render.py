@@ -93,6 +93,7 @@ def test_render_reply(server, rendered, stem, fmt):
     assert r.getheader("Location") == "/v1/files/" + f["id"]
     assert f["filename"] == "%s.%s" % (stem, fmt)
     assert f["media_type"] == MEDIA_TYPES[fmt]
+    assert f["source"] == "document"
     assert f["bytes"] == len(body) and f["sha256"] == hashlib.sha256(body).hexdigest()
     # the file is listed and described like any other
     meta = server.request("GET", "/v1/files/" + f["id"])

@@ -169,6 +169,8 @@ def test_run_produces_file_and_document(server, tmp_path):
     files = {f["name"]: f for f in res["files"]}
     docs = {d["name"]: d for d in res["documents"]}
     assert "summary.csv" in files and list(docs) == ["summary.xlsx"], res
+    assert files["summary.csv"]["file"]["source"] == "output"
+    assert docs["summary.xlsx"]["file"]["source"] == "document"
     for entry in list(files.values()) + list(docs.values()):
         fo = entry["file"]
         assert fo["filename"] == entry["name"].rsplit("/", 1)[-1] or fo["filename"] == entry["name"]
@@ -201,9 +203,37 @@ def test_run_reads_input(server):
     assert r.status == 200, r
     assert r.json["status"] == "ok", r.json
     assert r.json["stdout"]["text"] == "%d %.2f\n" % (len(rows), total)
-    # the input is listed among the job's files, with a file object of its own
+    # the input is listed among the job's files, unchanged: it is not stored again, its
+    # file is the input's own file object (same id, source "input")
     listed = {x["name"]: x for x in r.json["files"]}
     assert listed["sales.csv"]["sha256"] == f["sha256"]
+    assert listed["sales.csv"]["file"] == server.request("GET", "/v1/files/" + f["id"]).json
+    assert listed["sales.csv"]["file"]["id"] == f["id"] and f["source"] == "input", listed
+
+
+def test_run_stores_only_what_it_made_or_changed(server):
+    """Of three inputs a run leaves one alone, changes one and deletes one, and writes a new
+    file: the untouched one is its input's file object (no new file in the store), the
+    changed one and the new one are new files with source "output" (the input itself stays
+    as uploaded), the deleted one is not listed."""
+    kept = server.upload("kept.csv", b"a,b\n1,2\n", media_type="text/csv")
+    edited = server.upload("edited.csv", b"a,b\n1,2\n", media_type="text/csv")
+    dropped = server.upload("dropped.txt", b"bye\n")
+    before = server.request("GET", "/v1/files?limit=1000").json["total"]
+    code = ("import os\n"
+            "open('/mnt/data/edited.csv', 'a').write('3,4\\n')\n"
+            "os.remove('/mnt/data/dropped.txt')\n"
+            "open('/mnt/data/new.txt', 'w').write('new\\n')\n")
+    r = run(server, code, inputs=[kept["id"], edited["id"], dropped["id"]])
+    assert r.status == 200 and r.json["status"] == "ok", r
+    listed = {x["name"]: x["file"] for x in r.json["files"]}
+    assert sorted(listed) == ["edited.csv", "kept.csv", "new.txt"], listed
+    assert listed["kept.csv"] == kept, listed["kept.csv"]
+    assert listed["edited.csv"]["id"] != edited["id"] and listed["edited.csv"]["source"] == "output"
+    assert server.download(listed["edited.csv"]["id"]) == b"a,b\n1,2\n3,4\n"
+    assert server.download(edited["id"]) == b"a,b\n1,2\n"
+    assert listed["new.txt"]["source"] == "output"
+    assert server.request("GET", "/v1/files?limit=1000").json["total"] == before + 2
 
 
 def test_run_sample_job(server):

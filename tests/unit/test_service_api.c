@@ -376,7 +376,8 @@ static kiln_store_file put_file(const char *path, const char *name, const char *
 {
     kiln_store_file f;
     kiln_error err;
-    kiln_store_result r = kiln_store_put_path(ctx.store, "t1", path, name, media, &f, &err);
+    kiln_store_result r = kiln_store_put_path(ctx.store, "t1", path, name, media,
+                                              KILN_STORE_SOURCE_INPUT, &f, &err);
     if (r != KILN_STORE_OK)
         fail_msg("put %s: %s", path, err.message);
     return f;
@@ -782,7 +783,7 @@ static void test_run_real(void **state)
     kiln_api_run(&c, "t1", rq, -1, &r);
     assert_status(&r, 200);
     json_t *files = json_object_get(r.body, "files");
-    int seen_copy = 0;
+    int seen_copy = 0, seen_input = 0;
     size_t i;
     json_t *f;
     json_array_foreach(files, i, f) {
@@ -797,14 +798,24 @@ static void test_run_real(void **state)
         assert_int_equal(kiln_store_get(ctx.store, "t1", id, &got, &err), KILN_STORE_OK);
         assert_string_equal(got.filename, name);
         if (strcmp(name, "copy.csv") == 0) {
+            /* The input's bytes under a name of its own: a file the run made. */
             seen_copy = 1;
             assert_int_equal(got.bytes, in.bytes);
             assert_string_equal(got.sha256, in.sha256);
+            assert_string_not_equal(got.id, in.id);
+            assert_int_equal(got.source, KILN_STORE_SOURCE_OUTPUT);
+        }
+        if (strcmp(name, "data.csv") == 0) {
+            /* The input, unchanged: not stored again. */
+            seen_input = 1;
+            assert_string_equal(id, in.id);
+            assert_int_equal(got.source, KILN_STORE_SOURCE_INPUT);
+            assert_string_equal(json_string_value(json_object_get(file, "source")), "input");
         }
         if (strcmp(name, "arg.txt") == 0)
             assert_int_equal(got.bytes, 4);
     }
-    assert_true(seen_copy);
+    assert_true(seen_copy && seen_input);
     json_decref(r.body);
     json_decref(rq);
     free(text);
@@ -826,6 +837,7 @@ static void test_run_real(void **state)
     assert_string_equal(got.filename, "r.docx");
     assert_string_equal(got.media_type,
                         "application/vnd.openxmlformats-officedocument.wordprocessingml.document");
+    assert_int_equal(got.source, KILN_STORE_SOURCE_DOCUMENT);
     json_decref(r.body);
     json_decref(rq);
     assert_work_empty();
