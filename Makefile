@@ -103,7 +103,7 @@ DEB_PKGS := build-essential pkg-config libjansson-dev libxlsxwriter-dev libmd4c-
 	python3-pil poppler-utils fonts-dejavu-core fonts-dejavu-extra fonts-crosextra-carlito \
 	time unzip libhpdf-dev libfreetype-dev libpng-dev qpdf python3-pypdf python3-reportlab \
 	fonts-wqy-zenhei python3-fonttools libfribidi-dev libseccomp-dev nettle-dev bubblewrap libsqlite3-dev \
-	libmicrohttpd-dev curl wrk nginx-light \
+	libmicrohttpd-dev curl jq wrk nginx-light \
 	python3-numpy python3-pandas python3-matplotlib
 deps:
 	@missing=$$(for p in $(DEB_PKGS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null \

@@ -28,6 +28,7 @@
 #include "common/units.h"
 #include "service/auth.h"
 #include "service/server.h"
+#include "service/store.h"
 
 int kiln_serve_main(int argc, char **argv);
 
@@ -484,6 +485,87 @@ static void json_escape(const char *s, char *out, size_t cap)
     out[o] = '\0';
 }
 
+/* ---- start ---- */
+
+/* What prepare_keys decides, for the api_key_created event. */
+struct first_key {
+    int env_keys; /* KILN_API_KEYS gives keys */
+    int made;
+    char keys_path[PATH_MAX], key_path[PATH_MAX];
+};
+
+/* kiln_server_options.prepare: the keys are the keys file named, else
+ * DATA_DIR/keys when it exists, else (and no KILN_API_KEYS either) a first
+ * key made now. */
+static kiln_status prepare_keys(void *arg, const char *data_dir, const char **keys_file,
+                                kiln_error *err)
+{
+    struct first_key *fk = arg;
+    if (*keys_file)
+        return KILN_E_OK;
+    snprintf(fk->keys_path, sizeof fk->keys_path, "%s/keys", data_dir);
+    if (access(fk->keys_path, F_OK) == 0) {
+        *keys_file = fk->keys_path;
+        return KILN_E_OK;
+    }
+    if (fk->env_keys)
+        return KILN_E_OK;
+    if (make_first_key(data_dir, fk->keys_path, fk->key_path, sizeof fk->keys_path) != 0)
+        return kiln_error_set(err, KILN_E_WRITE, "/data-dir",
+                              "cannot write a first API key to %s: %s", data_dir, strerror(errno));
+    *keys_file = fk->keys_path;
+    fk->made = 1;
+    return KILN_E_OK;
+}
+
+/* Where a setting's value came from, for a message: "came from
+ * KILN_LISTEN" (or --listen, or FILE:LINE (listen)) or "is the default". */
+static const char *origin_of(int i, char *buf, size_t cap)
+{
+    if (!settings[i].value)
+        return "is the default";
+    snprintf(buf, cap, "came from %s", settings[i].origin);
+    return buf;
+}
+
+/* The one line a failed start prints. A failure that a setting caused
+ * (err->pointer "/listen" or "/data-dir") says where the value came from
+ * and how to give another. The address is bound before the data directory
+ * is opened, so when it fails the directory's lock is looked up too: a
+ * second server started like a running one hears of both at once. */
+static void start_error(const kiln_error *err, const char *data_dir)
+{
+    const char *ptr = err->pointer;
+    char lo[sizeof settings[0].origin + 16], dd[sizeof lo];
+    if (strcmp(ptr, "/listen") == 0) {
+        long pid = 0;
+        if (kiln_store_holder(data_dir, &pid) == 1) {
+            char who[32] = "";
+            if (pid > 0)
+                snprintf(who, sizeof who, " (pid %ld)", pid);
+            fprintf(stderr,
+                    "kiln serve: error: %s, and the data directory '%s' is in use too%s: choose "
+                    "another address with --listen HOST:PORT or KILN_LISTEN "
+                    "(this one %s) and another directory with --data-dir DIR or KILN_DATA_DIR "
+                    "(this one %s)\n",
+                    err->message, data_dir, who, origin_of(S_LISTEN, lo, sizeof lo),
+                    origin_of(S_DATA_DIR, dd, sizeof dd));
+            return;
+        }
+        fprintf(stderr,
+                "kiln serve: error: %s: choose another address with --listen HOST:PORT or "
+                "KILN_LISTEN (this one %s)\n",
+                err->message, origin_of(S_LISTEN, lo, sizeof lo));
+    } else if (strcmp(ptr, "/data-dir") == 0) {
+        fprintf(stderr,
+                "kiln serve: error: %s: choose another directory with --data-dir DIR or "
+                "KILN_DATA_DIR (this one %s)\n",
+                err->message, origin_of(S_DATA_DIR, dd, sizeof dd));
+    } else {
+        fprintf(stderr, "kiln serve: error: %s\n", err->message);
+    }
+}
+
 /* ---- main ---- */
 
 static void free_settings(void)
@@ -706,31 +788,12 @@ int kiln_serve_main(int argc, char **argv)
     exe[n] = '\0';
     opt.kiln_exe = exe;
 
-    if (mkdir(opt.data_dir, 0700) < 0 && errno != EEXIST) {
-        fprintf(stderr, "kiln serve: error: cannot create the data directory %s: %s\n",
-                opt.data_dir, strerror(errno));
-        status = kiln_status_exit(KILN_E_WRITE);
-        goto free_settings;
-    }
-    /* Keys: the keys file named, else DATA_DIR/keys when it exists, else
-     * (and no KILN_API_KEYS either) a first key made now. */
-    static char keys_path[PATH_MAX], key_path[PATH_MAX];
-    int made_key = 0;
-    if (!opt.keys_file) {
-        snprintf(keys_path, sizeof keys_path, "%s/keys", opt.data_dir);
-        if (access(keys_path, F_OK) == 0) {
-            opt.keys_file = keys_path;
-        } else if (!opt.env_keys) {
-            if (make_first_key(opt.data_dir, keys_path, key_path, sizeof keys_path) != 0) {
-                fprintf(stderr, "kiln serve: error: cannot write a first API key to %s: %s\n",
-                        opt.data_dir, strerror(errno));
-                status = kiln_status_exit(KILN_E_WRITE);
-                goto free_settings;
-            }
-            opt.keys_file = keys_path;
-            made_key = 1;
-        }
-    }
+    /* The first key is made by prepare, once the server holds the data
+     * directory: a server refused because another one uses it writes
+     * nothing there. */
+    struct first_key fk = {.env_keys = opt.env_keys != NULL};
+    opt.prepare = prepare_keys;
+    opt.prepare_arg = &fk;
 
     opt.log = log_line;
     /* Signals are taken by sigwait below, so every thread must have them
@@ -747,13 +810,13 @@ int kiln_serve_main(int argc, char **argv)
     memset(&err, 0, sizeof err);
     kiln_status st = kiln_server_start(&srv, &opt, &err);
     if (st != KILN_E_OK) {
-        fprintf(stderr, "kiln serve: error: %s\n", err.message);
+        start_error(&err, opt.data_dir);
         status = kiln_status_exit(st);
         goto free_settings;
     }
-    if (made_key) {
+    if (fk.made) {
         char kp[PATH_MAX * 2];
-        json_escape(key_path, kp, sizeof kp);
+        json_escape(fk.key_path, kp, sizeof kp);
         log_event("\"event\":\"api_key_created\",\"tenant\":\"default\",\"key_file\":\"%s\","
                   "\"message\":\"no API keys were configured: a key for tenant default is in "
                   "key_file (its hash in the keys file beside it)\"",

@@ -48,10 +48,11 @@ json_t *kiln_api_file_json(const kiln_store_file *file)
     char created[32], expires[32];
     kiln_api_time(file->created_at, created, sizeof created);
     kiln_api_time(file->expires_at, expires, sizeof expires);
-    return json_pack("{s:s, s:s, s:I, s:s, s:s, s:s, s:s}", "id", file->id, "filename",
+    const char *source = kiln_store_source_name(file->source);
+    return json_pack("{s:s, s:s, s:I, s:s, s:s, s:s, s:s, s:o}", "id", file->id, "filename",
                      file->filename, "bytes", (json_int_t)file->bytes, "sha256", file->sha256,
                      "media_type", file->media_type, "created_at", created, "expires_at",
-                     expires);
+                     expires, "source", source ? json_string(source) : json_null());
 }
 
 int kiln_api_valid_id(const char *s)
@@ -82,6 +83,17 @@ void kiln_api_reply_internal(kiln_api_reply *reply, const char *fmt, ...)
     va_end(ap);
     kiln_api_reply_error(reply, 500, "internal", "The server failed; the request did not complete.",
                          NULL);
+}
+
+int kiln_api_client_gone(int fd)
+{
+    if (fd < 0)
+        return 0;
+    struct pollfd pf = {.fd = fd, .events = POLLRDHUP};
+    int n;
+    while ((n = poll(&pf, 1, 0)) < 0 && errno == EINTR)
+        ;
+    return n > 0 && (pf.revents & KILN_API_CLIENT_GONE);
 }
 
 const char *kiln_api_check_filename(const char *s, size_t len)

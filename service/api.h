@@ -20,6 +20,7 @@
 #define KILN_SERVICE_API_H
 
 #include <jansson.h>
+#include <poll.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -36,7 +37,8 @@
 json_t *kiln_api_error(const char *code, const char *message, json_t *details);
 
 /* The file object: {id, filename, bytes, sha256, media_type, created_at,
- * expires_at}, the times in RFC 3339 UTC ("2026-11-30T09:00:00Z"). New. */
+ * expires_at, source}, the times in RFC 3339 UTC ("2026-11-30T09:00:00Z"),
+ * source "input", "output", "document" or null (store.h). New. */
 json_t *kiln_api_file_json(const kiln_store_file *file);
 
 /* RFC 3339 UTC of a Unix time into buf (at least 21 bytes). */
@@ -52,11 +54,24 @@ typedef struct kiln_api_reply {
     char location[96]; /* "" or the Location header (/v1/files/ID) for a 201 */
     char log[KILN_MESSAGE_MAX]; /* "" or, for a 500, what went wrong: for the
                                    server's log, never sent to the client */
+    int client_gone;   /* the client went away, so the job was stopped (or not
+                          begun): no body, nothing to send */
 } kiln_api_reply;
 
 /* Fill reply with an error (details stolen, may be NULL). */
 void kiln_api_reply_error(kiln_api_reply *reply, int status, const char *code,
                           const char *message, json_t *details);
+
+/* ---- the client of a job ----
+ * A render or run is worked on while its client waits on a connection. The
+ * connection's socket is only polled here, never read: the peer's end of
+ * the stream (it closed, or shut its sending side: POLLRDHUP), a reset
+ * (POLLHUP, POLLERR) mean nobody will read the reply, so a queued job is
+ * not begun and a run is killed. */
+#define KILN_API_CLIENT_GONE (POLLRDHUP | POLLHUP | POLLERR)
+/* 1 when the client on socket fd is gone now (fd -1: no client to watch,
+ * never gone). */
+int kiln_api_client_gone(int fd);
 
 /* ---- files in use (api.c) ----
  * A render or run holds its input files from the moment its request is
@@ -113,18 +128,23 @@ void kiln_api_render(const kiln_api_ctx *ctx, const char *tenant, const json_t *
                      kiln_api_reply *reply);
 
 /*
- * POST /v1/runs. request (borrowed):
+ * POST /v1/runs. request (borrowed); client_fd (or -1) the client's socket,
+ * watched while the run goes: when the client goes away the run's process
+ * group is killed and the reply says client_gone, nothing stored. The
+ * request:
  *   {"code": "...", "language": "python"|"bash", "inputs": ["<file id>"],
  *    "args": ["..."], "render": true, "limits": {"wall_seconds": 10, ...}}
  * Runs `kiln run` as a child. Inputs appear in /mnt/data under their
  * stored filenames (the runner checks them as it does -i NAME). Replies 200
  * with the runner's result, "out_dir" removed and every entry of "files"
- * and "documents" given a "file" (the stored file object); 422 for a
+ * and "documents" given a "file": the file object of the file stored for
+ * it (source output or document), or, for an input the run left unchanged
+ * (same name, same SHA-256), the input's own, not stored again; 422 for a
  * limit above run_max (pointer /limits/NAME) or a malformed field; 503
  * (sandbox_unavailable) when the sandbox cannot be set up (not root).
  */
 void kiln_api_run(const kiln_api_ctx *ctx, const char *tenant, const json_t *request,
-                  kiln_api_reply *reply);
+                  int client_fd, kiln_api_reply *reply);
 
 /* Kill every `kiln run` child still running (shutdown after the grace). */
 void kiln_api_kill_runs(void);
@@ -138,8 +158,8 @@ void kiln_metrics_request(kiln_metrics *m, const char *method, const char *route
                           double seconds, uint64_t bytes_out);
 /* One run done, by the result's status ("ok", "timeout", ...). */
 void kiln_metrics_run(kiln_metrics *m, const char *outcome);
-/* One render done: format and whether it succeeded. */
-void kiln_metrics_render(kiln_metrics *m, const char *format, int ok);
+/* One render done: format and its result ("ok", "error", "client_abort"). */
+void kiln_metrics_render(kiln_metrics *m, const char *format, const char *result);
 /* The exposition text (new, malloc'd, NUL-terminated): the counters and
  * histograms above plus the gauges passed in. */
 char *kiln_metrics_text(kiln_metrics *m, uint64_t bytes_stored, unsigned jobs_running,

@@ -76,7 +76,8 @@ static int begin_store(kiln_req *req)
     kiln_error err;
     memset(&err, 0, sizeof err);
     kiln_store_result r = kiln_store_begin(req->srv->store, req->tenant, req->filename,
-                                           req->media_type, &req->upload, &err);
+                                           req->media_type, KILN_STORE_SOURCE_INPUT,
+                                           &req->upload, &err);
     if (r == KILN_STORE_OK)
         return 0;
     if (err.code == KILN_E_USAGE)

@@ -133,6 +133,8 @@ typedef struct kiln_req {
     kiln_job_state job;
     kiln_api_reply reply;
     unsigned retry_after; /* seconds, for a 429 */
+    int client_gone;      /* the client left while its job waited or ran: no reply,
+                             logged as termination client_abort */
 } kiln_req;
 
 /* ---- http_util.c ---- */

@@ -26,6 +26,7 @@ struct job_task {
     size_t body_bytes; /* the request's JSON text, for the trim in task_free */
     size_t n_ids;
     const char **ids; /* point into request's strings */
+    int client_fd;    /* the connection's socket, only polled (kiln_api_client_gone) */
 };
 
 static void task_free(struct job_task *t)
@@ -52,25 +53,54 @@ static void task_finish(struct job_task *t)
     MHD_resume_connection(conn);
 }
 
+/* A render whose client left while it worked: the document nobody will
+ * hear of is deleted rather than kept until it expires. */
+static void render_abandoned(struct job_task *t, kiln_api_reply *reply)
+{
+    const char *id = json_string_value(json_object_get(reply->body, "id"));
+    kiln_error err;
+    if (reply->status == 201 && id)
+        kiln_store_delete(t->srv->store, t->tenant, id, &err);
+    json_decref(reply->body);
+    reply->body = NULL;
+    reply->client_gone = 1;
+}
+
 static void task_run(void *arg)
 {
     struct job_task *t = arg;
     kiln_server *srv = t->srv;
     kiln_api_reply reply;
     memset(&reply, 0, sizeof reply);
+    /* A job whose client left while it waited is not begun. */
+    reply.client_gone = kiln_api_client_gone(t->client_fd);
     if (t->is_run) {
-        kiln_api_run(&srv->api, t->tenant, t->request, &reply);
+        if (!reply.client_gone)
+            kiln_api_run(&srv->api, t->tenant, t->request, t->client_fd, &reply);
         const char *outcome = "error";
-        if (reply.status == 200) {
+        if (reply.client_gone) {
+            outcome = "client_abort";
+        } else if (reply.status == 200) {
             const char *s = json_string_value(json_object_get(reply.body, "status"));
             outcome = s ? s : "unknown";
         }
         kiln_metrics_run(srv->metrics, outcome);
     } else {
-        kiln_api_render(&srv->api, t->tenant, t->request, &reply);
-        kiln_metrics_render(srv->metrics, t->format, reply.status == 201);
+        if (!reply.client_gone) {
+            kiln_api_render(&srv->api, t->tenant, t->request, &reply);
+            if (kiln_api_client_gone(t->client_fd))
+                render_abandoned(t, &reply);
+        }
+        kiln_metrics_render(srv->metrics, t->format,
+                            reply.client_gone ? "client_abort"
+                            : reply.status == 201 ? "ok" : "error");
     }
-    if (!reply.body || reply.status < 200 || reply.status > 599) {
+    if (reply.client_gone) {
+        /* Nothing to send: the connection is closed once resumed. */
+        json_decref(reply.body);
+        reply.body = NULL;
+        t->req->client_gone = 1;
+    } else if (!reply.body || reply.status < 200 || reply.status > 599) {
         json_decref(reply.body);
         kiln_api_reply_error(&reply, 500, "internal", "The server failed to handle the request.",
                              NULL);
@@ -111,6 +141,8 @@ enum MHD_Result jobs_request(kiln_req *req)
 {
     kiln_server *srv = req->srv;
     if (req->job == JOB_DONE) {
+        if (req->client_gone)
+            return MHD_NO; /* close it: on_completed logs client_abort */
         kiln_api_reply *r = &req->reply;
         json_t *body = r->body;
         r->body = NULL;
@@ -139,6 +171,9 @@ enum MHD_Result jobs_request(kiln_req *req)
     snprintf(t->tenant, sizeof t->tenant, "%s", req->tenant);
     t->request = request;
     t->body_bytes = body_bytes;
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(req->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    t->client_fd = ci ? ci->connect_fd : -1;
     if (!t->is_run)
         render_format(request, t->format, sizeof t->format);
     /* Hold the inputs now, so a DELETE between this and the worker is a 409. */

@@ -189,10 +189,10 @@ void kiln_metrics_run(kiln_metrics *m, const char *outcome)
     pthread_mutex_unlock(&m->lock);
 }
 
-void kiln_metrics_render(kiln_metrics *m, const char *format, int ok)
+void kiln_metrics_render(kiln_metrics *m, const char *format, const char *result)
 {
     pthread_mutex_lock(&m->lock);
-    struct counter *c = counter_get(m, &m->renders, format, ok ? "ok" : "error", NULL);
+    struct counter *c = counter_get(m, &m->renders, format, result, NULL);
     if (c)
         c->value++;
     pthread_mutex_unlock(&m->lock);

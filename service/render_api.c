@@ -109,6 +109,75 @@ fail_close:
     return -1;
 }
 
+/* The member of root at a JSON Pointer (RFC 6901: "/a/0/b", ~1 for '/',
+ * ~0 for '~'), or NULL. */
+static const json_t *at_pointer(const json_t *root, const char *pointer)
+{
+    const json_t *node = root;
+    for (const char *p = pointer; node && *p == '/';) {
+        p++;
+        char key[KILN_POINTER_MAX];
+        size_t n = 0;
+        for (; *p && *p != '/' && n + 1 < sizeof key; p++) {
+            if (*p == '~' && (p[1] == '0' || p[1] == '1'))
+                key[n++] = *++p == '0' ? '~' : '/';
+            else
+                key[n++] = *p;
+        }
+        key[n] = '\0';
+        if (json_is_object(node)) {
+            node = json_object_get(node, key);
+        } else if (json_is_array(node)) {
+            char *end;
+            unsigned long i = strtoul(key, &end, 10);
+            node = n && !*end ? json_array_get(node, i) : NULL;
+        } else {
+            node = NULL;
+        }
+    }
+    return node;
+}
+
+/*
+ * A spec written for `kiln render` names its files by path ("images/logo.png"
+ * beside the spec); through the API nothing but the render's inputs is in
+ * reach, by id. The parser can only say it cannot open such a path (or, for
+ * "/etc/x" or "../x", that it is refused, relative to a base directory the
+ * client never sees): an error at a "path" member that is not one of the
+ * inputs says instead what to do.
+ */
+static void explain_paths(kiln_errors *errs, const json_t *spec, const kiln_api_input *inputs,
+                          size_t input_count)
+{
+    static const char member[] = "/path";
+    for (size_t i = 0; i < errs->count; i++) {
+        kiln_error *e = &errs->items[i];
+        size_t n = strlen(e->pointer);
+        if ((e->code != KILN_E_INPUT && e->code != KILN_E_INVALID_SPEC) ||
+            n < sizeof member - 1 || strcmp(e->pointer + n - (sizeof member - 1), member) != 0)
+            continue;
+        const char *path = json_string_value(at_pointer(spec, e->pointer));
+        if (!path)
+            continue;
+        int listed = 0;
+        for (size_t k = 0; k < input_count; k++)
+            listed |= strcmp(inputs[k].id, path) == 0;
+        if (listed)
+            continue; /* an input, unreadable for a reason of its own: the parser's message */
+        if (kiln_api_valid_id(path))
+            snprintf(e->message, sizeof e->message,
+                     "\"%s\" is not in \"inputs\": a render reads only the files listed there; "
+                     "add the id to \"inputs\"",
+                     path);
+        else
+            snprintf(e->message, sizeof e->message,
+                     "\"%.200s\" is not a file of this render: through the API a spec names its "
+                     "files by id, not by path. Upload the file (POST /v1/files), list its id in "
+                     "\"inputs\" and give that id here as the path",
+                     path);
+    }
+}
+
 static json_t *warnings_json(const kiln_render_result *res)
 {
     json_t *w = json_array();
@@ -274,11 +343,13 @@ void kiln_api_render(const kiln_api_ctx *ctx, const char *tenant, const json_t *
     kiln_status st = kiln_doc_parse(text, strlen(text), &popt, &doc, errs);
     free(text);
     if (st != KILN_E_OK) {
-        if (st == KILN_E_NOMEM || st == KILN_E_INTERNAL)
+        if (st == KILN_E_NOMEM || st == KILN_E_INTERNAL) {
             kiln_api_reply_internal(reply, "parsing the spec: %s",
                                     errs->count ? errs->items[0].message : "failed");
-        else
+        } else {
+            explain_paths(errs, spec, inputs, input_count);
             invalid_spec(reply, errs);
+        }
         free(errs);
         goto remove_scratch;
     }
@@ -307,6 +378,7 @@ void kiln_api_render(const kiln_api_ctx *ctx, const char *tenant, const json_t *
          * limit. The same 422 as the parser's. */
         kiln_errors_init(errs);
         kiln_errors_add(errs, &err);
+        explain_paths(errs, spec, inputs, input_count);
         invalid_spec(reply, errs);
         free(errs);
         goto remove_scratch;
@@ -320,7 +392,8 @@ void kiln_api_render(const kiln_api_ctx *ctx, const char *tenant, const json_t *
     kiln_store_file file;
     memset(&err, 0, sizeof err);
     kiln_store_result r = kiln_store_put_path(ctx->store, tenant, out_path, filename,
-                                              writer->media_type, &file, &err);
+                                              writer->media_type, KILN_STORE_SOURCE_DOCUMENT,
+                                              &file, &err);
     if (r == KILN_STORE_TOO_LARGE) {
         char msg[160];
         snprintf(msg, sizeof msg, "The document would be larger than the limit of %llu bytes.",

@@ -16,7 +16,8 @@
  * stored filename as its name in /mnt/data. The child runs in a process
  * group of its own, so kiln_api_kill_runs can end it and everything it
  * started at shutdown. Its stdout (the result JSON) and stderr are read
- * bounded, and the files it collected are copied into the store.
+ * bounded, and the files it collected are copied into the store, but for
+ * the inputs it left unchanged, which are already there.
  */
 #include "service/api.h"
 #include "service/api_internal.h"
@@ -566,11 +567,27 @@ static int name_beneath(const char *name)
     return 1;
 }
 
-/* Store the files of one result list (files or documents), adding "file"
- * to each entry; an entry the store refuses gets "file": null and
- * "file_error". -1 (reply set) on a server fault. */
+/* The input an entry of the result is, unchanged (the same name in
+ * /mnt/data and the same SHA-256), or NULL: the run created or changed it. */
+static const kiln_api_input *unchanged_input(const json_t *entry, const kiln_api_input *inputs,
+                                             size_t input_count)
+{
+    const char *name = json_string_value(json_object_get(entry, "name"));
+    const char *sha = json_string_value(json_object_get(entry, "sha256"));
+    for (size_t k = 0; name && sha && k < input_count; k++)
+        if (strcmp(inputs[k].file.filename, name) == 0 && strcmp(inputs[k].file.sha256, sha) == 0)
+            return &inputs[k];
+    return NULL;
+}
+
+/* Store the files of one result list (files or documents) as source,
+ * adding "file" to each entry. The runner lists every file in /mnt/data,
+ * the inputs too: an input the run left as it was is not stored again,
+ * its "file" is the input's own file object. An entry the store refuses
+ * gets "file": null and "file_error". -1 (reply set) on a server fault. */
 static int store_outputs(const kiln_api_ctx *ctx, const char *tenant, const char *out_dir,
-                         json_t *list, kiln_api_reply *reply)
+                         json_t *list, kiln_store_source source, const kiln_api_input *inputs,
+                         size_t input_count, kiln_api_reply *reply)
 {
     size_t i;
     json_t *entry;
@@ -579,6 +596,11 @@ static int store_outputs(const kiln_api_ctx *ctx, const char *tenant, const char
         const char *media = json_string_value(json_object_get(entry, "media_type"));
         if (!name_beneath(name)) {
             json_object_set_new(entry, "file", json_null());
+            continue;
+        }
+        const kiln_api_input *same = unchanged_input(entry, inputs, input_count);
+        if (same) {
+            json_object_set_new(entry, "file", kiln_api_file_json(&same->file));
             continue;
         }
         char path[PATH_MAX * 2];
@@ -590,7 +612,7 @@ static int store_outputs(const kiln_api_ctx *ctx, const char *tenant, const char
         memset(&err, 0, sizeof err);
         kiln_store_result r = kiln_store_put_path(ctx->store, tenant, path, base,
                                                   media ? media : "application/octet-stream",
-                                                  &file, &err);
+                                                  source, &file, &err);
         if (r == KILN_STORE_OK) {
             json_object_set_new(entry, "file", kiln_api_file_json(&file));
         } else if (r == KILN_STORE_TOO_LARGE || r == KILN_STORE_NOT_FOUND ||
@@ -606,7 +628,7 @@ static int store_outputs(const kiln_api_ctx *ctx, const char *tenant, const char
 }
 
 void kiln_api_run(const kiln_api_ctx *ctx, const char *tenant, const json_t *request,
-                  kiln_api_reply *reply)
+                  int client_fd, kiln_api_reply *reply)
 {
     memset(reply, 0, sizeof *reply);
     run_request rq;
@@ -759,11 +781,15 @@ void kiln_api_run(const kiln_api_ctx *ctx, const char *tenant, const json_t *req
         goto close_fds;
     }
 
-    /* Both pipes to their end; a result past the bound kills the child. */
-    struct pollfd pf[2] = {{.fd = out_pipe[0], .events = POLLIN}, {.fd = err_pipe[0], .events = POLLIN}};
-    int open_count = 2, read_failed = 0;
+    /* Both pipes to their end; a result past the bound kills the child, and
+     * so does the client going away (its socket is only polled: a third
+     * descriptor, -1 when there is none, which poll skips). */
+    struct pollfd pf[3] = {{.fd = out_pipe[0], .events = POLLIN},
+                           {.fd = err_pipe[0], .events = POLLIN},
+                           {.fd = client_fd, .events = POLLRDHUP}};
+    int open_count = 2, read_failed = 0, client_gone = 0;
     while (open_count > 0) {
-        if (poll(pf, 2, -1) < 0) {
+        if (poll(pf, 3, -1) < 0) {
             if (errno == EINTR)
                 continue;
             read_failed = 1;
@@ -780,7 +806,8 @@ void kiln_api_run(const kiln_api_ctx *ctx, const char *tenant, const json_t *req
                 open_count--;
             }
         }
-        if (out.over || read_failed) {
+        client_gone = pf[2].fd >= 0 && (pf[2].revents & KILN_API_CLIENT_GONE);
+        if (out.over || read_failed || client_gone) {
             kill(-me.pid, SIGKILL);
             break;
         }
@@ -791,6 +818,10 @@ void kiln_api_run(const kiln_api_ctx *ctx, const char *tenant, const json_t *req
     killed_at_shutdown = children_killed;
     pthread_mutex_unlock(&children_lock);
 
+    if (client_gone) {
+        reply->client_gone = 1;
+        goto close_fds;
+    }
     char why[KILN_MESSAGE_MAX];
     stderr_message(&errb, why, sizeof why);
     if (out.over) {
@@ -835,8 +866,10 @@ void kiln_api_run(const kiln_api_ctx *ctx, const char *tenant, const json_t *req
         goto close_fds;
     }
     json_object_del(result, "out_dir");
-    if (store_outputs(ctx, tenant, out_dir, json_object_get(result, "files"), reply) != 0 ||
-        store_outputs(ctx, tenant, out_dir, json_object_get(result, "documents"), reply) != 0) {
+    if (store_outputs(ctx, tenant, out_dir, json_object_get(result, "files"),
+                      KILN_STORE_SOURCE_OUTPUT, inputs, input_count, reply) != 0 ||
+        store_outputs(ctx, tenant, out_dir, json_object_get(result, "documents"),
+                      KILN_STORE_SOURCE_DOCUMENT, NULL, 0, reply) != 0) {
         json_decref(result);
         goto close_fds;
     }

@@ -690,7 +690,8 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                                  (json_int_t)req->bytes_out, "duration_ms",
                                  (double)(long long)(seconds * 1e6) / 1e3, "tenant",
                                  req->tenant[0] ? json_string(req->tenant) : json_null());
-        const char *why = toe != MHD_REQUEST_TERMINATED_COMPLETED_OK && reaped
+        const char *why = req->client_gone ? "client_abort"
+                          : toe != MHD_REQUEST_TERMINATED_COMPLETED_OK && reaped
                               ? reaped : termination_name(toe);
         if (line && why)
             json_object_set_new(line, "termination", json_string(why));
@@ -773,8 +774,9 @@ static kiln_status open_listener(kiln_server *srv, kiln_error *err)
     const char *host = srv->opt.host && srv->opt.host[0] ? srv->opt.host : NULL;
     int rc = getaddrinfo(host, port, &hints, &res);
     if (rc != 0)
-        return kiln_error_set(err, KILN_E_USAGE, NULL, "cannot resolve the listen address %s: %s",
-                              host ? host : "*", gai_strerror(rc));
+        return kiln_error_set(err, KILN_E_USAGE, "/listen",
+                              "cannot resolve the listen address %s: %s", host ? host : "*",
+                              gai_strerror(rc));
     int fd = -1, saved = 0;
     for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
         fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
@@ -793,8 +795,12 @@ static kiln_status open_listener(kiln_server *srv, kiln_error *err)
         fd = -1;
     }
     freeaddrinfo(res);
+    if (fd < 0 && saved == EADDRINUSE)
+        return kiln_error_set(err, KILN_E_USAGE, "/listen",
+                              "cannot listen on %s:%u: the address is in use by another process",
+                              host ? host : "*", srv->opt.port);
     if (fd < 0)
-        return kiln_error_set(err, KILN_E_USAGE, NULL, "cannot listen on %s:%u: %s",
+        return kiln_error_set(err, KILN_E_USAGE, "/listen", "cannot listen on %s:%u: %s",
                               host ? host : "*", srv->opt.port, strerror(saved));
     struct sockaddr_storage ss;
     socklen_t sl = sizeof ss;
@@ -878,16 +884,30 @@ kiln_status kiln_server_start(kiln_server **out, const kiln_server_options *opt,
     pthread_cond_init(&srv->sweep_wake, NULL);
     kiln_status st;
 
+    /* The address first: a server that cannot listen never touches its
+     * data directory. Then the directory, whose lock (the store's) is
+     * taken before anything in it is written: a second server on it stops
+     * there, having changed nothing of the first's. */
+    if ((st = open_listener(srv, err)) != KILN_E_OK)
+        goto free_server;
     if (mkdir(srv->opt.data_dir, 0700) < 0 && errno != EEXIST) {
-        st = kiln_error_set(err, KILN_E_WRITE, NULL, "cannot create the data directory %s: %s",
-                            srv->opt.data_dir, strerror(errno));
+        st = kiln_error_set(err, KILN_E_WRITE, "/data-dir",
+                            "cannot create the data directory %s: %s", srv->opt.data_dir,
+                            strerror(errno));
         goto free_server;
     }
     kiln_store_options sopt = {.dir = srv->opt.data_dir, .ttl_seconds = srv->opt.ttl_seconds,
                                .max_bytes = srv->opt.max_upload_bytes > srv->opt.max_file_bytes
                                                 ? srv->opt.max_upload_bytes
                                                 : srv->opt.max_file_bytes};
-    if ((st = kiln_store_open(&srv->store, &sopt, err)) != KILN_E_OK)
+    if ((st = kiln_store_open(&srv->store, &sopt, err)) != KILN_E_OK) {
+        if (err)
+            snprintf(err->pointer, sizeof err->pointer, "/data-dir");
+        goto free_server;
+    }
+    if (srv->opt.prepare &&
+        (st = srv->opt.prepare(srv->opt.prepare_arg, srv->opt.data_dir, &srv->opt.keys_file,
+                               err)) != KILN_E_OK)
         goto free_server;
     if ((st = kiln_auth_load(&srv->auth, srv->opt.keys_file, srv->opt.env_keys, err)) != KILN_E_OK)
         goto free_server;
@@ -921,8 +941,6 @@ kiln_status kiln_server_start(kiln_server **out, const kiln_server_options *opt,
     srv->api.stopping = &srv->kill_runs;
 
     if ((st = kiln_jobs_init(&srv->jobs, srv->opt.max_jobs, srv->opt.queue_max, err)) != KILN_E_OK)
-        goto free_server;
-    if ((st = open_listener(srv, err)) != KILN_E_OK)
         goto free_server;
     if (pthread_create(&srv->sweeper, NULL, sweeper, srv) != 0) {
         st = kiln_error_set(err, KILN_E_INTERNAL, NULL, "cannot start the sweep thread");

@@ -70,6 +70,14 @@ typedef struct kiln_server_options {
     kiln_run_limits run_max;     /* the most a run may ask for (zeros = kiln run's defaults) */
     kiln_server_log_fn log;      /* may be NULL: nothing is logged */
     void *log_arg;
+    /* Called once the data directory is this server's (its lock taken),
+     * before the keys are read, so a front end can make a first key there
+     * without ever writing into another server's directory; it may set
+     * *keys_file. KILN_E_OK, or a status with err set: the start fails
+     * with it. May be NULL. */
+    kiln_status (*prepare)(void *arg, const char *data_dir, const char **keys_file,
+                           kiln_error *err);
+    void *prepare_arg;
 } kiln_server_options;
 
 typedef struct kiln_server kiln_server;
@@ -79,9 +87,15 @@ typedef struct kiln_server kiln_server;
  * (0 = no limit) and queue_max (0 = nothing waits). */
 void kiln_server_options_init(kiln_server_options *opt);
 
-/* Open the store, load the keys (none at all is an error), start the job
- * pool, the sweep thread and the daemon. Logs {"event":"listening",...}
- * first. *srv is new: kiln_server_stop ends and frees it. */
+/* Bind the listen address, open the store (taking the data directory's
+ * lock), call prepare, load the keys (none at all is an error), start the
+ * job pool, the sweep thread and the daemon. Logs {"event":"listening",...}
+ * first. *srv is new: kiln_server_stop ends and frees it. A failure that
+ * one setting caused names it in err->pointer, "/listen" (the address
+ * cannot be resolved or bound: KILN_E_USAGE, "in use by another process"
+ * when it is taken) or "/data-dir" (the directory cannot be made or opened,
+ * or another process holds it: KILN_E_USAGE), so the front end can say
+ * where the value came from and how to choose another. */
 kiln_status kiln_server_start(kiln_server **srv, const kiln_server_options *opt,
                               kiln_error *err);
 

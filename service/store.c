@@ -47,6 +47,7 @@
 #include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <nettle/sha2.h>
@@ -97,6 +98,7 @@ struct kiln_store_upload {
     char tenant[KILN_STORE_TENANT_MAX + 1];
     char filename[KILN_STORE_FILENAME_MAX + 1];
     char media_type[128];
+    kiln_store_source source;
     int fd;                             /* the temporary body, -1 once dropped */
     unsigned char *buffer;              /* UPLOAD_BUFFER bytes not yet written */
     size_t buffered;
@@ -117,13 +119,38 @@ static const char SCHEMA[] =
     "  bytes INTEGER NOT NULL,"
     "  created_at INTEGER NOT NULL,"
     "  expires_at INTEGER NOT NULL,"
-    "  expired INTEGER NOT NULL DEFAULT 0);"
+    "  expired INTEGER NOT NULL DEFAULT 0,"
+    "  source TEXT);"
     "CREATE INDEX IF NOT EXISTS files_tenant ON files (tenant, created_at);"
-    "CREATE INDEX IF NOT EXISTS files_expiry ON files (expired, expires_at);"
-    "PRAGMA user_version = 1;";
+    "CREATE INDEX IF NOT EXISTS files_expiry ON files (expired, expires_at);";
+/* user_version 1 had no source column; 2 adds it (NULL in the rows of 1:
+ * nobody knows any more how those came to be). */
+#define SCHEMA_VERSION 2
 
 /* The columns every lookup reads, in the order row_to_file expects. */
-#define FILE_COLUMNS "id, tenant, filename, media_type, sha256, bytes, created_at, expires_at, expired"
+#define FILE_COLUMNS \
+    "id, tenant, filename, media_type, sha256, bytes, created_at, expires_at, expired, source"
+
+static const char *const source_names[] = {
+    [KILN_STORE_SOURCE_INPUT] = "input",
+    [KILN_STORE_SOURCE_OUTPUT] = "output",
+    [KILN_STORE_SOURCE_DOCUMENT] = "document",
+};
+
+const char *kiln_store_source_name(kiln_store_source source)
+{
+    if ((unsigned)source >= sizeof source_names / sizeof source_names[0])
+        return NULL;
+    return source_names[source];
+}
+
+static kiln_store_source source_of(const unsigned char *name)
+{
+    for (size_t i = 0; name && i < sizeof source_names / sizeof source_names[0]; i++)
+        if (source_names[i] && strcmp((const char *)name, source_names[i]) == 0)
+            return (kiln_store_source)i;
+    return KILN_STORE_SOURCE_UNKNOWN;
+}
 
 static int64_t system_clock(void *arg)
 {
@@ -205,6 +232,7 @@ static void row_to_file(sqlite3_stmt *st, kiln_store_file *file)
     file->created_at = sqlite3_column_int64(st, 6);
     file->expires_at = sqlite3_column_int64(st, 7);
     file->expired = sqlite3_column_int(st, 8) != 0;
+    file->source = source_of(sqlite3_column_text(st, 9));
 }
 
 /* A file whose row is marked, or whose time is up but the sweep has not yet
@@ -216,6 +244,48 @@ static kiln_store_result file_state(const kiln_store *store, kiln_store_file *fi
         return KILN_STORE_GONE;
     }
     return KILN_STORE_OK;
+}
+
+/* One integer a statement answers (PRAGMA user_version, a count), or -1. */
+static int64_t query_int(sqlite3 *db, const char *sql)
+{
+    sqlite3_stmt *q = NULL;
+    int64_t v = -1;
+    if (sqlite3_prepare_v2(db, sql, -1, &q, NULL) == SQLITE_OK && sqlite3_step(q) == SQLITE_ROW)
+        v = sqlite3_column_int64(q, 0);
+    sqlite3_finalize(q);
+    return v;
+}
+
+/* Bring a database SCHEMA has just made sure of to SCHEMA_VERSION: a
+ * version-1 table gets its source column. A database of a later version is
+ * a newer Kiln's, whose rows this one might misread: refused. */
+static kiln_status migrate(sqlite3 *db, const char *path, kiln_error *err)
+{
+    int64_t version = query_int(db, "PRAGMA user_version");
+    if (version > SCHEMA_VERSION)
+        return kiln_error_set(err, KILN_E_INTERNAL, NULL,
+                              "the store database '%s' is of version %lld, made by a newer Kiln "
+                              "(this one reads up to %d)",
+                              path, (long long)version, SCHEMA_VERSION);
+    char *msg = NULL;
+    if (query_int(db, "SELECT count(*) FROM pragma_table_info('files') WHERE name = 'source'") ==
+            0 &&
+        sqlite3_exec(db, "ALTER TABLE files ADD COLUMN source TEXT", NULL, NULL, &msg) !=
+            SQLITE_OK)
+        goto fail;
+    char stamp[48];
+    snprintf(stamp, sizeof stamp, "PRAGMA user_version = %d", SCHEMA_VERSION);
+    if (version != SCHEMA_VERSION && sqlite3_exec(db, stamp, NULL, NULL, &msg) != SQLITE_OK)
+        goto fail;
+    return KILN_E_OK;
+
+fail:;
+    kiln_status st = kiln_error_set(err, KILN_E_INTERNAL, NULL,
+                                    "cannot bring the store database '%s' up to date: %s", path,
+                                    msg ? msg : sqlite3_errmsg(db));
+    sqlite3_free(msg);
+    return st;
 }
 
 static kiln_status open_db(sqlite3 **db, const char *path, int writer, kiln_error *err)
@@ -246,6 +316,12 @@ static kiln_status open_db(sqlite3 **db, const char *path, int writer, kiln_erro
         sqlite3_close(*db);
         *db = NULL;
         return st;
+    }
+    kiln_status migrated = writer ? migrate(*db, path, err) : KILN_E_OK;
+    if (migrated != KILN_E_OK) {
+        sqlite3_close(*db);
+        *db = NULL;
+        return migrated;
     }
     if (writer) {
         /* journal_mode=WAL answers with the mode it got, and does not fail
@@ -476,8 +552,14 @@ kiln_status kiln_store_open(kiln_store **out, const kiln_store_options *opt, kil
         goto fail_close;
     }
     if (flock(store->lock_fd, LOCK_EX | LOCK_NB) != 0) {
-        st = kiln_error_set(err, KILN_E_USAGE, NULL,
-                            "the store '%s' is in use by another process", opt->dir);
+        long pid = 0;
+        if (errno == EWOULDBLOCK && kiln_store_holder(opt->dir, &pid) == 1 && pid > 0)
+            st = kiln_error_set(err, KILN_E_USAGE, NULL,
+                                "the data directory '%s' is in use by another process (pid %ld)",
+                                opt->dir, pid);
+        else
+            st = kiln_error_set(err, KILN_E_USAGE, NULL,
+                                "the data directory '%s' is in use by another process", opt->dir);
         goto fail_close;
     }
 
@@ -500,6 +582,42 @@ kiln_status kiln_store_open(kiln_store **out, const kiln_store_options *opt, kil
 fail_close:
     kiln_store_close(store);
     return st;
+}
+
+/* /proc/locks has a line per lock: "N: FLOCK  ADVISORY  WRITE PID MAJ:MIN:INODE
+ * START END", the device numbers in hex; a waiter's line has "->" after
+ * the number. The lock file's device and inode name its line. */
+int kiln_store_holder(const char *dir, long *pid)
+{
+    *pid = 0;
+    char path[PATH_MAX];
+    if (snprintf(path, sizeof path, "%s/kiln.lock", dir) >= (int)sizeof path)
+        return -1;
+    struct stat sb;
+    if (stat(path, &sb) != 0)
+        return errno == ENOENT || errno == ENOTDIR ? 0 : -1;
+    FILE *f = fopen("/proc/locks", "re");
+    if (!f)
+        return -1;
+    char line[256];
+    int held = 0;
+    while (!held && fgets(line, sizeof line, f)) {
+        char kind[16], mode[16], access[16];
+        long holder;
+        unsigned maj, min;
+        unsigned long long ino;
+        if (strstr(line, "->") ||
+            sscanf(line, "%*d: %15s %15s %15s %ld %x:%x:%llu", kind, mode, access, &holder, &maj,
+                   &min, &ino) != 7)
+            continue;
+        if (strcmp(kind, "FLOCK") == 0 && maj == major(sb.st_dev) && min == minor(sb.st_dev) &&
+            ino == (unsigned long long)sb.st_ino) {
+            held = 1;
+            *pid = holder > 0 ? holder : 0;
+        }
+    }
+    fclose(f);
+    return held;
 }
 
 void kiln_store_close(kiln_store *store)
@@ -585,8 +703,8 @@ static kiln_store_result create_temp(kiln_store_upload *up, kiln_error *err)
 }
 
 kiln_store_result kiln_store_begin(kiln_store *store, const char *tenant, const char *filename,
-                                   const char *media_type, kiln_store_upload **out,
-                                   kiln_error *err)
+                                   const char *media_type, kiln_store_source source,
+                                   kiln_store_upload **out, kiln_error *err)
 {
     *out = NULL;
     if (!filename)
@@ -617,6 +735,7 @@ kiln_store_result kiln_store_begin(kiln_store *store, const char *tenant, const 
     snprintf(up->tenant, sizeof up->tenant, "%s", tenant);
     snprintf(up->filename, sizeof up->filename, "%s", filename);
     snprintf(up->media_type, sizeof up->media_type, "%s", media_type);
+    up->source = source;
     sha256_init(&up->sha);
     kiln_store_result r = create_temp(up, err);
     if (r != KILN_STORE_OK) {
@@ -727,8 +846,8 @@ static kiln_store_result insert_row(kiln_store *store, const kiln_store_file *f,
     pthread_mutex_lock(&store->wlock);
     sqlite3_stmt *st = NULL;
     if (sqlite3_prepare_v2(store->wdb,
-                           "INSERT INTO files (" FILE_COLUMNS ") VALUES (?,?,?,?,?,?,?,?,0)", -1,
-                           &st, NULL) != SQLITE_OK) {
+                           "INSERT INTO files (" FILE_COLUMNS ") VALUES (?,?,?,?,?,?,?,?,0,?)",
+                           -1, &st, NULL) != SQLITE_OK) {
         r = db_fail(store->wdb, err, "insert");
         goto cleanup_unlock;
     }
@@ -740,6 +859,11 @@ static kiln_store_result insert_row(kiln_store *store, const kiln_store_file *f,
     sqlite3_bind_int64(st, 6, (sqlite3_int64)f->bytes);
     sqlite3_bind_int64(st, 7, f->created_at);
     sqlite3_bind_int64(st, 8, f->expires_at);
+    const char *source = kiln_store_source_name(f->source);
+    if (source)
+        sqlite3_bind_text(st, 9, source, -1, SQLITE_STATIC);
+    else
+        sqlite3_bind_null(st, 9);
     /* Autocommit: the statement is its own transaction, durable on return. */
     if (sqlite3_step(st) != SQLITE_DONE)
         r = db_fail(store->wdb, err, "insert");
@@ -790,6 +914,7 @@ kiln_store_result kiln_store_commit(kiln_store_upload *up, kiln_store_file *file
     snprintf(f.tenant, sizeof f.tenant, "%s", up->tenant);
     snprintf(f.filename, sizeof f.filename, "%s", up->filename);
     snprintf(f.media_type, sizeof f.media_type, "%s", up->media_type);
+    f.source = up->source;
     f.bytes = up->bytes;
     f.created_at = store_now(store);
     f.expires_at = f.created_at + store->ttl;
@@ -819,7 +944,8 @@ void kiln_store_abort(kiln_store_upload *up)
 
 kiln_store_result kiln_store_put_path(kiln_store *store, const char *tenant, const char *path,
                                       const char *filename, const char *media_type,
-                                      kiln_store_file *file, kiln_error *err)
+                                      kiln_store_source source, kiln_store_file *file,
+                                      kiln_error *err)
 {
     kiln_store_result r;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -842,7 +968,7 @@ kiln_store_result kiln_store_put_path(kiln_store *store, const char *tenant, con
         goto cleanup_fd;
     }
     kiln_store_upload *up = NULL;
-    r = kiln_store_begin(store, tenant, filename, media_type, &up, err);
+    r = kiln_store_begin(store, tenant, filename, media_type, source, &up, err);
     if (r != KILN_STORE_OK)
         goto cleanup_fd;
     char buf[1 << 16];

@@ -38,6 +38,17 @@
 
 typedef struct kiln_store kiln_store;
 
+/* How a stored file came to be: the file object's "source". */
+typedef enum {
+    KILN_STORE_SOURCE_UNKNOWN = 0, /* stored by a Kiln that did not record it (null) */
+    KILN_STORE_SOURCE_INPUT,       /* "input": uploaded (POST /v1/files) */
+    KILN_STORE_SOURCE_OUTPUT,      /* "output": a file a run wrote or changed */
+    KILN_STORE_SOURCE_DOCUMENT,    /* "document": rendered, by POST /v1/render or a run */
+} kiln_store_source;
+
+/* "input", "output", "document"; NULL for KILN_STORE_SOURCE_UNKNOWN. */
+const char *kiln_store_source_name(kiln_store_source source);
+
 typedef struct kiln_store_file {
     char id[KILN_STORE_ID_LEN + 1];
     char tenant[KILN_STORE_TENANT_MAX + 1];
@@ -48,6 +59,7 @@ typedef struct kiln_store_file {
     int64_t created_at;                         /* Unix seconds */
     int64_t expires_at;
     int expired;                                /* the body is gone (410) */
+    kiln_store_source source;
 } kiln_store_file;
 
 /* Outcomes a caller maps to HTTP: OK, NOT_FOUND (404, also for another
@@ -71,6 +83,14 @@ typedef struct kiln_store_options {
 kiln_status kiln_store_open(kiln_store **store, const kiln_store_options *opt, kiln_error *err);
 void kiln_store_close(kiln_store *store);
 
+/* Is DIR's store open in a process (its kiln.lock held)? Looked up in
+ * /proc/locks, so nothing is opened, created or locked: a message can name
+ * the holder, and a front end can ask about a directory it did not open.
+ * 1 (and *pid, 0 when the holder is in a PID namespace this process cannot
+ * see), 0 when no process holds it (or DIR has no store), -1 when it
+ * cannot tell (no /proc). */
+int kiln_store_holder(const char *dir, long *pid);
+
 /* What the last kiln_store_open's orphan pass removed, so the server can
  * log a crash's clean-up rather than do it silently. */
 typedef struct kiln_store_recovery {
@@ -85,8 +105,8 @@ void kiln_store_last_recovery(const kiln_store *store, kiln_store_recovery *out)
  * kiln_store_commit (which fills *file) or kiln_store_abort. */
 typedef struct kiln_store_upload kiln_store_upload;
 kiln_store_result kiln_store_begin(kiln_store *store, const char *tenant, const char *filename,
-                                   const char *media_type, kiln_store_upload **up,
-                                   kiln_error *err);
+                                   const char *media_type, kiln_store_source source,
+                                   kiln_store_upload **up, kiln_error *err);
 kiln_store_result kiln_store_write(kiln_store_upload *up, const void *data, size_t len,
                                    kiln_error *err);
 kiln_store_result kiln_store_commit(kiln_store_upload *up, kiln_store_file *file,
@@ -97,7 +117,8 @@ void kiln_store_abort(kiln_store_upload *up);
  * document), copying it in through the same path. */
 kiln_store_result kiln_store_put_path(kiln_store *store, const char *tenant, const char *path,
                                       const char *filename, const char *media_type,
-                                      kiln_store_file *file, kiln_error *err);
+                                      kiln_store_source source, kiln_store_file *file,
+                                      kiln_error *err);
 
 /* Metadata of a tenant's file: OK, NOT_FOUND or GONE (file still filled,
  * with expired set, for the 410's message). */

@@ -473,6 +473,18 @@ def content_files(data_dir):
     return sorted(os.listdir(d)) if d.is_dir() else []
 
 
+def snapshot(directory):
+    """Every path below directory with its size and modification time (ns): equal
+    snapshots mean nothing there was written, made or removed."""
+    out = {}
+    for base, dirs, files in os.walk(directory):
+        for name in dirs + files:
+            p = os.path.join(base, name)
+            st = os.lstat(p)
+            out[os.path.relpath(p, directory)] = (st.st_size, st.st_mtime_ns)
+    return out
+
+
 def need_root():
     if os.geteuid() != 0:
         pytest.skip("runs need root (kiln run makes namespaces and cgroups); CI runs as root")

@@ -83,6 +83,7 @@ def check_file(f, name, data, media_type, ttl=24 * 3600):
     assert f["bytes"] == len(data)
     assert f["sha256"] == hashlib.sha256(data).hexdigest()
     assert f["media_type"] == media_type
+    assert f["source"] == "input", f                 # every file checked here is an upload
     created, expires = parse_time(f["created_at"]), parse_time(f["expires_at"])
     assert abs((dt.datetime.now(dt.timezone.utc) - created).total_seconds()) < 120
     assert (expires - created).total_seconds() == ttl

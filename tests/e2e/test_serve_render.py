@@ -93,6 +93,7 @@ def test_render_reply(server, rendered, stem, fmt):
     assert r.getheader("Location") == "/v1/files/" + f["id"]
     assert f["filename"] == "%s.%s" % (stem, fmt)
     assert f["media_type"] == MEDIA_TYPES[fmt]
+    assert f["source"] == "document"
     assert f["bytes"] == len(body) and f["sha256"] == hashlib.sha256(body).hexdigest()
     # the file is listed and described like any other
     meta = server.request("GET", "/v1/files/" + f["id"])
@@ -206,6 +207,33 @@ def test_render_unknown_input(server):
     spec = {"version": 1, "sheets": [{"name": "S", "data": {"path": "f" * 32, "format": "csv"}}]}
     r = server.request("POST", "/v1/render", body={"format": "xlsx", "spec": spec, "inputs": ["f" * 32]})
     assert r.status == 404 and r.error_code == "not_found", r
+
+
+def test_render_relative_paths_say_what_to_do(server):
+    """samples/business_report.json as `kiln render` takes it (its images and table by paths
+    beside it): 422, one unreadable_input error at each path, saying what the API wants
+    instead (upload the file, list its id in inputs, give the id as the path)."""
+    spec = load_json(SAMPLES / "business_report.json")
+    r = server.request("POST", "/v1/render", body={"format": "docx", "spec": spec})
+    assert r.status == 422 and r.error_code == "invalid_spec", r
+    errors = r.json["error"]["details"]["errors"]
+    assert [(e["pointer"], e["code"]) for e in errors] == [
+        ("/blocks/0/image/path", "unreadable_input"), ("/blocks/31/data/path", "unreadable_input"),
+        ("/blocks/32/image/path", "unreadable_input")], errors
+    for e, path in zip(errors, ["images/kiln_logo.png", "tables/headcount_2026.csv",
+                                "images/regional_trend.jpg"]):
+        m = e["message"]
+        assert '"%s"' % path in m and "POST /v1/files" in m and '"inputs"' in m and "id" in m, m
+    # an uploaded file's id, used as the path but left out of inputs: say so
+    f = server.upload("logo.png", (SAMPLES / "images" / "kiln_logo.png").read_bytes())
+    spec = {"blocks": [{"type": "image", "image": {"path": f["id"]}}]}
+    r = server.request("POST", "/v1/render", body={"format": "docx", "spec": spec})
+    assert r.status == 422, r
+    [e] = r.json["error"]["details"]["errors"]
+    assert e["pointer"] == "/blocks/0/image/path" and e["code"] == "unreadable_input", e
+    assert f["id"] in e["message"] and 'not in "inputs"' in e["message"], e
+    r = server.request("POST", "/v1/render", body={"format": "docx", "spec": spec, "inputs": [f["id"]]})
+    assert r.status == 201, r
 
 
 def test_render_spec_errors(server, tmp_path):

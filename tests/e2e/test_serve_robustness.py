@@ -20,8 +20,9 @@ import time
 
 import pytest
 
+from conftest import err_text, out_text, run_kiln
 from serve_helpers import (MIB, Resp, Server, check_response, content_files, raw_exchange,
-                           request_on, rst_close, serve_factory)  # noqa: F401 (fixtures)
+                           request_on, rst_close, serve_factory, snapshot)  # noqa: F401 (fixtures)
 
 BIG = bytes((i * 31 + (i >> 10)) & 0xFF for i in range(8 * MIB))
 
@@ -650,3 +651,72 @@ def test_idle_keepalive_closed_quietly(serve_factory):
         sock.close()
     time.sleep(0.3)
     assert not [e for e in s.log() if e.get("event") == "connection_closed"], s.log()[-5:]
+
+
+# --------------------------------------------------------------------------- a second server
+
+def _serve_once(*args, env=None, timeout=20):
+    """`kiln serve ARGS` that is expected to fail at once: (exit status, stdout, stderr)."""
+    e = {k: v for k, v in os.environ.items() if not k.startswith("KILN_")}
+    e.update(env or {})
+    p = run_kiln("serve", *args, env=e, timeout=timeout)
+    return p.returncode, out_text(p), err_text(p)
+
+
+def test_second_server_on_a_data_dir_in_use(serve_factory):
+    """A second server on a data directory a running one holds stops at once (exit 2) with
+    one line naming the directory, the holder's pid and how to choose another, and writes
+    nothing there: the first has no keys file (its keys are in KILN_API_KEYS), which the
+    second, with no keys of its own, would otherwise have made, key and all."""
+    first = serve_factory(name="held")
+    before = snapshot(first.data_dir)
+    lines_before = len(first.lines)
+    rc, out, err = _serve_once("--listen", "127.0.0.1:0", "--data-dir", first.data_dir)
+    assert rc == 2, (rc, out, err)
+    assert out == "", "a refused server printed on stdout: %r" % out
+    assert len(err.splitlines()) == 1, err
+    assert "in use" in err and str(first.data_dir) in err, err
+    assert "pid %d" % first.proc.pid in err, err
+    assert "--data-dir" in err and "KILN_DATA_DIR" in err and "came from --data-dir" in err, err
+    assert snapshot(first.data_dir) == before, "the refused server changed the first's files"
+    # the first is untouched and still serves: the only line since is that healthz's
+    r = first.request("GET", "/healthz", key=None)
+    assert r.status == 200
+    first.access_entry(r)                           # waits for its line
+    assert len(first.lines) == lines_before + 1, first.lines[lines_before:]
+
+
+def test_listen_address_taken(tmp_path):
+    """A listen address another process holds: exit 2, one line naming the address and how
+    to choose another (and where this one came from), and the data directory is never
+    created: the address is bound before anything is written."""
+    holder = socket.socket()
+    holder.bind(("127.0.0.1", 0))
+    holder.listen(1)
+    port = holder.getsockname()[1]
+    try:
+        rc, out, err = _serve_once(env={"KILN_LISTEN": "127.0.0.1:%d" % port,
+                                        "KILN_DATA_DIR": str(tmp_path / "new"),
+                                        "KILN_API_KEYS": "a:K"})
+    finally:
+        holder.close()
+    assert rc == 2, (rc, out, err)
+    assert out == "" and len(err.splitlines()) == 1, (out, err)
+    assert "127.0.0.1:%d" % port in err and "in use" in err, err
+    assert "--listen" in err and "KILN_LISTEN" in err and "came from KILN_LISTEN" in err, err
+    assert "KILN_DATA_DIR" not in err, err
+    assert not (tmp_path / "new").exists(), "a server that cannot listen made its data directory"
+
+
+def test_second_server_started_like_the_first(serve_factory):
+    """The same address and the same data directory (a second `kiln serve` started as the
+    first was): one line says both are in use and how to choose each."""
+    first = serve_factory(name="twice")
+    before = snapshot(first.data_dir)
+    rc, out, err = _serve_once("--listen", first.host, env={"KILN_DATA_DIR": str(first.data_dir)})
+    assert rc == 2 and out == "" and len(err.splitlines()) == 1, (rc, out, err)
+    assert "%s: the address is in use" % first.host in err, err
+    assert str(first.data_dir) in err and "pid %d" % first.proc.pid in err, err
+    for named in ("--listen", "KILN_LISTEN", "--data-dir", "KILN_DATA_DIR"):
+        assert named in err, err
+    assert snapshot(first.data_dir) == before

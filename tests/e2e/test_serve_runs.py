@@ -169,6 +169,8 @@ def test_run_produces_file_and_document(server, tmp_path):
     files = {f["name"]: f for f in res["files"]}
     docs = {d["name"]: d for d in res["documents"]}
     assert "summary.csv" in files and list(docs) == ["summary.xlsx"], res
+    assert files["summary.csv"]["file"]["source"] == "output"
+    assert docs["summary.xlsx"]["file"]["source"] == "document"
     for entry in list(files.values()) + list(docs.values()):
         fo = entry["file"]
         assert fo["filename"] == entry["name"].rsplit("/", 1)[-1] or fo["filename"] == entry["name"]
@@ -201,9 +203,37 @@ def test_run_reads_input(server):
     assert r.status == 200, r
     assert r.json["status"] == "ok", r.json
     assert r.json["stdout"]["text"] == "%d %.2f\n" % (len(rows), total)
-    # the input is listed among the job's files, with a file object of its own
+    # the input is listed among the job's files, unchanged: it is not stored again, its
+    # file is the input's own file object (same id, source "input")
     listed = {x["name"]: x for x in r.json["files"]}
     assert listed["sales.csv"]["sha256"] == f["sha256"]
+    assert listed["sales.csv"]["file"] == server.request("GET", "/v1/files/" + f["id"]).json
+    assert listed["sales.csv"]["file"]["id"] == f["id"] and f["source"] == "input", listed
+
+
+def test_run_stores_only_what_it_made_or_changed(server):
+    """Of three inputs a run leaves one alone, changes one and deletes one, and writes a new
+    file: the untouched one is its input's file object (no new file in the store), the
+    changed one and the new one are new files with source "output" (the input itself stays
+    as uploaded), the deleted one is not listed."""
+    kept = server.upload("kept.csv", b"a,b\n1,2\n", media_type="text/csv")
+    edited = server.upload("edited.csv", b"a,b\n1,2\n", media_type="text/csv")
+    dropped = server.upload("dropped.txt", b"bye\n")
+    before = server.request("GET", "/v1/files?limit=1000").json["total"]
+    code = ("import os\n"
+            "open('/mnt/data/edited.csv', 'a').write('3,4\\n')\n"
+            "os.remove('/mnt/data/dropped.txt')\n"
+            "open('/mnt/data/new.txt', 'w').write('new\\n')\n")
+    r = run(server, code, inputs=[kept["id"], edited["id"], dropped["id"]])
+    assert r.status == 200 and r.json["status"] == "ok", r
+    listed = {x["name"]: x["file"] for x in r.json["files"]}
+    assert sorted(listed) == ["edited.csv", "kept.csv", "new.txt"], listed
+    assert listed["kept.csv"] == kept, listed["kept.csv"]
+    assert listed["edited.csv"]["id"] != edited["id"] and listed["edited.csv"]["source"] == "output"
+    assert server.download(listed["edited.csv"]["id"]) == b"a,b\n1,2\n3,4\n"
+    assert server.download(edited["id"]) == b"a,b\n1,2\n"
+    assert listed["new.txt"]["source"] == "output"
+    assert server.request("GET", "/v1/files?limit=1000").json["total"] == before + 2
 
 
 def test_run_sample_job(server):
@@ -336,6 +366,107 @@ def test_sigterm_grace_kills_long_run(serve_factory):
     bg.join(10)
     if bg.resp is not None:
         assert bg.resp.status in (200, 503), bg.resp
+
+
+# --------------------------------------------------------------------------- clients that leave
+
+def descendants(pid):
+    """Every process below pid (its children, theirs, ...), from /proc."""
+    children = {}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            stat = Path("/proc/%s/stat" % d).read_text()
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        children.setdefault(ppid, []).append(int(d))
+    out, todo = [], [pid]
+    while todo:
+        for c in children.get(todo.pop(), []):
+            out.append(c)
+            todo.append(c)
+    return out
+
+
+def wait_for(cond, timeout, what):
+    deadline = time.monotonic() + timeout
+    while not cond():
+        assert time.monotonic() < deadline, "%s: not within %ss" % (what, timeout)
+        time.sleep(0.02)
+
+
+def post_and_leave(srv, path, body):
+    """A raw POST whose client will go away: the socket, open, the request sent."""
+    import json
+    import socket
+    data = json.dumps(body).encode()
+    sock = socket.create_connection(("127.0.0.1", srv.port), timeout=30)
+    sock.sendall(b"POST %s HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer KEY1\r\n"
+                 b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
+                 % (path.encode(), srv.host.encode(), len(data), data))
+    return sock
+
+
+def abort_lines(srv, route):
+    return [e for e in srv.log() if e.get("route") == route and e.get("termination") == "client_abort"]
+
+
+def metric(srv, name, labels):
+    m = re.search(r"^%s\{%s\} (\d+)$" % (re.escape(name), re.escape(labels)), srv.metrics(), re.M)
+    return int(m.group(1)) if m else 0
+
+
+def test_client_abort_cancels_the_run(serve_factory):
+    """A client that starts a 20 s run and closes its connection: the run's processes (kiln
+    run, its supervisor, the sandbox) are gone within a second or two, the access log says
+    "termination": "client_abort" with no status sent, /metrics counts the run as
+    client_abort, and nothing of it is left (no stored file, an empty work directory)."""
+    s = serve_factory(name="abort")
+    sock = post_and_leave(s, "/v1/runs", {"code": "open('out.txt', 'w').write('x'); "
+                                                  "import time; time.sleep(20)"})
+    wait_for(lambda: len(descendants(s.proc.pid)) >= 2, 15, "the run starting")
+    t0 = time.monotonic()
+    sock.close()
+    wait_for(lambda: not descendants(s.proc.pid), 2.5, "the run's processes ending")
+    gone = time.monotonic() - t0
+    wait_for(lambda: abort_lines(s, "/v1/runs"), 5, "the access-log line")
+    [line] = abort_lines(s, "/v1/runs")
+    assert line["status"] == 0 and line["bytes"] == 0 and line["duration_ms"] < 15000, line
+    assert metric(s, "kiln_runs_total", 'outcome="client_abort"') == 1
+    assert s.request("GET", "/v1/files").json["total"] == 0
+    assert os.listdir(s.data_dir / "work") == []
+    assert gone < 2.5
+
+
+def test_queued_jobs_of_a_gone_client_never_start(serve_factory):
+    """With the one worker busy, a run and a render whose clients leave while they wait are
+    not begun when the worker comes free: no process appears for them, their lines say
+    client_abort, /metrics counts them (runs by outcome, renders by result), and the render
+    stored no document."""
+    s = serve_factory("--max-jobs", "1", "--queue", "4", name="queued")
+    busy = Background(run, s, SLEEP)
+    wait_for(lambda: descendants(s.proc.pid), 15, "the first run starting")
+    left = [post_and_leave(s, "/v1/runs", {"code": "import time; time.sleep(20)"}),
+            post_and_leave(s, "/v1/render", {"format": "xlsx",
+                                             "spec": {"sheets": [{"rows": [[1]]}]}})]
+    wait_for(lambda: re.search(r"^kiln_jobs_queued 2$", s.metrics(), re.M), 5, "both queued")
+    for sock in left:
+        sock.close()
+    r = busy.result(60)
+    assert r.status == 200 and r.json["status"] == "ok", r
+    wait_for(lambda: abort_lines(s, "/v1/runs") and abort_lines(s, "/v1/render"), 5,
+             "the queued jobs' lines")
+    deadline = time.monotonic() + 1.0
+    while time.monotonic() < deadline:   # the queued run never gets a process
+        assert not descendants(s.proc.pid), "a run whose client had left was started"
+        time.sleep(0.01)
+    assert all(e["status"] == 0 for e in abort_lines(s, "/v1/runs") + abort_lines(s, "/v1/render"))
+    assert metric(s, "kiln_runs_total", 'outcome="client_abort"') == 1
+    assert metric(s, "kiln_runs_total", 'outcome="ok"') == 1
+    assert metric(s, "kiln_renders_total", 'format="xlsx",result="client_abort"') == 1
+    assert s.request("GET", "/v1/files").json["total"] == 0
 
 
 # --------------------------------------------------------------------------- run maxima

@@ -151,9 +151,9 @@ static void test_runs_and_renders(void **state)
     kiln_metrics_run(m, "ok");
     kiln_metrics_run(m, "ok");
     kiln_metrics_run(m, "timeout");
-    kiln_metrics_render(m, "xlsx", 1);
-    kiln_metrics_render(m, "xlsx", 0);
-    kiln_metrics_render(m, "pdf", 1);
+    kiln_metrics_render(m, "xlsx", "ok");
+    kiln_metrics_render(m, "xlsx", "error");
+    kiln_metrics_render(m, "pdf", "ok");
     char *t = text_of(m, 0, 0, 0);
     assert_int_equal(value_of(t, "kiln_runs_total{outcome=\"ok\"}"), 2);
     assert_int_equal(value_of(t, "kiln_runs_total{outcome=\"timeout\"}"), 1);

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -375,7 +376,8 @@ static kiln_store_file put_file(const char *path, const char *name, const char *
 {
     kiln_store_file f;
     kiln_error err;
-    kiln_store_result r = kiln_store_put_path(ctx.store, "t1", path, name, media, &f, &err);
+    kiln_store_result r = kiln_store_put_path(ctx.store, "t1", path, name, media,
+                                              KILN_STORE_SOURCE_INPUT, &f, &err);
     if (r != KILN_STORE_OK)
         fail_msg("put %s: %s", path, err.message);
     return f;
@@ -541,6 +543,28 @@ static void test_render_invalid_spec(void **state)
     char *text = json_dumps(r.body, 0);
     assert_null(strstr(text, work));
     free(text);
+    /* Each says what to do instead: upload, list the id in inputs, use the id (the
+     * absolute path stays refused as invalid, the missing one unreadable). */
+    json_array_foreach(errors, i, e) {
+        const char *m = json_string_value(json_object_get(e, "message"));
+        assert_string_equal(json_string_value(json_object_get(e, "code")),
+                            i == 0 ? "invalid_spec" : "unreadable_input");
+        assert_non_null(strstr(m, i == 0 ? "\"/etc/passwd\"" : "\"nothere.png\""));
+        assert_non_null(strstr(m, "POST /v1/files"));
+        assert_non_null(strstr(m, "\"inputs\""));
+    }
+    json_decref(r.body);
+    json_decref(rq);
+    /* A well-formed id that is not in inputs: say so. */
+    rq = load("{'format': 'docx', 'spec': {'blocks': [{'type': 'paragraph', 'text': 'x'}, "
+              "{'type': 'image', 'image': {'path': '0123456789abcdef0123456789abcdef'}}]}}");
+    kiln_api_render(&ctx, "t1", rq, &r);
+    assert_status(&r, 422);
+    errors = json_object_get(error_details(&r), "errors");
+    assert_int_equal(json_array_size(errors), 1);
+    e = json_array_get(errors, 0);
+    assert_string_equal(json_string_value(json_object_get(e, "pointer")), "/blocks/1/image/path");
+    assert_non_null(strstr(json_string_value(json_object_get(e, "message")), "not in \"inputs\""));
     json_decref(r.body);
     json_decref(rq);
     assert_work_empty();
@@ -671,7 +695,7 @@ static void test_run_invalid(void **state)
                       " 'limits': {'memory_bytes': 1e12, 'bogus': 1, 'wall_seconds': -1,"
                       " 'processes': 2.5, 'cpu_seconds': 10}}");
     kiln_api_reply r;
-    kiln_api_run(&c, "t1", rq, &r);
+    kiln_api_run(&c, "t1", rq, -1, &r);
     assert_status(&r, 422);
     assert_string_equal(error_code(&r), "invalid_run");
     json_t *errors = json_object_get(error_details(&r), "errors");
@@ -697,7 +721,7 @@ static void test_run_invalid(void **state)
     char *text = NULL;
     assert_true(asprintf(&text, "{\"code\": \"print(1)\", \"inputs\": [\"%s\"]}", odd.id) > 0);
     rq = json_loads(text, 0, NULL);
-    kiln_api_run(&c, "t1", rq, &r);
+    kiln_api_run(&c, "t1", rq, -1, &r);
     assert_status(&r, 422);
     errors = json_object_get(error_details(&r), "errors");
     assert_string_equal(json_string_value(json_object_get(json_array_get(errors, 0), "pointer")),
@@ -709,7 +733,7 @@ static void test_run_invalid(void **state)
 
     /* An unknown input: 404. */
     rq = load("{'code': 'print(1)', 'inputs': ['0123456789abcdef0123456789abcdef']}");
-    kiln_api_run(&c, "t1", rq, &r);
+    kiln_api_run(&c, "t1", rq, -1, &r);
     assert_status(&r, 404);
     json_decref(r.body);
     json_decref(rq);
@@ -734,7 +758,7 @@ static void test_run_real(void **state)
     kiln_run_limits_default(&c.run_max);
     json_t *rq = load("{'code': 'print(1)', 'limits': {'wall_seconds': 30}}");
     kiln_api_reply r;
-    kiln_api_run(&c, "t1", rq, &r);
+    kiln_api_run(&c, "t1", rq, -1, &r);
     if (r.status == 503)
         dump_reply(&r);
     assert_status(&r, 200);
@@ -756,10 +780,10 @@ static void test_run_real(void **state)
                          in.id) > 0);
     rq = json_loads(text, 0, NULL);
     assert_non_null(rq);
-    kiln_api_run(&c, "t1", rq, &r);
+    kiln_api_run(&c, "t1", rq, -1, &r);
     assert_status(&r, 200);
     json_t *files = json_object_get(r.body, "files");
-    int seen_copy = 0;
+    int seen_copy = 0, seen_input = 0;
     size_t i;
     json_t *f;
     json_array_foreach(files, i, f) {
@@ -774,14 +798,24 @@ static void test_run_real(void **state)
         assert_int_equal(kiln_store_get(ctx.store, "t1", id, &got, &err), KILN_STORE_OK);
         assert_string_equal(got.filename, name);
         if (strcmp(name, "copy.csv") == 0) {
+            /* The input's bytes under a name of its own: a file the run made. */
             seen_copy = 1;
             assert_int_equal(got.bytes, in.bytes);
             assert_string_equal(got.sha256, in.sha256);
+            assert_string_not_equal(got.id, in.id);
+            assert_int_equal(got.source, KILN_STORE_SOURCE_OUTPUT);
+        }
+        if (strcmp(name, "data.csv") == 0) {
+            /* The input, unchanged: not stored again. */
+            seen_input = 1;
+            assert_string_equal(id, in.id);
+            assert_int_equal(got.source, KILN_STORE_SOURCE_INPUT);
+            assert_string_equal(json_string_value(json_object_get(file, "source")), "input");
         }
         if (strcmp(name, "arg.txt") == 0)
             assert_int_equal(got.bytes, 4);
     }
-    assert_true(seen_copy);
+    assert_true(seen_copy && seen_input);
     json_decref(r.body);
     json_decref(rq);
     free(text);
@@ -789,7 +823,7 @@ static void test_run_real(void **state)
     /* render: a spec the code saved comes back as a stored document. */
     rq = load("{'render': true, 'code': 'import kiln\\nkiln.save_spec({\\'blocks\\': "
               "[{\\'type\\': \\'rule\\'}]}, \\'r.docx\\')'}");
-    kiln_api_run(&c, "t1", rq, &r);
+    kiln_api_run(&c, "t1", rq, -1, &r);
     assert_status(&r, 200);
     json_t *doc = json_array_get(json_object_get(r.body, "documents"), 0);
     if (!doc)
@@ -803,6 +837,7 @@ static void test_run_real(void **state)
     assert_string_equal(got.filename, "r.docx");
     assert_string_equal(got.media_type,
                         "application/vnd.openxmlformats-officedocument.wordprocessingml.document");
+    assert_int_equal(got.source, KILN_STORE_SOURCE_DOCUMENT);
     json_decref(r.body);
     json_decref(rq);
     assert_work_empty();
@@ -871,7 +906,7 @@ static void test_run_sandbox_unavailable(void **state)
     c.kiln_exe = fake;
     json_t *rq = load("{'code': 'print(1)'}");
     kiln_api_reply r;
-    kiln_api_run(&c, "t1", rq, &r);
+    kiln_api_run(&c, "t1", rq, -1, &r);
     assert_status(&r, 503);
     assert_string_equal(error_code(&r), "sandbox_unavailable");
     assert_non_null(strstr(json_string_value(json_object_get(error_details(&r), "reason")),
@@ -887,9 +922,75 @@ static void *run_thread(void *arg)
     kiln_api_ctx c = ctx;
     kiln_run_limits_default(&c.run_max);
     json_t *rq = json_loads("{\"language\": \"bash\", \"code\": \"sleep 30\"}", 0, NULL);
-    kiln_api_run(&c, "t1", rq, r);
+    kiln_api_run(&c, "t1", rq, -1, r);
     json_decref(rq);
     return NULL;
+}
+
+/* The client's side of a connection: open, then gone once its peer closes. */
+static void test_client_gone(void **state)
+{
+    (void)state;
+    int sv[2];
+    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+    assert_false(kiln_api_client_gone(-1));
+    assert_false(kiln_api_client_gone(sv[0]));
+    /* Data waiting (a pipelined request) is not a hang-up. */
+    assert_int_equal(write(sv[1], "GET", 3), 3);
+    assert_false(kiln_api_client_gone(sv[0]));
+    close(sv[1]);
+    assert_true(kiln_api_client_gone(sv[0]));
+    close(sv[0]);
+}
+
+struct gone_run {
+    int client_fd;
+    kiln_api_reply reply;
+};
+
+static void *gone_run_thread(void *arg)
+{
+    struct gone_run *g = arg;
+    kiln_api_ctx c = ctx;
+    kiln_run_limits_default(&c.run_max);
+    json_t *rq = json_loads("{\"language\": \"bash\", \"code\": \"echo hi > f.txt; sleep 30\"}",
+                            0, NULL);
+    kiln_api_run(&c, "t1", rq, g->client_fd, &g->reply);
+    json_decref(rq);
+    return NULL;
+}
+
+/* A run whose client goes away is killed at once: no reply to send,
+ * nothing stored, the scratch directory gone. */
+static void test_run_client_gone(void **state)
+{
+    (void)state;
+    if (!can_run())
+        skip();
+    int64_t total = 0;
+    kiln_error err;
+    assert_int_equal(kiln_store_list(ctx.store, "t1", 0, 1, NULL, NULL, &total, &err),
+                     KILN_STORE_OK);
+    int sv[2];
+    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+    struct gone_run g = {.client_fd = sv[0]};
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, gone_run_thread, &g), 0);
+    sleep(1);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    close(sv[1]);
+    pthread_join(t, NULL);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    assert_true(t1.tv_sec - t0.tv_sec < 3);
+    assert_true(g.reply.client_gone);
+    assert_null(g.reply.body);
+    close(sv[0]);
+    int64_t after = 0;
+    assert_int_equal(kiln_store_list(ctx.store, "t1", 0, 1, NULL, NULL, &after, &err),
+                     KILN_STORE_OK);
+    assert_int_equal(after, total);
+    assert_work_empty();
 }
 
 /* Shutdown: a run in flight is killed and answers 503; none starts after.
@@ -926,6 +1027,7 @@ int main(void)
         cmocka_unit_test(test_jobs_concurrent),
         cmocka_unit_test(test_inuse),
         cmocka_unit_test(test_shared_json),
+        cmocka_unit_test(test_client_gone),
     };
     const struct CMUnitTest jobs[] = {
         cmocka_unit_test(test_render_good),
@@ -939,6 +1041,7 @@ int main(void)
         cmocka_unit_test(test_render_gone),
         cmocka_unit_test(test_render_warnings),
         cmocka_unit_test(test_run_sandbox_unavailable),
+        cmocka_unit_test(test_run_client_gone),
         cmocka_unit_test(test_run_killed_at_shutdown),
     };
     int failed = cmocka_run_group_tests_name("service_api_pool", pool, NULL, NULL);

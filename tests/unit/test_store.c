@@ -88,7 +88,8 @@ static kiln_store_result upload(kiln_store *store, const char *tenant, const cha
 {
     kiln_store_upload *up = NULL;
     kiln_error err;
-    kiln_store_result r = kiln_store_begin(store, tenant, name, "text/plain", &up, &err);
+    kiln_store_result r =
+        kiln_store_begin(store, tenant, name, "text/plain", KILN_STORE_SOURCE_INPUT, &up, &err);
     if (r != KILN_STORE_OK)
         return r;
     r = kiln_store_write(up, data, len, &err);
@@ -100,6 +101,14 @@ static kiln_store_result upload(kiln_store *store, const char *tenant, const cha
     if (r != KILN_STORE_OK)
         fprintf(stderr, "kiln_store_commit: %s\n", err.message);
     return r;
+}
+
+static void write_file(const char *path, const char *text)
+{
+    FILE *fp = fopen(path, "wb");
+    assert_non_null(fp);
+    fputs(text, fp);
+    assert_int_equal(fclose(fp), 0);
 }
 
 static int is_id(const char *id)
@@ -125,7 +134,7 @@ static void test_upload_and_get(void **state)
     kiln_store_file f, g;
     assert_int_equal(kiln_store_begin(store, "acme", NAME_UTF8,
                                       "application/vnd.openxmlformats-officedocument."
-                                      "spreadsheetml.sheet",
+                                      "spreadsheetml.sheet", KILN_STORE_SOURCE_INPUT,
                                       &up, &err),
                      KILN_STORE_OK);
     assert_int_equal(kiln_store_write(up, "hello ", 6, &err), KILN_STORE_OK);
@@ -168,7 +177,8 @@ static void test_body_content(void **state)
     kiln_store_file f, g;
     kiln_store_upload *up = NULL;
     kiln_error werr;
-    assert_int_equal(kiln_store_begin(store, "acme", "data.bin", "text/plain", &up, &werr),
+    assert_int_equal(kiln_store_begin(store, "acme", "data.bin", "text/plain",
+                                      KILN_STORE_SOURCE_INPUT, &up, &werr),
                      KILN_STORE_OK);
     for (size_t at = 0; at < len; at += piece)
         assert_int_equal(kiln_store_write(up, data + at, at + piece > len ? len - at : piece,
@@ -252,7 +262,8 @@ static void too_large_case(int named)
     /* One byte over after the limit was reached: refused at once, and the
      * temporary file is already gone before the caller aborts. */
     kiln_store_upload *up = NULL;
-    assert_int_equal(kiln_store_begin(store, "acme", "y", "text/plain", &up, &err),
+    assert_int_equal(kiln_store_begin(store, "acme", "y", "text/plain", KILN_STORE_SOURCE_INPUT,
+                                      &up, &err),
                      KILN_STORE_OK);
     assert_int_equal(kiln_store_write(up, "01234", 5, &err), KILN_STORE_OK);
     assert_int_equal(kiln_store_write(up, "56789", 5, &err), KILN_STORE_OK);
@@ -266,7 +277,8 @@ static void too_large_case(int named)
     kiln_store_abort(up);
     assert_int_equal(content_entries(), 1);
 
-    assert_int_equal(kiln_store_begin(store, "acme", "y", "text/plain", &up, &err),
+    assert_int_equal(kiln_store_begin(store, "acme", "y", "text/plain", KILN_STORE_SOURCE_INPUT,
+                                      &up, &err),
                      KILN_STORE_OK);
     assert_int_equal(kiln_store_write(up, "0123456789AB", 12, &err), KILN_STORE_TOO_LARGE);
     assert_int_equal(kiln_store_commit(up, &f, &err), KILN_STORE_ERROR); /* frees up */
@@ -299,7 +311,8 @@ static void test_abort_leaves_nothing(void **state)
     for (int named = 0; named <= 1; named++) {
         kiln_store_force_named_temp(store, named);
         kiln_store_upload *up = NULL;
-        assert_int_equal(kiln_store_begin(store, "acme", "a", "text/plain", &up, &err),
+        assert_int_equal(kiln_store_begin(store, "acme", "a", "text/plain",
+                                          KILN_STORE_SOURCE_INPUT, &up, &err),
                          KILN_STORE_OK);
         assert_int_equal(kiln_store_write(up, "partial", 7, &err), KILN_STORE_OK);
         /* The unnamed temporary has no entry; the named one has one. */
@@ -635,13 +648,16 @@ static void test_put_path(void **state)
     fputs("hello world", fp);
     fclose(fp);
     assert_int_equal(kiln_store_put_path(store, "acme", src, "report.pdf", "application/pdf",
+                                         KILN_STORE_SOURCE_OUTPUT,
                                          &f, &err),
                      KILN_STORE_OK);
     assert_string_equal(f.sha256, HELLO_SHA);
     assert_int_equal(f.bytes, 11);
     assert_string_equal(f.filename, "report.pdf");
     assert_string_equal(f.media_type, "application/pdf");
+    assert_int_equal(f.source, KILN_STORE_SOURCE_OUTPUT);
     assert_int_equal(kiln_store_get(store, "acme", f.id, &g, &err), KILN_STORE_OK);
+    assert_int_equal(g.source, KILN_STORE_SOURCE_OUTPUT);
     assert_true(content_has(f.id));
     /* The source is copied, not moved. */
     struct stat sb;
@@ -651,15 +667,114 @@ static void test_put_path(void **state)
     assert_non_null(fp);
     fputs("this is more than twenty bytes", fp);
     fclose(fp);
-    assert_int_equal(kiln_store_put_path(store, "acme", src, "big", "text/plain", &f, &err),
+    assert_int_equal(kiln_store_put_path(store, "acme", src, "big", "text/plain",
+                                         KILN_STORE_SOURCE_OUTPUT, &f, &err),
                      KILN_STORE_TOO_LARGE);
-    assert_int_equal(kiln_store_put_path(store, "acme", dir, "dir", "text/plain", &f, &err),
+    assert_int_equal(kiln_store_put_path(store, "acme", dir, "dir", "text/plain",
+                                         KILN_STORE_SOURCE_OUTPUT, &f, &err),
                      KILN_STORE_ERROR);
     snprintf(src, sizeof src, "%s/missing", dir);
-    assert_int_equal(kiln_store_put_path(store, "acme", src, "m", "text/plain", &f, &err),
+    assert_int_equal(kiln_store_put_path(store, "acme", src, "m", "text/plain",
+                                         KILN_STORE_SOURCE_OUTPUT, &f, &err),
                      KILN_STORE_ERROR);
     assert_int_equal(content_entries(), 1);
     kiln_store_close(store);
+}
+
+/* Each file keeps how it came to be; its name is the API's word for it. */
+static void test_sources(void **state)
+{
+    (void)state;
+    kiln_store *store = open_store(0);
+    kiln_store_file f, g;
+    kiln_error err;
+    assert_int_equal(upload(store, "acme", "in.csv", "a\n", 2, &f), KILN_STORE_OK);
+    assert_int_equal(f.source, KILN_STORE_SOURCE_INPUT);
+    char src[512];
+    snprintf(src, sizeof src, "%s/doc.bin", dir);
+    write_file(src, "doc");
+    assert_int_equal(kiln_store_put_path(store, "acme", src, "doc.pdf", "application/pdf",
+                                         KILN_STORE_SOURCE_DOCUMENT, &g, &err),
+                     KILN_STORE_OK);
+    kiln_store_close(store);
+    store = open_store(0); /* read back from the database, not a cache */
+    assert_int_equal(kiln_store_get(store, "acme", f.id, &f, &err), KILN_STORE_OK);
+    assert_int_equal(f.source, KILN_STORE_SOURCE_INPUT);
+    assert_int_equal(kiln_store_get(store, "acme", g.id, &g, &err), KILN_STORE_OK);
+    assert_int_equal(g.source, KILN_STORE_SOURCE_DOCUMENT);
+    kiln_store_close(store);
+    assert_string_equal(kiln_store_source_name(KILN_STORE_SOURCE_INPUT), "input");
+    assert_string_equal(kiln_store_source_name(KILN_STORE_SOURCE_OUTPUT), "output");
+    assert_string_equal(kiln_store_source_name(KILN_STORE_SOURCE_DOCUMENT), "document");
+    assert_null(kiln_store_source_name(KILN_STORE_SOURCE_UNKNOWN));
+}
+
+static int64_t db_int(const char *sql)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/kiln.db", dir);
+    sqlite3 *db = NULL;
+    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+    sqlite3_stmt *q = NULL;
+    assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &q, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_step(q), SQLITE_ROW);
+    int64_t v = sqlite3_column_int64(q, 0);
+    sqlite3_finalize(q);
+    sqlite3_close(db);
+    return v;
+}
+
+static void db_exec(const char *sql)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/kiln.db", dir);
+    sqlite3 *db = NULL;
+    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
+}
+
+/* A database of the first version (no source column) is brought up to date
+ * at open, its rows kept with no source (null: nobody knows it any more);
+ * one of a later version than this Kiln knows is refused. */
+static void test_schema_upgrade(void **state)
+{
+    (void)state;
+    char path[512];
+    snprintf(path, sizeof path, "%s/content", dir);
+    assert_int_equal(mkdir(path, 0700), 0);
+    static const char id[] = "0123456789abcdef0123456789abcdef";
+    snprintf(path, sizeof path, "%s/content/%s", dir, id);
+    write_file(path, "hello world");
+    db_exec("CREATE TABLE files (id TEXT NOT NULL UNIQUE, tenant TEXT NOT NULL,"
+            " filename TEXT NOT NULL, media_type TEXT NOT NULL, sha256 TEXT NOT NULL,"
+            " bytes INTEGER NOT NULL, created_at INTEGER NOT NULL, expires_at INTEGER NOT NULL,"
+            " expired INTEGER NOT NULL DEFAULT 0);"
+            "INSERT INTO files VALUES ('0123456789abcdef0123456789abcdef', 'acme', 'old.txt',"
+            " 'text/plain', '" HELLO_SHA "', 11, 1700000000, 1800000000, 0);"
+            "PRAGMA user_version = 1;");
+    kiln_store *store = open_store(0);
+    kiln_store_file f;
+    kiln_error err;
+    assert_int_equal(kiln_store_get(store, "acme", id, &f, &err), KILN_STORE_OK);
+    assert_string_equal(f.filename, "old.txt");
+    assert_int_equal(f.source, KILN_STORE_SOURCE_UNKNOWN);
+    assert_int_equal(upload(store, "acme", "new.txt", "x", 1, &f), KILN_STORE_OK);
+    assert_int_equal(f.source, KILN_STORE_SOURCE_INPUT);
+    kiln_store_close(store);
+    assert_int_equal(db_int("PRAGMA user_version"), 2);
+    assert_int_equal(db_int("SELECT count(*) FROM files WHERE source IS NULL"), 1);
+    assert_int_equal(db_int("SELECT count(*) FROM files WHERE source = 'input'"), 1);
+    /* Opened again: nothing more to do. */
+    store = open_store(0);
+    kiln_store_close(store);
+
+    db_exec("PRAGMA user_version = 3");
+    kiln_store_options opt = {.dir = dir};
+    store = NULL;
+    assert_int_equal(kiln_store_open(&store, &opt, &err), KILN_E_INTERNAL);
+    assert_null(store);
+    assert_non_null(strstr(err.message, "newer Kiln"));
 }
 
 static void test_validation(void **state)
@@ -764,7 +879,8 @@ static void crash_child_case(int named)
         if (kiln_store_open(&store, &opt, &err) != KILN_E_OK)
             _exit(1);
         kiln_store_force_named_temp(store, named);
-        if (kiln_store_begin(store, "acme", "big.bin", "application/octet-stream", &up, &err) !=
+        if (kiln_store_begin(store, "acme", "big.bin", "application/octet-stream",
+                             KILN_STORE_SOURCE_INPUT, &up, &err) !=
                 KILN_STORE_OK ||
             kiln_store_write(up, half, sizeof half, &err) != KILN_STORE_OK)
             _exit(1);
@@ -975,10 +1091,24 @@ static void test_one_process_at_a_time(void **state)
     assert_int_equal(kiln_store_open(&second, &opt, &err), KILN_E_USAGE);
     assert_null(second);
     assert_non_null(strstr(err.message, "in use"));
+    /* The holder is named, from /proc/locks: here, this very process. */
+    char pid_text[48];
+    snprintf(pid_text, sizeof pid_text, "(pid %ld)", (long)getpid());
+    assert_non_null(strstr(err.message, pid_text));
+    long pid = 0;
+    assert_int_equal(kiln_store_holder(dir, &pid), 1);
+    assert_int_equal(pid, (long)getpid());
     kiln_store_close(store);
+    assert_int_equal(kiln_store_holder(dir, &pid), 0);
     assert_int_equal(kiln_store_open(&second, &opt, &err), KILN_E_OK);
     kiln_store_close(second);
     kiln_store_close(NULL);
+    /* No store there at all: nobody holds it, and nothing is made. */
+    char none[PATH_MAX];
+    snprintf(none, sizeof none, "%s/no-store-here", dir);
+    assert_int_equal(kiln_store_holder(none, &pid), 0);
+    struct stat sb;
+    assert_int_equal(stat(none, &sb), -1);
 }
 
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
@@ -1000,6 +1130,8 @@ int main(void)
         T(test_ttl_option),
         T(test_bytes),
         T(test_put_path),
+        T(test_sources),
+        T(test_schema_upgrade),
         T(test_validation),
         T(test_crash_orphans),
         T(test_crash_killed_upload),
