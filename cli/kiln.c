@@ -77,7 +77,7 @@ static const char usage_validate[] =
     "  -h, --help             show this help\n";
 
 static const char usage_run[] =
-    "usage: kiln run [OPTIONS] [FILE | -] [-- ARGS...]\n"
+    "usage: kiln run [OPTIONS] [FILE | -] [OPTIONS] [-- ARGS...]\n"
     "       kiln run [OPTIONS] -c CODE [-- ARGS...]\n"
     "\n"
     "Run untrusted Python or bash code in Kiln's sandbox and print one JSON\n"
@@ -91,7 +91,9 @@ static const char usage_run[] =
     "      --ro-bind PATH     show host PATH to the job read-only, at PATH; repeatable\n"
     "  -o, --out DIR          copy the files and documents into DIR (default ./kiln-out)\n"
     "  -n, --no-copy          list the files only\n"
-    "  -r, --render           render the specs `import kiln` saved into documents\n"
+    "  -r, --render           render the specs `import kiln` saved into documents (the\n"
+    "                         default)\n"
+    "      --no-render        leave the saved specs as files, unrendered\n"
     "      --pretty           indent the JSON\n"
     "limits (SIZE in bytes or with K, M, G):\n"
     "      --timeout SECONDS  wall clock (60)         --cpu SECONDS   CPU time (60)\n"
@@ -205,6 +207,56 @@ static int report_error(const kiln_error *e, int as_json)
     kiln_errors_init(&one);
     kiln_errors_add(&one, e);
     return report_errors(&one, as_json);
+}
+
+/*
+ * Where the options end: the index of the first "--" that is not an option's
+ * value, else argc. getopt_long permutes (options may come after FILE, as
+ * GNU tools allow), and then moves the "--" before the words it skipped,
+ * so after it runs nothing tells FILE from the program's arguments; the
+ * split is found first, reading argv as getopt will (a value attached or
+ * the next word, long options by unique prefix).
+ */
+static int options_end(int argc, char **argv, const char *shortopts, const struct option *longopts)
+{
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--") == 0)
+            return i;
+        if (a[0] != '-' || a[1] == '\0')
+            continue;
+        if (a[1] == '-') {
+            const char *name = a + 2;
+            if (strchr(name, '='))
+                continue;
+            size_t n = strlen(name);
+            const struct option *found = NULL;
+            int matches = 0;
+            for (const struct option *o = longopts; o->name; o++) {
+                if (strncmp(o->name, name, n) != 0)
+                    continue;
+                if (strlen(o->name) == n) {
+                    found = o;
+                    matches = 1;
+                    break;
+                }
+                found = o;
+                matches++;
+            }
+            if (matches == 1 && found->has_arg == required_argument)
+                i++;
+            continue;
+        }
+        for (const char *p = a + 1; *p; p++) {
+            const char *spec = strchr(shortopts, *p);
+            if (*p != ':' && spec && spec[1] == ':') {
+                if (p[1] == '\0')
+                    i++;
+                break;
+            }
+        }
+    }
+    return argc;
 }
 
 static int cmd_render(int argc, char **argv)
@@ -433,13 +485,14 @@ static int parse_seconds(const char *text, double *out)
 
 static int cmd_run(int argc, char **argv)
 {
-    enum { OPT_PRETTY = 256, OPT_TIMEOUT, OPT_CPU, OPT_MEMORY, OPT_PROCESSES, OPT_DISK, OPT_TMP,
+    enum { OPT_PRETTY = 256, OPT_NO_RENDER, OPT_TIMEOUT, OPT_CPU, OPT_MEMORY, OPT_PROCESSES, OPT_DISK, OPT_TMP,
            OPT_FILE_SIZE, OPT_OPEN_FILES, OPT_STREAM_KEEP, OPT_STREAM_KILL, OPT_MAX_FILES,
            OPT_MAX_FILE_BYTES, OPT_MAX_TOTAL_BYTES, OPT_RO_BIND };
     static const struct option opts[] = {
         {"code", required_argument, NULL, 'c'},     {"language", required_argument, NULL, 'l'},
         {"input", required_argument, NULL, 'i'},    {"out", required_argument, NULL, 'o'},
         {"no-copy", no_argument, NULL, 'n'},        {"render", no_argument, NULL, 'r'},
+        {"no-render", no_argument, NULL, OPT_NO_RENDER},
         {"pretty", no_argument, NULL, OPT_PRETTY},  {"help", no_argument, NULL, 'h'},
         {"timeout", required_argument, NULL, OPT_TIMEOUT},
         {"cpu", required_argument, NULL, OPT_CPU},
@@ -469,9 +522,15 @@ static int cmd_run(int argc, char **argv)
         return kiln_status_exit(KILN_E_NOMEM);
     }
 
+    /* Options may come anywhere before "--" (GNU getopt's permutation); what
+     * follows it is the program's. Saved specs are rendered unless asked not
+     * to be: a job that saves a document wants the document. */
+    static const char shortopts[] = ":c:l:i:o:nrh";
+    int end = options_end(argc, argv, shortopts, opts);
+    opt.render = 1;
     optind = 1;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, "+:c:l:i:o:nrh", opts, NULL)) != -1) {
+    while ((c = getopt_long(end, argv, shortopts, opts, NULL)) != -1) {
         const char *bad = NULL;
         switch (c) {
         case 'c': code_arg = optarg; break;
@@ -496,6 +555,7 @@ static int cmd_run(int argc, char **argv)
         case 'o': out_dir = optarg; break;
         case 'n': no_copy = 1; break;
         case 'r': opt.render = 1; break;
+        case OPT_NO_RENDER: opt.render = 0; break;
         case OPT_PRETTY: pretty = 1; break;
         case 'h': fputs(usage_run, stdout); goto free_inputs;
         case OPT_TIMEOUT: if (parse_seconds(optarg, &opt.limits.wall_seconds)) bad = "--timeout"; break;
@@ -522,19 +582,17 @@ static int cmd_run(int argc, char **argv)
         }
     }
 
-    /* What follows the options: FILE (or "-"), then "--" and the program's
-     * own arguments. */
+    /* Besides the options: FILE (or "-"), at most one; the program's own
+     * arguments are what follows "--". */
     const char *file = NULL;
-    if (optind < argc && strcmp(argv[optind], "--") != 0)
+    if (optind < end)
         file = argv[optind++];
-    if (optind < argc && strcmp(argv[optind], "--") == 0)
-        optind++;
-    else if (optind < argc) {
+    if (optind < end) {
         status = usage_error(usage_run, "unexpected argument '%s' (program arguments go after --)",
                              argv[optind]);
         goto free_inputs;
     }
-    opt.args = (const char *const *)(argv + optind);
+    opt.args = (const char *const *)(argv + (end < argc ? end + 1 : argc));
     if (code_arg && file) {
         status = usage_error(usage_run, "give the code with -c or as FILE, not both");
         goto free_inputs;

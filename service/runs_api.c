@@ -7,7 +7,7 @@
  * namespace of its own), and a child that dies takes nothing of the
  * server with it. The child is the kiln executable itself:
  *
- *   kiln run -l LANG -o SCRATCH/out [--render] --timeout .. --memory .. ...
+ *   kiln run -l LANG -o SCRATCH/out [--no-render] --timeout .. --memory .. ...
  *            -i /proc/self/fd/3:NAME ... SCRATCH/code -- ARGS...
  *
  * The code goes in a file (argv is limited to 128 KiB a string), each input
@@ -253,6 +253,7 @@ static int check_request(const kiln_api_ctx *ctx, const json_t *request, run_req
                          kiln_api_reply *reply)
 {
     memset(rq, 0, sizeof *rq);
+    rq->render = 1; /* as kiln run: saved specs become documents unless asked not to */
     if (!json_is_object(request)) {
         kiln_api_reply_error(reply, 400, "invalid_request", "The request body must be a JSON object.",
                              json_pack("{s:s}", "pointer", ""));
@@ -671,8 +672,8 @@ void kiln_api_run(const kiln_api_ctx *ctx, const char *tenant, const json_t *req
     arg(&av, rq.language);
     arg(&av, "-o");
     arg(&av, out_dir);
-    if (rq.render)
-        arg(&av, "--render");
+    if (!rq.render)
+        arg(&av, "--no-render");
     for (size_t i = 0; i < LIMIT_COUNT; i++) {
         char value[64];
         double v = limit_get(&rq.limits, &limit_defs[i]);

@@ -232,13 +232,70 @@ def test_import_kiln_saves_to_a_mnt_data_path(tmp_path):
     assert (out / "report.docx").read_bytes()[:2] == b"PK"
 
 
+def test_saved_specs_render_by_default(tmp_path):
+    """A job that saves a document gets the document without asking (issue 15 item 15):
+    the spec is rendered, listed under documents, copied out; --no-render leaves it a
+    plain file, and the last of --render and --no-render counts."""
+    code = ("import kiln\nwb = kiln.Workbook()\nwb.sheet([{'a': 1}], name='S')\n"
+            "wb.save('a.xlsx')\n")
+    out = tmp_path / "out"
+    proc, r = run_json("-o", out, "-c", code)
+    assert proc.returncode == 0 and r["status"] == "ok", describe(proc)
+    assert [d["name"] for d in r["documents"]] == ["a.xlsx"], r
+    assert r["files"] == [] and (out / "a.xlsx").read_bytes()[:2] == b"PK"
+    for flags in (("--no-render",), ("--render", "--no-render")):
+        proc, r = run_json("-n", *flags, "-c", code)
+        assert proc.returncode == 0, describe(proc)
+        assert [f["name"] for f in r["files"]] == [".kiln/a.xlsx.spec.json"], describe(proc)
+        assert r["documents"] == []
+    proc, r = run_json("-n", "--no-render", "--render", "-c", code)
+    assert [d["name"] for d in r["documents"]] == ["a.xlsx"], describe(proc)
+
+
 def test_without_render_specs_are_plain_files(tmp_path):
     code = ("import os, json\nos.makedirs('.kiln', exist_ok=True)\n"
             "json.dump({'sheets': [{'name': 'S', 'rows': [[1]]}]}, "
             "open('.kiln/a.xlsx.spec.json', 'w'))\n")
-    proc, r = run_json("-n", "-c", code)
+    proc, r = run_json("-n", "--no-render", "-c", code)
     assert [f["name"] for f in r["files"]] == [".kiln/a.xlsx.spec.json"], describe(proc)
     assert r["documents"] == []
+
+
+ARGS_CODE = "import sys; print(sys.argv[1:])"
+
+
+@pytest.mark.parametrize("argv", [
+    ["-n", "-c", ARGS_CODE, "--", "a", "b"],                 # -c with -- (item 10)
+    ["-n", "JOB", "--", "a", "b"],
+    ["JOB", "-n", "--", "a", "b"],                           # options after FILE (item 11)
+    ["JOB", "-n", "--timeout", "10", "--", "a", "b"],
+    ["--timeout=10", "JOB", "-n", "--", "a", "b"],
+    ["-", "-n", "--", "a", "b"],                             # standard input
+])
+def test_program_arguments_after_double_dash(tmp_path, argv):
+    """`--` ends the options whatever comes before it, and options may follow FILE, as
+    GNU tools take them: the program sees exactly what follows `--`."""
+    job = tmp_path / "job.py"
+    job.write_text(ARGS_CODE + "\n")
+    argv = [str(job) if a == "JOB" else a for a in argv]
+    proc, r = run_json(*argv, input=ARGS_CODE.encode() if "-" in argv[:1] else None)
+    assert proc.returncode == 0 and r["status"] == "ok", describe(proc)
+    assert r["stdout"]["text"] == "['a', 'b']\n", r["stdout"]
+
+
+def test_double_dash_arguments_may_look_like_options(tmp_path):
+    """What follows `--` is the program's even when it reads as one of kiln's options, and
+    a `--` that is an option's value ends nothing."""
+    job = tmp_path / "job.py"
+    job.write_text(ARGS_CODE + "\n")
+    proc, r = run_json(str(job), "-n", "--", "-o", "x", "--", "--pretty")
+    assert proc.returncode == 0 and r["stdout"]["text"] == "['-o', 'x', '--', '--pretty']\n", r
+    proc, r = run_json("-n", "-l", "bash", "-c", 'echo "$@"', "--", "-c", "--")
+    assert proc.returncode == 0 and r["stdout"]["text"] == "-c --\n", describe(proc)
+    # a FILE and -c together, or two FILEs, are still refused (exit 2)
+    for argv in (["-n", "-c", "print(1)", str(job)], ["-n", str(job), str(job)]):
+        proc = run_kiln("run", *argv)
+        assert proc.returncode == 2, describe(proc)
 
 
 def test_leftovers_of_a_killed_supervisor_are_swept(tmp_path):

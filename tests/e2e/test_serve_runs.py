@@ -190,6 +190,22 @@ def test_run_produces_file_and_document(server, tmp_path):
     assert head.getheader("Content-Type") == MEDIA_TYPES["xlsx"]
 
 
+def test_run_renders_saved_specs_unless_told_not_to(server):
+    """A run that saves a spec gets its document without asking (issue 15 item 15);
+    "render": false leaves the spec a file of the run."""
+    code = ("import kiln\nwb = kiln.Workbook()\nwb.sheet([{'a': 1}], name='S')\n"
+            "wb.save('a.xlsx')\n")
+    r = run(server, code)
+    assert r.status == 200 and r.json["status"] == "ok", r.json
+    assert [d["name"] for d in r.json["documents"]] == ["a.xlsx"], r.json
+    assert r.json["documents"][0]["file"]["source"] == "document"
+    assert r.json["files"] == []
+    r = run(server, code, render=False)
+    assert r.status == 200 and r.json["documents"] == [], r.json
+    assert [f["name"] for f in r.json["files"]] == [".kiln/a.xlsx.spec.json"], r.json
+    assert r.json["files"][0]["file"]["source"] == "output"
+
+
 def test_run_reads_input(server):
     data = SALES_CSV.read_bytes()
     f = server.upload("sales.csv", data, media_type="text/csv")
