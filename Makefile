@@ -52,7 +52,7 @@ UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 TEMPLATES := $(shell find templates -type f) exec/python/kiln.py
 
-.PHONY: all deps check unit e2e asan fuzz fuzz-check bench samples demo serve clean
+.PHONY: all deps check unit unit-bins e2e asan fuzz fuzz-check fuzz-targets bench samples demo serve clean
 all: $(BIN)
 
 $(BUILD)/libkiln.a: $(LIB_OBJS)
@@ -104,7 +104,7 @@ DEB_PKGS := build-essential pkg-config libjansson-dev libxlsxwriter-dev libmd4c-
 	time unzip libhpdf-dev libfreetype-dev libpng-dev qpdf python3-pypdf python3-reportlab \
 	fonts-wqy-zenhei python3-fonttools libfribidi-dev libseccomp-dev nettle-dev bubblewrap libsqlite3-dev \
 	libmicrohttpd-dev curl jq wrk nginx-light \
-	python3-numpy python3-pandas python3-matplotlib
+	python3-numpy python3-pandas python3-matplotlib python3-pytest-xdist
 deps:
 	@missing=$$(for p in $(DEB_PKGS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null \
 		| grep -q 'install ok installed' || echo $$p; done); \
@@ -144,24 +144,46 @@ demo: $(BIN) samples
 serve: $(BIN)
 	KILN=$(BIN) samples/serve_demo.sh
 
+# Every test runs NPROC at a time: the unit binaries and the fuzz targets through
+# mk/run_parallel.sh, the end-to-end tests in pytest-xdist workers. The e2e tests
+# that start sandboxes share one worker (xdist group "sandbox", tests/e2e/conftest.py):
+# each checks that no sandbox outlives it, which a sandbox of another test running
+# beside it would break.
+NPROC := $(shell nproc 2>/dev/null || echo 2)
+E2E_WORKERS ?= $(NPROC)
+
+unit-bins: $(UNIT_BINS)
+
 unit: $(UNIT_BINS)
-	@for t in $(UNIT_BINS); do echo "== $$t"; $$t || exit 1; done
+	@mk/run_parallel.sh $(NPROC) $(BUILD)/tests/logs $(foreach t,$(UNIT_BINS),$(notdir $(t))=$(t))
 
 e2e: $(BIN) samples
-	KILN_BIN=$(BIN) $(PYTHON) -m pytest -q tests/e2e
+	KILN_BIN=$(BIN) $(PYTHON) -m pytest -q -n $(E2E_WORKERS) --dist loadgroup tests/e2e
 
-check: all unit e2e fuzz-check asan
+# Builds first, NPROC compilers at a time; then the tests.
+check:
+	$(MAKE) -j$(NPROC) all unit-bins
+	$(MAKE) samples
+	$(MAKE) unit
+	$(MAKE) e2e
+	$(MAKE) -j$(NPROC) fuzz-targets
+	$(MAKE) fuzz-check
+	$(MAKE) asan
 
 # Sanitizer runtime settings for every instrumented run (tests/lsan.supp says why).
 SAN_ENV := ASAN_OPTIONS=fast_unwind_on_malloc=0:detect_leaks=1 \
 	LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp:print_suppressions=0 \
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 
-# The same tests with AddressSanitizer + UBSan, in a build tree of their own.
+# The same tests with AddressSanitizer + UBSan, in a build tree of their own. The
+# external readers (LibreOffice, ooxml-check, poppler, qpdf) do not run again there:
+# a test stops at the first one (tests/e2e/conftest.py, external_reader).
+ASAN_MAKE := $(MAKE) BUILD=build-asan BIN=build-asan/bin/kiln CC=clang \
+	OPT="-O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" \
+	LDFLAGS="-fsanitize=address,undefined"
 asan:
-	$(SAN_ENV) $(MAKE) BUILD=build-asan BIN=build-asan/bin/kiln CC=clang \
-		OPT="-O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" \
-		LDFLAGS="-fsanitize=address,undefined" unit e2e
+	$(ASAN_MAKE) -j$(NPROC) all unit-bins
+	$(SAN_ENV) $(ASAN_MAKE) unit e2e
 
 # Fuzzing (fuzz/README.md). The library is compiled once with the sanitizers
 # and libFuzzer's coverage hooks into fuzz/build/obj/ and linked into each
@@ -175,11 +197,8 @@ FUZZ_OBJS    := $(LIB_SRCS:%.c=fuzz/build/obj/%.o)
 FUZZ_TARGETS := $(patsubst fuzz/%.c,fuzz/build/%,$(wildcard fuzz/fuzz_*.c))
 FUZZ_ARGS    := -max_len=65536 -timeout=25 -rss_limit_mb=2048 -detect_leaks=1 \
 	-artifact_prefix=fuzz/build/ -print_final_stats=1
-FUZZ_SEEDS    = fuzz/seeds $(wildcard samples)
-# Per target (fuzz_NAME): fuzz/NAME.dict and fuzz/seeds/NAME/ when they exist,
-# else fuzz/spec.dict and FUZZ_SEEDS. Sets $$dict and $$seeds from $$n.
-FUZZ_PICK     = dict=fuzz/$${n\#fuzz_}.dict; [ -f $$dict ] || dict=fuzz/spec.dict; \
-	seeds=fuzz/seeds/$${n\#fuzz_}; [ -d $$seeds ] || seeds="$(FUZZ_SEEDS)";
+# Each run is mk/fuzz_one.sh (its dictionary and seeds per target).
+export FUZZ_ARGS
 
 fuzz/build/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -193,25 +212,21 @@ $(FUZZ_TARGETS): fuzz/build/%: fuzz/%.c fuzz/fuzz_common.h $(FUZZ_OBJS)
 
 -include $(FUZZ_OBJS:.o=.d)
 
+fuzz-targets: $(FUZZ_TARGETS)
+
 # Long runs: FUZZ_SECONDS per target (default 300), corpus kept in fuzz/corpus/.
 fuzz: $(FUZZ_TARGETS)
-	@for f in $(FUZZ_TARGETS); do n=$$(basename $$f); mkdir -p fuzz/corpus/$$n; $(FUZZ_PICK) \
+	@for f in $(FUZZ_TARGETS); do n=$$(basename $$f); mkdir -p fuzz/corpus/$$n; \
 		echo "== $$n ($${FUZZ_SECONDS:-300} s)"; \
-		$(SAN_ENV) $$f $(FUZZ_ARGS) -dict=$$dict -max_total_time=$${FUZZ_SECONDS:-300} \
-			fuzz/corpus/$$n $$seeds || exit 1; done
+		$(SAN_ENV) mk/fuzz_one.sh $$f $${FUZZ_SECONDS:-300} fuzz/corpus/$$n || exit 1; done
 
-# Quick check for `make check`: FUZZ_SECONDS per target (default 20). Any crash,
-# leak, timeout or sanitizer report fails the make; the log and the crashing
-# input stay in fuzz/build/.
+# Quick check for `make check`: FUZZ_SECONDS per target (default 20), NPROC at a
+# time. Any crash, leak, timeout or sanitizer report fails the make; the logs
+# stay in fuzz/build/logs/, a crashing input in fuzz/build/.
 fuzz-check: $(FUZZ_TARGETS)
-	@for f in $(FUZZ_TARGETS); do n=$$(basename $$f); corpus=$$(mktemp -d); $(FUZZ_PICK) \
-		echo "== $$n ($${FUZZ_SECONDS:-20} s)"; \
-		$(SAN_ENV) $$f $(FUZZ_ARGS) -dict=$$dict -max_total_time=$${FUZZ_SECONDS:-20} \
-			$$corpus $$seeds >fuzz/build/$$n.log 2>&1; rc=$$?; rm -rf $$corpus; \
-		if [ $$rc -ne 0 ]; then tail -n 40 fuzz/build/$$n.log; \
-			echo "fuzz-check: $$n failed (exit $$rc); see fuzz/build/$$n.log"; exit 1; fi; \
-		grep -E '^(Done|stat::number_of_executed_units)' fuzz/build/$$n.log | tr '\n' ' '; echo; \
-	done
+	@$(SAN_ENV) mk/run_parallel.sh $(NPROC) fuzz/build/logs \
+		$(foreach f,$(FUZZ_TARGETS),$(notdir $(f))="mk/fuzz_one.sh $(f) $${FUZZ_SECONDS:-20}")
+	@grep -H -E '^(Done|stat::number_of_executed_units)' fuzz/build/logs/*.log
 
 # The npm packages the benchmark compares with, pinned in bench/package-lock.json.
 bench/node_modules: bench/package.json

@@ -33,8 +33,35 @@ OOXML_CHECK = _resolve("OOXML_CHECK", REPO.parent / "shared" / "tools" / "ooxml-
 
 
 # Under `make asan` the binary runs with AddressSanitizer: its memory and time are
-# the sanitizer's, not Kiln's, so measurements of either skip there.
+# the sanitizer's, not Kiln's, so measurements of either skip there. So do the external
+# readers (LibreOffice, ooxml-check, poppler, qpdf): what they check is the file, which
+# the plain build's run (make e2e) has checked; under ASan a test goes as far as Kiln's
+# own work (every render and run, under the sanitizers) and stops at the first reader.
 SANITIZED = "ASAN_OPTIONS" in os.environ
+
+
+# The test files that start sandboxes (kiln run, POST /v1/runs): their tests run in one
+# pytest-xdist worker, one at a time, so a test's check that none of its sandboxes
+# outlives it, and its timing-bound cases, never meet another test's sandbox.
+SANDBOX_FILES = {"test_sandbox.py", "test_run_cli.py", "test_run_samples.py", "test_kiln_py.py",
+                 "test_serve_runs.py", "test_serve_files.py", "test_serve_demo.py",
+                 "test_docs_commands.py"}
+
+
+def pytest_collection_modifyitems(config, items):
+    """xdist groups (`make e2e` runs `--dist loadgroup`): the sandbox files share one; every
+    other file is a group of its own, so its module and session fixtures (a LibreOffice run
+    over every sample, say) are made once, in one worker."""
+    for item in items:
+        name = item.path.name
+        group = "sandbox" if name in SANDBOX_FILES else name
+        item.add_marker(pytest.mark.xdist_group(group))
+
+
+def external_reader(name):
+    """Called before running an external reader: skips the rest of the test under ASan."""
+    if SANITIZED:
+        pytest.skip("%s checks the file in the plain build's run (make e2e), not under ASan" % name)
 
 # --------------------------------------------------------------------------- helpers
 
@@ -108,6 +135,7 @@ def listing(directory):
 
 def ooxml_check(*files, timeout=900):
     """Run ooxml-check on files; returns CompletedProcess (text)."""
+    external_reader("ooxml-check")
     if not OOXML_CHECK.is_file():
         pytest.fail("ooxml-check not found at %s (set OOXML_CHECK, or put shared/ beside the repo)"
                     % OOXML_CHECK)
@@ -124,6 +152,7 @@ def assert_ooxml_ok(*files):
 def soffice_convert(files, outdir, timeout=300):
     """Convert files to PDF with one LibreOffice call (private profile).
     Returns (CompletedProcess, {file: pdf path or None})."""
+    external_reader("LibreOffice")
     soffice = shutil.which("soffice") or shutil.which("libreoffice")
     if not soffice:
         pytest.fail("LibreOffice (soffice) is not installed: apt-get install libreoffice-calc-nogui")
@@ -217,6 +246,7 @@ def rendered_samples(tmp_path_factory, kiln_bin, sample_data_ready):
 
 def pdf_text(pdf, layout=False, timeout=300):
     """pdftotext of a PDF (poppler-utils), as text."""
+    external_reader("pdftotext")
     tool = shutil.which("pdftotext")
     if not tool:
         pytest.fail("pdftotext is not installed: apt-get install poppler-utils")
@@ -228,6 +258,7 @@ def pdf_text(pdf, layout=False, timeout=300):
 
 def pdf_pages(pdf, timeout=120):
     """The page count pdfinfo reports."""
+    external_reader("pdfinfo")
     tool = shutil.which("pdfinfo")
     if not tool:
         pytest.fail("pdfinfo is not installed: apt-get install poppler-utils")
@@ -259,6 +290,7 @@ def long_report_ready():
 
 def pdf_tool(name):
     """The path of a poppler-utils or qpdf tool; a clear failure when it is missing."""
+    external_reader(name)
     tool = shutil.which(name)
     if not tool:
         pkg = "qpdf" if name == "qpdf" else "poppler-utils"

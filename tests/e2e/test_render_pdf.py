@@ -30,7 +30,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import (SAMPLES, describe, err_text, listing, load_json, pdf_fonts, pdf_images, pdf_info,
+from conftest import (SAMPLES, describe, pdf_tool, err_text, listing, load_json, pdf_fonts, pdf_images, pdf_info,
                       pdf_page_texts, pdf_words, qpdf_check, render_ok, run_kiln, sample_specs, write_spec)
 from test_render_docx import (PAGE_SIZES_PT, a1, expected_flow, expected_table_rows, merged_cells, png_bytes,
                               shown_cell, shown_field, table_header_flag)
@@ -1082,7 +1082,7 @@ def test_every_word_is_drawn(pdf_samples):
     d = r.pdf().parent / "ink"
     d.mkdir(exist_ok=True)
     dpi = 100
-    proc = subprocess.run([shutil.which("pdftoppm"), "-gray", "-r", str(dpi), str(r.pdf()), str(d / "p")],
+    proc = subprocess.run([pdf_tool("pdftoppm"), "-gray", "-r", str(dpi), str(r.pdf()), str(d / "p")],
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     assert proc.returncode == 0, proc.stderr
     images = sorted(d.glob("p-*.pgm"), key=lambda x: int(re.search(r"-(\d+)\.pgm$", x.name).group(1)))
@@ -1195,7 +1195,7 @@ def test_long_table_repeats_its_header_row(pdf_features):
             errs.append("page %d shows the header row %d times" % (n + 1, t.count(header[1])))
     # the same, page by page with pdftotext -f N -l N (layout), for the first continuation page
     n = table_pages[1]
-    proc = subprocess.run([shutil.which("pdftotext"), "-layout", "-f", str(n + 1), "-l", str(n + 1), str(r.pdf()), "-"],
+    proc = subprocess.run([pdf_tool("pdftotext"), "-layout", "-f", str(n + 1), "-l", str(n + 1), str(r.pdf()), "-"],
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     single = norm(proc.stdout.decode("utf-8", "replace"))
     if not all(h in single for h in header):
@@ -1744,7 +1744,7 @@ def test_review_quote_bar_on_every_page(tmp_path, kiln_bin, review_lines):
     on = [[w for w in ws if w[4] in qset] for _w, _h, ws in pages]
     assert len(pages) >= 2 and on[0] and on[1], \
         "test bug: the quote does not run over pages 1 and 2 (%s quote words a page)" % [len(q) for q in on]
-    tool = shutil.which("pdftoppm")
+    tool = pdf_tool("pdftoppm")
     if not tool:
         pytest.fail("pdftoppm is not installed: apt-get install poppler-utils")
     proc = subprocess.run([tool, "-r", "50", "-f", "1", "-l", "2", "-png", str(pdf), str(tmp_path / "pg")],

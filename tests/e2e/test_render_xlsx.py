@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import (assert_ooxml_ok, describe, load_json, render_ok, run_kiln, sample_specs,
+from conftest import (SANITIZED, assert_ooxml_ok, describe, pdf_tool, load_json, render_ok, run_kiln, sample_specs,
                       soffice_convert, write_spec)
 
 try:
@@ -753,7 +753,7 @@ def test_sample_pdf_shows_no_formula_errors(rendered_samples, all_pdfs, name):
     _spec, out = get_sample(rendered_samples, name)
     pdf = all_pdfs[1].get(Path(out))
     assert pdf is not None, "LibreOffice made no PDF of %s" % out
-    pdftotext = shutil.which("pdftotext")
+    pdftotext = pdf_tool("pdftotext")
     if not pdftotext:
         pytest.fail("pdftotext is not installed: apt-get install poppler-utils")
     text = subprocess.run([pdftotext, "-layout", str(pdf), "-"], stdout=subprocess.PIPE,
