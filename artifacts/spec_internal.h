@@ -232,6 +232,5 @@ void kiln_parse_chart(kiln_pctx *c, const json_t *obj, kiln_chart *ch, kiln_char
 /* An image object at the current pointer; NULL on error (reported). */
 kiln_image *kiln_parse_image(kiln_pctx *c, const json_t *v);
 int kiln_parse_text(kiln_pctx *c, const json_t *obj, kiln_text *out, int required);
-void kiln_parse_list_items(kiln_pctx *c, const json_t *arr, kiln_list *list, uint32_t depth);
 
 #endif

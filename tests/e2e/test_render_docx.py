@@ -3537,3 +3537,81 @@ def test_column_widths_measure_every_row(tmp_path, kiln_bin):
             "column %r is %d twips wide, narrower than the %d its last values (%r) need"
             % (col["header"], grid[0][c], grid[1][c], tail.cell(5, c).text))
     assert sum(grid[0]) < d.sections[0].page_width / 635 / 2, "the table should not need shrinking"
+
+
+# =========================================================================== nested lists that number for themselves
+
+# Each nested list says "ordered" and "start" for itself (a list object as "items"); a
+# nested array numbers as its parent does. Shared with the pdf, pptx and xlsx tests.
+MIXED_LISTS_SPEC = {
+    "metadata": {"created": "2026-01-01"},
+    "blocks": [
+        {"type": "list", "items": [
+            "bullet one",
+            {"text": "bullet with steps", "items": {"ordered": True, "start": 3, "items": [
+                "step three",
+                {"text": "step four", "items": {"ordered": False, "items": ["deep bullet"]}}]}},
+            "bullet two"]},
+        {"type": "list", "ordered": True, "items": [
+            {"text": "number one", "items": {"items": ["inherits numbers"]}},
+            {"text": "number two", "items": {"ordered": False, "items": ["sub bullet"]}},
+            {"text": "number three", "items": ["array under numbers"]}]},
+    ],
+}
+# (text, level, number or None for a bullet), in reading order.
+MIXED_LIST_ITEMS = [
+    ("bullet one", 0, None), ("bullet with steps", 0, None), ("step three", 1, 3),
+    ("step four", 1, 4), ("deep bullet", 2, None), ("bullet two", 0, None),
+    ("number one", 0, 1), ("inherits numbers", 1, 1), ("number two", 0, 2), ("sub bullet", 1, None),
+    ("number three", 0, 3), ("array under numbers", 1, 1),
+]
+
+
+def roman(n):
+    out = ""
+    for v, s in ((1000, "m"), (900, "cm"), (500, "d"), (400, "cd"), (100, "c"), (90, "xc"), (50, "l"),
+                 (40, "xl"), (10, "x"), (9, "ix"), (5, "v"), (4, "iv"), (1, "i")):
+        while n >= v:
+            out, n = out + s, n - v
+    return out
+
+
+def list_marker(level, number):
+    """The marker the docx and pdf writers show: bullets •, ◦, ▪ and numbers 1., a., i. by level."""
+    if number is None:
+        return "•◦▪"[level % 3]
+    kind = level % 3
+    if kind == 0:
+        return "%d." % number
+    if kind == 1:
+        s, n = "", number
+        while n > 0:
+            n, r = divmod(n - 1, 26)
+            s = chr(ord("a") + r) + s
+        return s + "."
+    return roman(number) + "."
+
+
+def test_nested_lists_number_for_themselves(tmp_path, kiln_bin):
+    """Bullets and numbers mix across levels: each nested list's w:num takes its own
+    format (bullet or number) at its level, and an ordered one restarts at its start."""
+    out = render_ok(write_spec(tmp_path, MIXED_LISTS_SPEC), tmp_path / "lists.docx")
+    assert_ooxml_ok(out)
+    d = DocxDoc(out)
+    nums, abstracts = d.numbering()
+    paras = [p for p in d.paragraphs if d.num(p) is not None]
+    assert [xml_text(p) for p in paras] == [t for t, _l, _n in MIXED_LIST_ITEMS]
+    first_of_num = {}
+    errs = []
+    for p, (text, level, number) in zip(paras, MIXED_LIST_ITEMS):
+        ilvl, nid = d.num(p)
+        abstract, overrides = nums[nid]
+        fmt, _start = abstracts[abstract][ilvl]
+        want_fmt = "bullet" if number is None else ("decimal", "lowerLetter", "lowerRoman")[level % 3]
+        if ilvl != level or fmt != want_fmt:
+            errs.append("%r: level %d %s, want level %d %s" % (text, ilvl, fmt, level, want_fmt))
+        if number is not None and nid not in first_of_num:
+            first_of_num[nid] = text
+            if overrides.get(ilvl, 1) != number:
+                errs.append("%r starts numId %d at %r, want %d" % (text, nid, overrides.get(ilvl), number))
+    assert not errs, "\n".join(errs)

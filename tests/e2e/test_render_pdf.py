@@ -1853,3 +1853,20 @@ def test_review_numbers_never_split(tmp_path, kiln_bin, case):
                           case, "of explicit width 4" if case == "width4" else
                           "measured on the first rows (single digits), larger values after them")
                       + "\n".join(errs))
+
+
+def test_nested_lists_number_for_themselves(tmp_path, kiln_bin):
+    """Bullets and numbers mix across levels (each nested list says "ordered" and "start"
+    for itself): every item's line starts with its own marker, indented by its level."""
+    from test_render_docx import MIXED_LISTS_SPEC, MIXED_LIST_ITEMS, list_marker
+    pdf = review_render(tmp_path, MIXED_LISTS_SPEC, "lists")
+    _w, _h, ws = pdf_words(pdf)[0]
+    lines = [ln for ln in word_lines(ws) if not line_text(ln).startswith("Page ")]
+    got = [line_text(ln) for ln in lines]
+    want = ["%s %s" % (list_marker(level, number), text) for text, level, number in MIXED_LIST_ITEMS]
+    assert got == want
+    # the text of each item starts further right the deeper its level
+    starts = {}
+    for ln, (_t, level, _n) in zip(lines, MIXED_LIST_ITEMS):
+        starts.setdefault(level, set()).add(round(ln[1][0], 1))
+    assert max(starts[0]) < min(starts[1]) and max(starts[1]) < min(starts[2]), starts

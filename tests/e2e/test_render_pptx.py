@@ -1458,3 +1458,41 @@ def test_missing_output_directory(tmp_path, kiln_bin):
     assert proc.returncode == 6, describe(proc)
     assert "cannot open output directory" in err_text(proc)
     assert listing(tmp_path) == {}
+
+
+def test_nested_lists_number_for_themselves(tmp_path, kiln_bin):
+    """Bullets and numbers mix across levels (each nested list says "ordered" and "start"
+    for itself): a numbered item is autonumbered in its level's scheme (1., a., i.),
+    counting from its own list's start, and a bullet under a number is a bullet."""
+    from test_render_docx import MIXED_LISTS_SPEC, MIXED_LIST_ITEMS
+    out = render_ok(write_spec(tmp_path, MIXED_LISTS_SPEC), tmp_path / "lists.pptx")
+    assert_ooxml_ok(out)
+    deck = Deck(out)
+    paras = []
+    for s in deck.slides():
+        for sp in shapes(deck.xml(s)):
+            tb = sp.find("p:txBody", NS)
+            paras += [p for p in (tb.findall("a:p", NS) if tb is not None else []) if para_text(p)]
+    items = {t for t, _l, _n in MIXED_LIST_ITEMS}
+    paras = [p for p in paras if para_text(p) in items]
+    assert [para_text(p) for p in paras] == [t for t, _l, _n in MIXED_LIST_ITEMS]
+    errs = []
+    seen = {}   # level -> the number of the last item at that level since a shallower one
+    for p, (text, level, number) in zip(paras, MIXED_LIST_ITEMS):
+        auto = p.find("a:pPr/a:buAutoNum", NS)
+        if para_level(p) != level:
+            errs.append("%r at level %d, want %d" % (text, para_level(p), level))
+        if number is None:
+            if auto is not None or p.find("a:pPr/a:buNone", NS) is not None:
+                errs.append("%r should be a bullet: %s" % (text, etree.tostring(p.find("a:pPr", NS))))
+        else:
+            kind = ("arabicPeriod", "alphaLcPeriod", "romanLcPeriod")[level % 3]
+            if auto is None or auto.get("type") != kind:
+                errs.append("%r should be numbered %s: %s" % (text, kind, etree.tostring(p)[:300]))
+            elif seen.get(level) is None and int(auto.get("startAt", "1")) != number:
+                # PowerPoint counts on at a level across deeper paragraphs, so only the
+                # first number of a run says where it starts
+                errs.append("%r: startAt %r, want %d" % (text, auto.get("startAt"), number))
+        seen = {lv: n for lv, n in seen.items() if lv < level}
+        seen[level] = number
+    assert not errs, "\n".join(errs)

@@ -1541,6 +1541,54 @@ static void test_blocks(void **state)
           KILN_E_INVALID_SPEC, "/blocks/0/width", "length");
 }
 
+/* A nested list says "ordered" and "start" for itself as a list object, or
+ * follows its parent as a bare array (issue 15). */
+static void test_nested_list_numbering(void **state)
+{
+    (void)state;
+    kiln_doc *doc = parse_ok(
+        "{'blocks': [{'type': 'list', 'items': ["
+        "  {'text': 'a', 'items': {'ordered': true, 'start': 3, 'items': ["
+        "    {'text': 'a.3', 'items': {'ordered': false, 'items': ['deep']}}]}},"
+        "  {'text': 'b', 'items': ['b.1']}]},"
+        " {'type': 'list', 'ordered': true, 'start': 5, 'items': ["
+        "  {'text': 'c', 'items': {'items': ['c.1']}}, {'text': 'd', 'items': ['d.1']}]}],"
+        " 'slides': [{'bullets': {'ordered': true, 'items': ["
+        "  {'text': 'e', 'items': {'ordered': false, 'items': ['e.1']}}]}}]}");
+    const kiln_list *l = &doc->blocks[0].list;
+    assert_int_equal(l->ordered, 0);
+    const kiln_list *a = l->items[0].children;
+    assert_int_equal(a->ordered, 1);
+    assert_int_equal(a->start, 3);
+    assert_int_equal(a->items[0].children->ordered, 0);
+    assert_string_equal(a->items[0].children->items[0].text.runs[0].text, "deep");
+    assert_int_equal(l->items[1].children->ordered, 0);
+    assert_int_equal(l->items[1].children->start, 1);
+    l = &doc->blocks[1].list;
+    /* Numbered as the parent is, counting from 1, unless it says otherwise. */
+    assert_int_equal(l->items[0].children->ordered, 1);
+    assert_int_equal(l->items[0].children->start, 1);
+    assert_int_equal(l->items[1].children->ordered, 1);
+    assert_int_equal(l->items[1].children->start, 1);
+    l = &doc->slides[0].bullets;
+    assert_int_equal(l->ordered, 1);
+    assert_int_equal(l->items[0].children->ordered, 0);
+    kiln_doc_free(doc);
+
+    fails("{'blocks': [{'type': 'list', 'items': [{'text': 'a', 'items': {'ordered': true}}]}]}",
+          KILN_E_INVALID_SPEC, "/blocks/0/items/0/items", "missing \"items\"");
+    fails("{'blocks': [{'type': 'list', 'items': [{'text': 'a', 'items': {'type': 'list',"
+          " 'items': ['x']}}]}]}",
+          KILN_E_INVALID_SPEC, "/blocks/0/items/0/items/type", "unknown member");
+    fails("{'blocks': [{'type': 'list', 'items': [{'text': 'a', 'items': {'start': -1,"
+          " 'items': ['x']}}]}]}",
+          KILN_E_INVALID_SPEC, "/blocks/0/items/0/items/start", "integer");
+    fails("{'blocks': [{'type': 'list', 'items': [{'text': 'a', 'items': {'items': []}}]}]}",
+          KILN_E_INVALID_SPEC, "/blocks/0/items/0/items/items", "at least one list item");
+    fails("{'blocks': [{'type': 'list', 'items': [{'text': 'a', 'items': 'x'}]}]}",
+          KILN_E_INVALID_SPEC, "/blocks/0/items/0/items", "array of list items");
+}
+
 static void test_markdown_block(void **state)
 {
     (void)state;
@@ -1916,6 +1964,7 @@ int main(void)
         cmocka_unit_test(test_metadata),
         cmocka_unit_test(test_theme),
         cmocka_unit_test(test_blocks),
+        cmocka_unit_test(test_nested_list_numbering),
         cmocka_unit_test(test_markdown_block),
         cmocka_unit_test(test_slides),
         cmocka_unit_test(test_data_sources),
