@@ -466,8 +466,9 @@ static void parse_series(kiln_pctx *c, const json_t *s, kiln_series *se, kiln_ch
         return;
     }
     if (!json_is_array(v)) {
-        kiln_perr(c, "values", place == KILN_IN_SHEET ? "expected an array of numbers or a range"
-                                                      : "expected an array of numbers");
+        kiln_perr(c, "values", place == KILN_IN_SHEET
+                                   ? "expected an array of numbers (or null) or a range"
+                                   : "expected an array of numbers (or null)");
         return;
     }
     size_t n = json_array_size(v);
@@ -478,10 +479,15 @@ static void parse_series(kiln_pctx *c, const json_t *s, kiln_series *se, kiln_ch
     }
     for (size_t i = 0; i < n; i++) {
         const json_t *e = json_array_get(v, i);
+        if (json_is_null(e)) {
+            /* A missing point: a gap, as an empty cell is in a range. */
+            se->values[i] = NAN;
+            continue;
+        }
         if (!json_is_number(e)) {
             size_t saved = kiln_ptr_push(&c->ptr, "values");
             kiln_ptr_push_index(&c->ptr, i);
-            kiln_perr(c, NULL, "expected a number");
+            kiln_perr(c, NULL, "expected a number, or null for a missing point");
             kiln_ptr_pop(&c->ptr, saved);
             continue;
         }

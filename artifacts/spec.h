@@ -169,7 +169,7 @@ typedef struct kiln_category {
 typedef struct kiln_series {
     const char *name;        /* NULL = "Series N" */
     const char *name_ref;    /* sheet charts: cell reference for the name, or NULL */
-    double *values;          /* value_count values, when not a range */
+    double *values;          /* value_count values, when not a range; NAN = a missing point */
     size_t value_count;
     const char *values_ref;  /* sheet charts: range string, or NULL */
     int32_t color;

@@ -30,7 +30,19 @@
  *
  * A literal title or series name starting with "=" would be read by
  * libxlsxwriter as a cell reference, so it gets a leading space.
+ *
+ * Blank cells are gaps, in every kind of chart, as Excel shows them and
+ * writes <c:dispBlanksAs val="gap"/>. libxlsxwriter 1.1.4 writes the
+ * element only for "zero" and "span", and the schema's default for it is
+ * "zero" (which LibreOffice takes for a file Office 2007 did not write), so
+ * the element is written here: a chart's write_plot_area hook runs inside
+ * <c:chart> just before c:legend, c:plotVisOnly and c:dispBlanksAs, which
+ * come in that order (CT_Chart). The hook (plot_area_then_blanks) has the
+ * library write the plot area, writes those three itself and tells the
+ * library not to write the first two again.
  */
+#include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -297,7 +309,8 @@ static kiln_status write_literal_data(xlsx_chart_ctx *ctx, const kiln_chart *c, 
         }
         for (size_t s = 0; s < c->series_count; s++) {
             const kiln_series *se = &c->series[s];
-            if (se->values_ref || i >= se->value_count)
+            /* A missing point stays an empty cell: a gap in the chart. */
+            if (se->values_ref || i >= se->value_count || isnan(se->values[i]))
                 continue;
             e = worksheet_write_number(ws, r, (lxw_col_t)(1 + s), se->values[i], NULL);
             if (e)
@@ -340,6 +353,53 @@ static kiln_status color_points(xlsx_chart_ctx *ctx, lxw_chart_series *s, size_t
     return e ? lxw_fail(ctx, e, pointer, err) : KILN_E_OK;
 }
 
+/* ---- what libxlsxwriter 1.1.4 cannot write (see the top of the file) ---- */
+
+typedef void (*plot_area_fn)(lxw_chart *);
+
+/* libxlsxwriter's own plot-area writer for each chart type, noted as charts
+ * are made: a process-wide constant (every chart of a type has the same
+ * one), so threads rendering at once store the same value. */
+#define LXW_CHART_TYPES 32
+static _Atomic(plot_area_fn) library_plot_area[LXW_CHART_TYPES];
+
+/* The legend as libxlsxwriter writes it for the positions Kiln uses. */
+static void write_legend(lxw_chart *chart)
+{
+    const char *pos;
+    switch (chart->legend.position) {
+    case LXW_CHART_LEGEND_NONE: return;
+    case LXW_CHART_LEGEND_LEFT: pos = "l"; break;
+    case LXW_CHART_LEGEND_TOP: pos = "t"; break;
+    case LXW_CHART_LEGEND_BOTTOM: pos = "b"; break;
+    default: pos = "r"; break;
+    }
+    fprintf(chart->file, "<c:legend><c:legendPos val=\"%s\"/><c:layout/>", pos);
+    if (chart->chart_group == LXW_CHART_PIE || chart->chart_group == LXW_CHART_DOUGHNUT)
+        fputs("<c:txPr><a:bodyPr/><a:lstStyle/><a:p><a:pPr rtl=\"0\"><a:defRPr/></a:pPr>"
+              "<a:endParaRPr lang=\"en-US\"/></a:p></c:txPr>",
+              chart->file);
+    fputs("</c:legend>", chart->file);
+}
+
+static void plot_area_then_blanks(lxw_chart *chart)
+{
+    plot_area_fn own = atomic_load(&library_plot_area[chart->type % LXW_CHART_TYPES]);
+    own(chart);
+    write_legend(chart);
+    fputs("<c:plotVisOnly val=\"1\"/><c:dispBlanksAs val=\"gap\"/>", chart->file);
+    /* Written: the library must not write them a second time. */
+    chart->legend.position = LXW_CHART_LEGEND_NONE;
+    chart->show_hidden_data = LXW_TRUE;
+}
+
+/* Make chart write what libxlsxwriter leaves out. */
+static void hook_chart(lxw_chart *chart)
+{
+    atomic_store(&library_plot_area[chart->type % LXW_CHART_TYPES], chart->write_plot_area);
+    chart->write_plot_area = plot_area_then_blanks;
+}
+
 kiln_status xlsx_chart_insert(xlsx_chart_ctx *ctx, xlsx_plan_sheet *sheet,
                               const kiln_chart *c, uint32_t row, uint32_t col,
                               kiln_error *err)
@@ -373,6 +433,7 @@ kiln_status xlsx_chart_insert(xlsx_chart_ctx *ctx, xlsx_plan_sheet *sheet,
     lxw_chart *chart = workbook_add_chart(ctx->wb, chart_type(c));
     if (!chart)
         return kiln_error_set(err, KILN_E_NOMEM, cp, "out of memory creating a chart");
+    hook_chart(chart);
     /* A chart block's caption titles it when it has no title of its own. */
     const char *title = c->title ? c->title : c->caption;
     if (title)

@@ -24,6 +24,7 @@ import io
 import json
 import math
 import os
+import posixpath
 import re
 import shutil
 import struct
@@ -3615,3 +3616,95 @@ def test_nested_lists_number_for_themselves(tmp_path, kiln_bin):
             if overrides.get(ilvl, 1) != number:
                 errs.append("%r starts numId %d at %r, want %d" % (text, nid, overrides.get(ilvl), number))
     assert not errs, "\n".join(errs)
+
+
+# =========================================================================== gaps in charts (issue 15)
+
+GAP_KINDS = ["column", "bar", "line", "pie", "doughnut", "scatter", "area"]
+
+
+def gap_specs():
+    """Every chart kind with a missing point: as literal values holding a null (blocks),
+    and over sheet ranges with empty cells (sheets, mapped to charts of the document)."""
+    blocks = []
+    for k in GAP_KINDS:
+        pie = k in ("pie", "doughnut")
+        cats = [1, 2, 3, 4] if k == "scatter" else ["w", "x", "y", "z"]
+        series = [{"name": "first", "values": [1, None, 3, 4]}]
+        if not pie:
+            series.append({"name": "second", "values": [None, 2, 2, None]})
+        blocks.append({"type": "chart", "kind": k, "title": "literal " + k, "categories": cats,
+                       "series": series})
+    charts = []
+    for k in GAP_KINDS:
+        pie = k in ("pie", "doughnut")
+        series = [{"name": "=C1", "values": "C2:C5"}] + ([] if pie else [{"name": "=D1", "values": "D2:D5"}])
+        charts.append({"kind": k, "categories": "B2:B5" if k == "scatter" else "A2:A5", "series": series})
+    sheets = [{"name": "Data",
+               "columns": [{"header": "cat"}, {"header": "x", "type": "number"},
+                           {"header": "a", "type": "number"}, {"header": "b", "type": "number"}],
+               "rows": [["Q1", 1, 1, 4], ["Q2", 2, None, 5], ["Q3", 3, 3, None], ["Q4", 4, 4, 7]],
+               "charts": charts}]
+    return {"blocks": {"metadata": {"created": "2026-01-01"}, "blocks": blocks},
+            "sheets": {"metadata": {"created": "2026-01-01"}, "sheets": sheets}}
+
+
+def chart_gap_errors(path, want_charts):
+    """The chart parts of a .docx or .pptx: each says <c:dispBlanksAs val="gap"/>, and every
+    series caches exactly the points its embedded workbook has a number for (a missing
+    point: no c:pt, the cell empty), at least one point missing per chart."""
+    errs = []
+    with zipfile.ZipFile(path) as z:
+        names = set(z.namelist())
+        parts = sorted(n for n in names if re.match(r"(word|ppt)/charts/chart\d+\.xml$", n))
+        if len(parts) != want_charts:
+            errs.append("%s: %d chart parts, want %d" % (path.name, len(parts), want_charts))
+        for part in parts:
+            root = etree.fromstring(z.read(part))
+            chart = root.find("c:chart", NS)
+            blanks = [e.get("val") for e in chart.findall("c:dispBlanksAs", NS)]
+            if blanks != ["gap"]:
+                errs.append("%s %s: c:dispBlanksAs %r" % (path.name, part, blanks))
+            rels = etree.fromstring(z.read(part.replace("charts/", "charts/_rels/") + ".rels"))
+            target = rels.find("pr:Relationship", NS).get("Target")
+            book = posixpath.normpath(posixpath.join(posixpath.dirname(part), target))
+            wb = openpyxl.load_workbook(io.BytesIO(z.read(book)))
+            missing = 0
+            for ser in chart.iter("{%s}ser" % C):
+                val = ser.find("c:yVal", NS)
+                if val is None:
+                    val = ser.find("c:val", NS)
+                formula, cache = data_source(val)
+                count, pts = cache_points(cache)
+                cells = workbook_range(wb, formula)
+                if count != len(cells):
+                    errs.append("%s %s: ptCount %r for %d cells" % (path.name, part, count, len(cells)))
+                for i, cell in enumerate(cells):
+                    if (cell is None) != (i not in pts) or (cell is not None and not same_num(cell, pts[i])):
+                        errs.append("%s %s %s: point %d cached as %r, the workbook holds %r"
+                                    % (path.name, part, formula, i, pts.get(i), cell))
+                    missing += cell is None
+            if not missing:
+                errs.append("%s %s: no missing point (test bug?)" % (path.name, part))
+    return errs
+
+
+def test_missing_points_are_gaps(tmp_path, kiln_bin):
+    """A null in a literal series and an empty cell under a range are the same missing
+    point: no cached value, an empty cell in the embedded workbook, and every chart kind
+    shows blanks as gaps. LibreOffice reads them so."""
+    outs = []
+    for name, spec in gap_specs().items():
+        outs.append(render_ok(write_spec(tmp_path, spec, name + ".json"), tmp_path / (name + ".docx")))
+    assert_ooxml_ok(*outs)
+    errs = []
+    for out in outs:
+        errs += chart_gap_errors(out, len(GAP_KINDS))
+    assert not errs, "\n".join(errs)
+    proc, back = soffice_convert(outs, tmp_path / "lo", to="docx")
+    for out in outs:
+        assert back[out] is not None, "LibreOffice did not convert %s:\n%s" % (out, proc.stdout[-2000:])
+        with zipfile.ZipFile(back[out]) as z:
+            got = [re.findall(r'<c:dispBlanksAs val="(\w+)"', z.read(n).decode("utf-8"))
+                   for n in z.namelist() if re.match(r"word/charts/chart\d+\.xml$", n)]
+        assert got == [["gap"]] * len(GAP_KINDS), "LibreOffice read %s as %r" % (out.name, got)

@@ -1870,3 +1870,35 @@ def test_nested_lists_number_for_themselves(tmp_path, kiln_bin):
     for ln, (_t, level, _n) in zip(lines, MIXED_LIST_ITEMS):
         starts.setdefault(level, set()).add(round(ln[1][0], 1))
     assert max(starts[0]) < min(starts[1]) and max(starts[1]) < min(starts[2]), starts
+
+
+def red_columns(png, xs, y0, y1):
+    """For each x (pixels), whether any pixel of the column between y0 and y1 is red."""
+    from PIL import Image
+    img = Image.open(png).convert("RGB")
+    px = img.load()
+    return [any(px[x, y][0] > 200 and px[x, y][1] < 80 and px[x, y][2] < 80 for y in range(y0, y1))
+            for x in xs]
+
+
+@pytest.mark.parametrize("kind", ["line", "area"])
+def test_null_value_is_a_gap(tmp_path, kiln_bin, kind):
+    """A null among a series' values is a missing point: the line (or area) stops before
+    it and starts again after it, rather than dropping to zero."""
+    spec = {"blocks": [{"type": "chart", "kind": kind, "legend": "none", "width": 600, "height": 300,
+                        "categories": ["c0", "c1", "c2", "c3"],
+                        "series": [{"name": "s", "values": [3, None, 3, 3], "color": "#FF0000"}]}]}
+    pdf = review_render(tmp_path, spec, kind)
+    pw, _ph, ws = pdf_words(pdf)[0]
+    at = {w[4]: ((w[0] + w[2]) / 2, w[1]) for w in ws if w[4] in ("c0", "c1", "c2", "c3")}
+    assert len(at) == 4, "category labels drawn: %r" % sorted(at)
+    proc = subprocess.run([shutil.which("pdftoppm"), "-r", "100", "-f", "1", "-l", "1", "-png", str(pdf),
+                           str(tmp_path / "pg")], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.returncode == 0, proc.stderr.decode("utf-8", "replace")
+    png = next(tmp_path.glob("pg-*.png"))
+    scale = 100 / 72
+    mid = lambda a, b: int((at[a][0] + at[b][0]) / 2 * scale)
+    top, bottom = int(DEFAULT_MARGIN * scale), int(at["c0"][1] * scale) - 2
+    got = red_columns(png, [mid("c0", "c1"), mid("c1", "c2"), mid("c2", "c3")], top, bottom)
+    assert got == [False, False, True], (
+        "red drawn between the categories (c0-c1, c1-c2, c2-c3): %r; the missing c1 should leave a gap" % got)

@@ -1496,3 +1496,25 @@ def test_nested_lists_number_for_themselves(tmp_path, kiln_bin):
         seen = {lv: n for lv, n in seen.items() if lv < level}
         seen[level] = number
     assert not errs, "\n".join(errs)
+
+
+def test_missing_points_are_gaps(tmp_path, kiln_bin):
+    """A null in a literal series and an empty cell under a range are the same missing
+    point in a deck's charts: no cached value, an empty cell in the embedded workbook,
+    blanks shown as gaps in every kind; LibreOffice reads them so."""
+    from test_render_docx import GAP_KINDS, chart_gap_errors, gap_specs
+    outs = []
+    for name, spec in gap_specs().items():
+        outs.append(render_ok(write_spec(tmp_path, spec, name + ".json"), tmp_path / (name + ".pptx")))
+    assert_ooxml_ok(*outs)
+    errs = []
+    for out in outs:
+        errs += chart_gap_errors(out, len(GAP_KINDS))
+    assert not errs, "\n".join(errs)
+    proc, back = soffice_convert(outs, tmp_path / "lo", to="pptx")
+    for out in outs:
+        assert back[out] is not None, "LibreOffice did not convert %s:\n%s" % (out, proc.stdout[-2000:])
+        with zipfile.ZipFile(back[out]) as z:
+            got = [re.findall(r'<c:dispBlanksAs val="(\w+)"', z.read(n).decode("utf-8"))
+                   for n in z.namelist() if re.match(r"ppt/charts/chart\d+\.xml$", n)]
+        assert got == [["gap"]] * len(GAP_KINDS), "LibreOffice read %s as %r" % (out.name, got)

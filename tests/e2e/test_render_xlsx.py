@@ -1597,3 +1597,90 @@ def test_nested_lists_number_for_themselves(tmp_path):
     want = [("%s %s" % ("\u2022" if n is None else "%d." % n, t), 2 * level)
             for t, level, n in MIXED_LIST_ITEMS]
     assert got == want
+
+
+# =========================================================================== blanks in charts (issue 15)
+
+C_NS = {"c": "http://schemas.openxmlformats.org/drawingml/2006/chart"}
+
+
+def gaps_spec(table):
+    """Every chart kind twice: over ranges with empty cells, and with literal values
+    holding a null. table=True puts the workbook in memory mode (charts get caches)."""
+    charts = []
+    for i, k in enumerate(CHART_KINDS):
+        pie = k in ("pie", "doughnut")
+        cats = "B2:B5" if k == "scatter" else "A2:A5"
+        series = [{"name": "=C1", "values": "C2:C5"}] + ([] if pie else [{"name": "=D1", "values": "D2:D5"}])
+        charts.append({"kind": k, "categories": cats, "series": series, "anchor": "G%d" % (2 + 16 * i)})
+        lit_cats = [1, 2, 3, 4] if k == "scatter" else ["w", "x", "y", "z"]
+        charts.append({"kind": k, "title": "literal " + k, "categories": lit_cats,
+                       "series": [{"name": "lit", "values": [1, None, 3, 4]}],
+                       "anchor": "P%d" % (2 + 16 * i)})
+    sheet = {"name": "Data",
+             "columns": [{"header": "cat"}, {"header": "x", "type": "number"},
+                         {"header": "a", "type": "number"}, {"header": "b", "type": "number"}],
+             "rows": [["Q1", 1, 1, 4], ["Q2", 2, None, 5], ["Q3", 3, 3, None], ["Q4", 4, 4, 7]],
+             "charts": charts}
+    if table:
+        sheet["table"] = True
+    return {"sheets": [sheet]}
+
+
+def num_cache_points(ser, element):
+    cache = ser.find("c:%s/c:numRef/c:numCache" % element, C_NS)
+    if cache is None:
+        return None
+    count = int(cache.find("c:ptCount", C_NS).get("val"))
+    return count, {int(p.get("idx")): float(p.findtext("c:v", namespaces=C_NS))
+                   for p in cache.findall("c:pt", C_NS)}
+
+
+def test_blank_cells_and_null_values_are_gaps(tmp_path):
+    """Every chart says <c:dispBlanksAs val="gap"/> (what Excel writes; the schema's
+    default is "zero"), so a series over empty cells, or with a null among its literal
+    values, has gaps there: a null is an empty cell of the hidden data sheet and, in memory
+    mode, a point missing from the cache. LibreOffice reads the charts as gaps."""
+    from lxml import etree
+    outs = []
+    for table in (False, True):
+        sp = write_spec(tmp_path, gaps_spec(table), "gaps%d.json" % table)
+        outs.append(render_ok(sp, tmp_path / ("gaps%d.xlsx" % table)))
+    assert_ooxml_ok(*outs)
+    errs = []
+    for out in outs:
+        with zipfile.ZipFile(out) as z:
+            parts = sorted((n for n in z.namelist() if re.match(r"xl/charts/chart\d+\.xml$", n)),
+                           key=lambda n: int(re.findall(r"\d+", n)[0]))
+            assert len(parts) == 2 * len(CHART_KINDS)
+            for n, part in enumerate(parts):
+                root = etree.fromstring(z.read(part))
+                chart = root.find("c:chart", C_NS)
+                tags = [etree.QName(e).localname for e in chart]
+                blanks = chart.findall("c:dispBlanksAs", C_NS)
+                if len(blanks) != 1 or blanks[0].get("val") != "gap" or tags[-1] != "dispBlanksAs" \
+                        or tags[-2] != "plotVisOnly" or tags.count("legend") > 1:
+                    errs.append("%s %s: c:chart holds %s" % (out.name, part, tags))
+                if out.name == "gaps1.xlsx" and n % 2 == 1:   # the literal chart, memory mode
+                    ser = chart.find(".//c:ser", C_NS)
+                    pts = num_cache_points(ser, "yVal" if CHART_KINDS[n // 2] == "scatter" else "val")
+                    if pts != (4, {0: 1.0, 2: 3.0, 3: 4.0}):
+                        errs.append("%s %s: the literal series' cache is %r" % (out.name, part, pts))
+        wb = openpyxl.load_workbook(out)
+        data = wb["_kiln_data"]
+        assert data.sheet_state == "hidden"
+        col = [[c.value for c in row] for row in data.iter_rows(min_col=2, max_col=2)]
+        # a block per literal chart: the name row, four values, a spare row
+        values = [v[0] for v in col if v[0] != "lit"]
+        if values[:5] != [1, None, 3, 4, None]:
+            errs.append("%s: the hidden sheet holds %r for the literal values" % (out.name, values[:6]))
+    assert not errs, "\n".join(errs)
+    proc, back = soffice_convert(outs, tmp_path / "lo", to="xlsx")
+    for out in outs:
+        assert back[out] is not None, "LibreOffice did not convert %s:\n%s" % (out, proc.stdout[-2000:])
+        with zipfile.ZipFile(back[out]) as z:
+            parts = [n for n in z.namelist() if re.match(r"xl/charts/chart\d+\.xml$", n)]
+            assert len(parts) == 2 * len(CHART_KINDS), parts
+            for part in parts:
+                got = re.findall(r'<c:dispBlanksAs val="(\w+)"', z.read(part).decode("utf-8"))
+                assert got == ["gap"], "LibreOffice read %s %s as %r" % (out.name, part, got)

@@ -170,6 +170,12 @@ VALID_FORMS = {
         {"text": "Review", "items": ["as the parent"]}]}],
         "slides": [{"title": "Plan", "bullets": {"ordered": True, "items": [
             {"runs": [{"text": "Build"}], "items": {"ordered": False, "items": ["Parser"]}}]}}]},
+    "null_chart_values": {"sheets": [{"name": "S", "rows": [[1]], "charts": [
+        {"kind": "line", "categories": ["a", "b", "c"], "series": [{"values": [1, None, 3]}]},
+        {"kind": "scatter", "categories": [1, 2], "series": [{"values": [None, 2]}]}]}],
+        "blocks": [{"type": "chart", "kind": "pie", "categories": ["a", "b"],
+                    "series": [{"values": [None, 1]}]}],
+        "slides": [{"layout": "chart", "chart": {"kind": "area", "series": [{"values": [1, None]}]}}]},
 }
 
 

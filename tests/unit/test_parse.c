@@ -5,6 +5,7 @@
  * Specs are written with single quotes for readability; q() turns them into
  * JSON. Tests that need a real apostrophe pass raw JSON instead.
  */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -1031,7 +1032,7 @@ static void test_charts(void **state)
         "{'sheets': [{'name': 'Data', 'rows': [[1]], 'charts': ["
         "{'kind': 'column', 'title': 'Revenue', 'stacked': true, 'categories': ['Q1', 'Q2'],"
         " 'series': [{'name': '2025', 'values': [10, 12], 'color': '#112233'},"
-        "            {'values': [1, 2]}],"
+        "            {'values': [null, 2]}],"
         " 'x_axis': {'title': 'Quarter'}, 'y_axis': {'title': 'EUR k'}, 'legend': 'bottom',"
         " 'anchor': 'H2', 'width': 640, 'height': 320},"
         "{'kind': 'line', 'categories': 'A2:A13', 'series': [{'name': '=B1', 'values': 'B2:B13'},"
@@ -1051,6 +1052,10 @@ static void test_charts(void **state)
     assert_true(c->series[0].values[1] == 12);
     assert_null(c->series[1].name);
     assert_int_equal(c->series[1].color, KILN_COLOR_NONE);
+    /* null is a missing point (issue 15) */
+    assert_int_equal(c->series[1].value_count, 2);
+    assert_true(isnan(c->series[1].values[0]));
+    assert_true(c->series[1].values[1] == 2);
     assert_string_equal(c->x_title, "Quarter");
     assert_string_equal(c->y_title, "EUR k");
     assert_int_equal(c->legend, KILN_LEGEND_BOTTOM);
@@ -1117,6 +1122,12 @@ static void test_charts(void **state)
           "/sheets/0/charts/0", "missing \"series\"");
     fails("{'sheets': [{'charts': [{'kind': 'line', 'series': [{'values': [1, 'x']}]}]}]}",
           KILN_E_INVALID_SPEC, "/sheets/0/charts/0/series/0/values/1", "a number");
+    /* null is a missing value, never a category or a whole series */
+    fails("{'blocks': [{'type': 'chart', 'kind': 'line', 'categories': ['a', null], 'series': "
+          "[{'values': [1, 2]}]}]}",
+          KILN_E_INVALID_SPEC, "/blocks/0/categories/1", "a string or a number");
+    fails("{'blocks': [{'type': 'chart', 'kind': 'line', 'series': [{'values': null}]}]}",
+          KILN_E_INVALID_SPEC, "/blocks/0/series/0/values", "(or null)");
     fails("{'blocks': [{'type': 'chart', 'kind': 'line', 'anchor': 'A1', 'series': [{'values': "
           "[1]}]}]}",
           KILN_E_INVALID_SPEC, "/blocks/0/anchor", "unknown member");
