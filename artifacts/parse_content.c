@@ -605,6 +605,8 @@ void kiln_parse_chart(kiln_pctx *c, const json_t *obj, kiln_chart *ch, kiln_char
                     kiln_pnomem(c);
             } else if (json_is_string(e) && ch->kind != KILN_CHART_SCATTER) {
                 k->text = json_string_value(e);
+                int has_time = 0;
+                k->is_date = kiln_iso_to_serial(k->text, &k->number, &has_time) == 0 && !has_time;
             } else {
                 size_t saved = kiln_ptr_push(&c->ptr, "categories");
                 kiln_ptr_push_index(&c->ptr, i);

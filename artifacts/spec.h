@@ -162,8 +162,10 @@ typedef enum { KILN_LEGEND_RIGHT, KILN_LEGEND_LEFT, KILN_LEGEND_TOP, KILN_LEGEND
 
 typedef struct kiln_category {
     const char *text;  /* always set (numbers formatted with %.15g) */
-    double number;
+    double number;     /* is_number: the number; is_date: the date's serial */
     int is_number;
+    int is_date;       /* an ISO 8601 date ("2026-03-31", no time): when every category
+                          is one, the chart has a date axis (chart_data.h) */
 } kiln_category;
 
 typedef struct kiln_series {

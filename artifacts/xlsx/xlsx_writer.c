@@ -1461,7 +1461,8 @@ kiln_status kiln_xlsx_write(const kiln_doc *doc, kiln_output *out,
             goto cleanup_formats;
         }
     }
-    w.data = (xlsx_chart_ctx){.wb = wb, .arena = &arena, .plan = &plan, .theme = &doc->theme};
+    w.data = (xlsx_chart_ctx){.wb = wb, .doc = doc, .arena = &arena, .plan = &plan,
+                              .theme = &doc->theme};
     if (workbook_needs_data_sheet(&plan)) {
         char name[XLSX_SHEET_NAME_BUF];
         snprintf(name, sizeof name, "%s", XLSX_DATA_SHEET);

@@ -3689,22 +3689,198 @@ def chart_gap_errors(path, want_charts):
     return errs
 
 
-def test_missing_points_are_gaps(tmp_path, kiln_bin):
-    """A null in a literal series and an empty cell under a range are the same missing
-    point: no cached value, an empty cell in the embedded workbook, and every chart kind
-    shows blanks as gaps. LibreOffice reads them so."""
+def check_missing_points_are_gaps(tmp_path, ext):
+    """The gap specs rendered to .docx or .pptx (ext): chart_gap_errors, and a LibreOffice
+    round trip to the same format reads every chart's blanks as gaps."""
     outs = []
     for name, spec in gap_specs().items():
-        outs.append(render_ok(write_spec(tmp_path, spec, name + ".json"), tmp_path / (name + ".docx")))
+        outs.append(render_ok(write_spec(tmp_path, spec, name + ".json"), tmp_path / (name + "." + ext)))
     assert_ooxml_ok(*outs)
     errs = []
     for out in outs:
         errs += chart_gap_errors(out, len(GAP_KINDS))
     assert not errs, "\n".join(errs)
-    proc, back = soffice_convert(outs, tmp_path / "lo", to="docx")
+    proc, back = soffice_convert(outs, tmp_path / "lo", to=ext)
     for out in outs:
         assert back[out] is not None, "LibreOffice did not convert %s:\n%s" % (out, proc.stdout[-2000:])
         with zipfile.ZipFile(back[out]) as z:
             got = [re.findall(r'<c:dispBlanksAs val="(\w+)"', z.read(n).decode("utf-8"))
-                   for n in z.namelist() if re.match(r"word/charts/chart\d+\.xml$", n)]
+                   for n in z.namelist() if re.match(r"(word|ppt)/charts/chart\d+\.xml$", n)]
         assert got == [["gap"]] * len(GAP_KINDS), "LibreOffice read %s as %r" % (out.name, got)
+
+
+def test_missing_points_are_gaps(tmp_path, kiln_bin):
+    """A null in a literal series and an empty cell under a range are the same missing
+    point: no cached value, an empty cell in the embedded workbook, and every chart kind
+    shows blanks as gaps. LibreOffice reads them so."""
+    check_missing_points_are_gaps(tmp_path, "docx")
+
+
+# =========================================================================== date axes (issue 15)
+
+AXIS_KINDS = ["column", "bar", "line", "area"]
+DATES_OUT_OF_ORDER = ["2026-03-01", "2026-01-01", "2026-02-01", "2026-05-01"]
+
+
+def excel_serial(iso):
+    d = dt.date.fromisoformat(iso)
+    return (d - dt.date(1899, 12, 30)).days
+
+
+def date_chart_specs():
+    """Charts whose categories are dates (literal ISO dates, and date cells under a range)
+    in every kind with a category axis, given out of date order; and charts whose
+    categories only look like dates in part (text, times of day, a pie) as controls.
+    Returns ({name: spec}, {chart title: expected date format or None for a text axis,
+    "pie" for no axis})."""
+    want = {}
+    blocks = []
+    for k in AXIS_KINDS:
+        title = "literal dates " + k
+        blocks.append({"type": "chart", "kind": k, "title": title, "categories": DATES_OUT_OF_ORDER,
+                       "series": [{"name": "v", "values": [3, 1, 2, 5]}]})
+        want[title] = "yyyy-mm-dd"
+    blocks.append({"type": "chart", "kind": "line", "title": "dates and text",
+                   "categories": ["2026-01-01", "later"], "series": [{"name": "v", "values": [1, 2]}]})
+    want["dates and text"] = None
+    blocks.append({"type": "chart", "kind": "pie", "title": "dates in a pie",
+                   "categories": ["2026-01-01", "2026-01-02"], "series": [{"name": "v", "values": [1, 2]}]})
+    want["dates in a pie"] = "pie"
+    charts = []
+    for k in AXIS_KINDS:
+        title = "date cells " + k
+        charts.append({"kind": k, "title": title, "categories": "A2:A5",
+                       "series": [{"name": "=B1", "values": "B2:B5"}]})
+        want[title] = "d mmm yyyy"
+    charts.append({"kind": "column", "title": "times of day", "categories": "C2:C5",
+                   "series": [{"name": "=B1", "values": "B2:B5"}]})
+    want["times of day"] = None
+    sheets = [{"name": "Data",
+               "columns": [{"header": "day", "type": "date", "number_format": "d mmm yyyy"},
+                           {"header": "v", "type": "number"}, {"header": "at", "type": "datetime"}],
+               "rows": [[d, v, d + "T09:30"] for d, v in zip(DATES_OUT_OF_ORDER, [3, 1, 2, 5])],
+               "charts": charts}]
+    specs = {"dates_blocks": {"metadata": {"created": "2026-01-01"}, "blocks": blocks},
+             "dates_sheets": {"metadata": {"created": "2026-01-01"}, "sheets": sheets}}
+    return specs, want
+
+
+def chart_title_text(chart):
+    return "".join(t.text or "" for t in chart.findall("c:title//a:t", NS))
+
+
+def date_axis_errors(path, want):
+    """Each chart of a .docx / .pptx: a c:dateAx in the expected format (its categories a
+    numeric cache of the serials in that format, the embedded workbook's category cells
+    dates in it) where the categories are dates; a c:catAx otherwise."""
+    errs, seen = [], set()
+    with zipfile.ZipFile(path) as z:
+        for part in sorted(n for n in z.namelist() if re.match(r"(word|ppt)/charts/chart\d+\.xml$", n)):
+            chart = etree.fromstring(z.read(part)).find("c:chart", NS)
+            title = chart_title_text(chart)
+            if title not in want:
+                continue
+            seen.add(title)
+            fmt = want[title]
+            plot = chart.find("c:plotArea", NS)
+            date_ax, cat_ax = plot.find("c:dateAx", NS), plot.find("c:catAx", NS)
+            where = "%s %s (%r)" % (path.name, part, title)
+            if fmt == "pie":
+                if date_ax is not None or cat_ax is not None:
+                    errs.append("%s: a pie has no axis" % where)
+                continue
+            if fmt is None:
+                if date_ax is not None or cat_ax is None:
+                    errs.append("%s: categories that are not all dates want a c:catAx" % where)
+                continue
+            if date_ax is None or cat_ax is not None:
+                errs.append("%s: date categories want a c:dateAx, got %s" % (where, [etree.QName(e).localname for e in plot]))
+                continue
+            nf = date_ax.find("c:numFmt", NS)
+            if nf is None or nf.get("formatCode") != fmt:
+                errs.append("%s: c:dateAx numFmt %r, want %r" % (where, None if nf is None else nf.attrib, fmt))
+            if date_ax.find("c:lblAlgn", NS) is not None:
+                errs.append("%s: c:lblAlgn in a c:dateAx" % where)
+            ser = plot.find(".//c:ser", NS)
+            formula, cache = data_source(ser.find("c:cat", NS))
+            count, pts = cache_points(cache)
+            serials = [excel_serial(d) for d in DATES_OUT_OF_ORDER]
+            if cache is None or etree.QName(cache).localname != "numCache" or \
+                    cache.findtext("c:formatCode", namespaces=NS) != fmt or \
+                    [float(pts.get(i, "nan")) for i in range(4)] != serials:
+                errs.append("%s: categories cached as %r %r, want the serials %r in %r"
+                            % (where, None if cache is None else etree.QName(cache).localname, pts, serials, fmt))
+            rels = etree.fromstring(z.read(part.replace("charts/", "charts/_rels/") + ".rels"))
+            book = posixpath.normpath(posixpath.join(posixpath.dirname(part),
+                                                     rels.find("pr:Relationship", NS).get("Target")))
+            ws = openpyxl.load_workbook(io.BytesIO(z.read(book))).worksheets[0]
+            cells = [ws.cell(r, 1) for r in range(2, 6)]
+            got = [(c.value.date().isoformat() if isinstance(c.value, dt.datetime) else c.value, c.number_format)
+                   for c in cells]
+            if got != [(d, fmt) for d in DATES_OUT_OF_ORDER]:
+                errs.append("%s: embedded workbook categories %r" % (where, got))
+    missing = set(want) - seen
+    if missing:
+        errs.append("%s: charts not found: %s" % (path.name, sorted(missing)))
+    return errs
+
+
+def date_labels_in_order(pdf_text_of_chart, fmt):
+    """The date labels of one chart, as LibreOffice (or Kiln's PDF) drew them, parsed."""
+    pats = {"yyyy-mm-dd": (r"\b\d{4}-\d{2}-\d{2}\b", "%Y-%m-%d"),
+            "d mmm yyyy": (r"\b\d{1,2} [A-Z][a-z]{2} \d{4}\b", "%d %b %Y")}
+    rx, pyfmt = pats[fmt]
+    return [dt.datetime.strptime(m, pyfmt).date() for m in re.findall(rx, pdf_text_of_chart)]
+
+
+def date_label_errors(text, sheets, want, kiln_pdf=False):
+    """The date charts' axis labels in a PDF's text (pdftotext -layout): in date order,
+    from the first date to the last, in the categories' format. LibreOffice runs a bar
+    chart's dates upwards; Kiln's PDF lists bars in reading order, and shortens the labels
+    at the two edges of an area chart when they do not fit (only those between count)."""
+    errs = []
+    for k in AXIS_KINDS:
+        title = ("date cells " if sheets else "literal dates ") + k
+        start = text.find(title)
+        if start < 0:
+            errs.append("no chart %r drawn" % title)
+            continue
+        nxt = [text.find(t, start + len(title)) for t in want if t != title]
+        end = min([n for n in nxt if n > start] + [len(text)])
+        labels = date_labels_in_order(text[start:end], want[title])
+        if k == "bar" and not kiln_pdf:
+            labels.reverse()   # a bar chart's category axis runs upwards
+        first, last = dt.date(2026, 1, 1), dt.date(2026, 5, 1)
+        if kiln_pdf and k == "area" and len(labels) >= 2:
+            first, last = labels[0], labels[-1]
+        if not labels or labels != sorted(labels) or labels[0] != first or labels[-1] != last:
+            errs.append("%s: labels %r (want dates in order from %s to %s)" % (title, labels, first, last))
+    return errs
+
+
+def check_date_axes(tmp_path, ext):
+    """The date chart specs rendered to .docx or .pptx (ext): date_axis_errors, and
+    LibreOffice's PDF of them labels the dates in order (date_label_errors)."""
+    specs, want = date_chart_specs()
+    outs = [render_ok(write_spec(tmp_path, spec, name + ".json"), tmp_path / (name + "." + ext))
+            for name, spec in specs.items()]
+    assert_ooxml_ok(*outs)
+    errs = []
+    for out in outs:
+        sheets = "sheets" in out.name
+        errs += date_axis_errors(out, {t: f for t, f in want.items()
+                                       if (t.startswith("date cells") or t == "times of day") == sheets})
+    assert not errs, "\n".join(errs)
+    proc, pdfs = soffice_convert(outs, tmp_path / "lo")
+    for out in outs:
+        assert pdfs[out] is not None, "LibreOffice did not convert %s:\n%s" % (out, proc.stdout[-2000:])
+        errs += ["LibreOffice, %s: %s" % (out.name, e)
+                 for e in date_label_errors(pdf_text(pdfs[out], layout=True), "sheets" in out.name, want)]
+    assert not errs, "\n".join(errs)
+
+
+def test_date_categories_get_a_date_axis(tmp_path, kiln_bin):
+    """Date categories (ISO dates in a chart block, date cells under a sheet chart's range)
+    get a c:dateAx in their number format in every kind with a category axis, cached as
+    dates; LibreOffice then draws them in date order, labelled in that format."""
+    check_date_axes(tmp_path, "docx")

@@ -31,7 +31,8 @@ from pathlib import Path
 import pytest
 
 from conftest import (SAMPLES, describe, err_text, listing, load_json, pdf_fonts, pdf_images, pdf_info,
-                      pdf_page_texts, pdf_words, qpdf_check, render_ok, run_kiln, sample_specs, write_spec)
+                      pdf_page_texts, pdf_text, pdf_words, qpdf_check, render_ok, run_kiln, sample_specs,
+                      write_spec)
 from test_render_docx import (PAGE_SIZES_PT, a1, expected_flow, expected_table_rows, merged_cells, png_bytes,
                               shown_cell, shown_field, table_header_flag)
 
@@ -1902,3 +1903,52 @@ def test_null_value_is_a_gap(tmp_path, kiln_bin, kind):
     got = red_columns(png, [mid("c0", "c1"), mid("c1", "c2"), mid("c2", "c3")], top, bottom)
     assert got == [False, False, True], (
         "red drawn between the categories (c0-c1, c1-c2, c2-c3): %r; the missing c1 should leave a gap" % got)
+
+
+def test_date_categories_in_date_order(tmp_path, kiln_bin):
+    """Date categories (ISO dates in chart blocks, date cells under a sheet chart's range)
+    are drawn in date order, as a date axis places them, labelled in the dates' format,
+    each point keeping its value; other categories keep the order given."""
+    from PIL import Image
+    from test_render_docx import DATES_OUT_OF_ORDER, date_chart_specs, date_label_errors
+    specs, want = date_chart_specs()
+    errs = []
+    for name, spec in specs.items():
+        pdf = render_ok(write_spec(tmp_path, spec, name + ".json"), tmp_path / (name + ".pdf"))
+        text = pdf_text(pdf, layout=True)
+        errs += ["%s: %s" % (name, e) for e in date_label_errors(text, "sheets" in name, want, kiln_pdf=True)]
+    assert not errs, "\n".join(errs)
+
+    # the values go with their dates: bars of 3, 1, 2, 5 for March, January, February, May;
+    # with a category that is not a date, the order given stays
+    mixed = ["2026-03-01", "2026-01-01", "later"]
+    spec = {"blocks": [{"type": "chart", "kind": "column", "legend": "none", "width": 600, "height": 300,
+                        "categories": DATES_OUT_OF_ORDER,
+                        "series": [{"name": "s", "values": [3, 1, 2, 5], "color": "#FF0000"}]},
+                       {"type": "page_break"},
+                       {"type": "chart", "kind": "line", "categories": mixed,
+                        "series": [{"name": "s", "values": [1, 2, 3]}]}]}
+    pdf = review_render(tmp_path, spec, "dated")
+    pages = pdf_words(pdf)
+    _pw, _ph, ws = pages[0]
+    labels = sorted((w for w in ws if re.fullmatch(r"2026-\d\d-\d\d", w[4])), key=lambda w: w[0])
+    assert [w[4] for w in labels] == sorted(DATES_OUT_OF_ORDER), [w[4] for w in labels]
+    got = [w[4] for w in sorted((w for w in pages[1][2] if w[4] in mixed), key=lambda w: w[0])]
+    assert got == mixed, "a text axis keeps the order given: %r" % got
+    proc = subprocess.run([shutil.which("pdftoppm"), "-r", "100", "-f", "1", "-l", "1", "-png", str(pdf),
+                           str(tmp_path / "pg")], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.returncode == 0, proc.stderr.decode("utf-8", "replace")
+    img = Image.open(next(tmp_path.glob("pg-*.png"))).convert("RGB")
+    px = img.load()
+    scale = 100 / 72
+    heights = []
+    for w in labels:
+        x = int((w[0] + w[2]) / 2 * scale)
+        reds = [y for y in range(img.height) if px[x, y][0] > 200 and px[x, y][1] < 80 and px[x, y][2] < 80]
+        heights.append(len(reds))
+    by_date = dict(zip(DATES_OUT_OF_ORDER, [3, 1, 2, 5]))
+    want_order = [by_date[d] for d in sorted(DATES_OUT_OF_ORDER)]
+    assert all(h > 0 for h in heights) and heights == sorted(heights), \
+        "bar heights (px) over the dates in order: %r, want them growing as %r" % (heights, want_order)
+    unit = heights[0] / want_order[0]
+    assert all(abs(h - v * unit) <= 3 for h, v in zip(heights, want_order)), (heights, want_order)

@@ -1502,19 +1502,13 @@ def test_missing_points_are_gaps(tmp_path, kiln_bin):
     """A null in a literal series and an empty cell under a range are the same missing
     point in a deck's charts: no cached value, an empty cell in the embedded workbook,
     blanks shown as gaps in every kind; LibreOffice reads them so."""
-    from test_render_docx import GAP_KINDS, chart_gap_errors, gap_specs
-    outs = []
-    for name, spec in gap_specs().items():
-        outs.append(render_ok(write_spec(tmp_path, spec, name + ".json"), tmp_path / (name + ".pptx")))
-    assert_ooxml_ok(*outs)
-    errs = []
-    for out in outs:
-        errs += chart_gap_errors(out, len(GAP_KINDS))
-    assert not errs, "\n".join(errs)
-    proc, back = soffice_convert(outs, tmp_path / "lo", to="pptx")
-    for out in outs:
-        assert back[out] is not None, "LibreOffice did not convert %s:\n%s" % (out, proc.stdout[-2000:])
-        with zipfile.ZipFile(back[out]) as z:
-            got = [re.findall(r'<c:dispBlanksAs val="(\w+)"', z.read(n).decode("utf-8"))
-                   for n in z.namelist() if re.match(r"ppt/charts/chart\d+\.xml$", n)]
-        assert got == [["gap"]] * len(GAP_KINDS), "LibreOffice read %s as %r" % (out.name, got)
+    from test_render_docx import check_missing_points_are_gaps
+    check_missing_points_are_gaps(tmp_path, "pptx")
+
+
+def test_date_categories_get_a_date_axis(tmp_path, kiln_bin):
+    """Date categories (ISO dates in a chart block, date cells under a sheet chart's range)
+    get a c:dateAx in their number format in every kind with a category axis, cached as
+    dates; LibreOffice draws them in date order, labelled in that format."""
+    from test_render_docx import check_date_axes
+    check_date_axes(tmp_path, "pptx")

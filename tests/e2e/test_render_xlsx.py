@@ -1602,6 +1602,7 @@ def test_nested_lists_number_for_themselves(tmp_path):
 # =========================================================================== blanks in charts (issue 15)
 
 C_NS = {"c": "http://schemas.openxmlformats.org/drawingml/2006/chart"}
+A_NS = "http://schemas.openxmlformats.org/drawingml/2006/main"
 
 
 def gaps_spec(table):
@@ -1684,3 +1685,73 @@ def test_blank_cells_and_null_values_are_gaps(tmp_path):
             for part in parts:
                 got = re.findall(r'<c:dispBlanksAs val="(\w+)"', z.read(part).decode("utf-8"))
                 assert got == ["gap"], "LibreOffice read %s %s as %r" % (out.name, part, got)
+
+
+def chart_parts_in_order(z):
+    return sorted((n for n in z.namelist() if re.match(r"xl/charts/chart\d+\.xml$", n)),
+                  key=lambda n: int(re.findall(r"\d+", n)[0]))
+
+
+def category_axis_of(root):
+    """("dateAx" | "catAx" | None, its number format) of a chart part."""
+    from lxml import etree
+    plot = root.find("c:chart/c:plotArea", C_NS)
+    for tag in ("dateAx", "catAx"):
+        ax = plot.find("c:" + tag, C_NS)
+        if ax is not None:
+            nf = ax.find("c:numFmt", C_NS)
+            return tag, None if nf is None else nf.get("formatCode").replace("\\", ""), \
+                [etree.QName(e).localname for e in ax]
+    return None, None, []
+
+
+def test_date_categories_get_a_date_axis(tmp_path):
+    """Date categories (ISO dates in chart blocks, date cells under a sheet chart's range)
+    get a c:dateAx in their number format in every kind with a category axis; literal
+    dates are date cells of the hidden data sheet. LibreOffice reads the axes as date
+    axes (a round trip through it writes c:dateAx back)."""
+    from lxml import etree
+    from test_render_docx import DATES_OUT_OF_ORDER, date_chart_specs
+    specs, want = date_chart_specs()
+    outs = [render_ok(write_spec(tmp_path, spec, name + ".json"), tmp_path / (name + ".xlsx"))
+            for name, spec in specs.items()]
+    assert_ooxml_ok(*outs)
+    errs = []
+    order = {}
+    for out in outs:
+        with zipfile.ZipFile(out) as z:
+            titles = []
+            for part in chart_parts_in_order(z):
+                root = etree.fromstring(z.read(part))
+                title = "".join(t.text or "" for t in root.iterfind("c:chart/c:title//a:t", dict(C_NS, a=A_NS)))
+                titles.append(title)
+                kind, fmt, members = category_axis_of(root)
+                w = want.get(title, "missing")
+                if w == "pie":
+                    ok = kind is None
+                elif w is None:
+                    ok = kind == "catAx"
+                else:
+                    ok = kind == "dateAx" and fmt == w and "lblAlgn" not in members
+                if not ok:
+                    errs.append("%s %s (%r): axis %s %r %s, want %r" % (out.name, part, title, kind, fmt, members, w))
+            order[out] = titles
+        if "blocks" in out.name:
+            data = openpyxl.load_workbook(out)["_kiln_data"]
+            cats = [(c.value, c.number_format) for c in data["A"] if isinstance(c.value, dt.datetime)]
+            first = [(d.date().isoformat(), f) for d, f in cats[:4]]
+            if first != [(d, "yyyy-mm-dd") for d in DATES_OUT_OF_ORDER]:
+                errs.append("%s: literal dates in the data sheet: %r" % (out.name, first))
+    assert not errs, "\n".join(errs)
+    proc, back = soffice_convert(outs, tmp_path / "lo", to="xlsx")
+    for out in outs:
+        assert back[out] is not None, "LibreOffice did not convert %s:\n%s" % (out, proc.stdout[-2000:])
+        with zipfile.ZipFile(back[out]) as z:
+            for title, part in zip(order[out], chart_parts_in_order(z)):
+                kind, fmt, _m = category_axis_of(etree.fromstring(z.read(part)))
+                w = want[title]
+                if w not in (None, "pie") and (kind, fmt) != ("dateAx", w):
+                    errs.append("LibreOffice read %s %r as %s %r" % (out.name, title, kind, fmt))
+                if w is None and kind != "catAx":
+                    errs.append("LibreOffice read %s %r as %s" % (out.name, title, kind))
+    assert not errs, "\n".join(errs)
