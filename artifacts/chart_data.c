@@ -159,6 +159,9 @@ static kiln_status store_cell(resolver *rs, const need *n, size_t pos, const kil
     char *copy = kiln_arena_strndup(rs->arena, text ? text : "", text ? len : 0);
     if (!copy)
         return nomem(rs->err, rs->chart);
+    /* Chart text is one line (docs/spec.md "Line breaks"). */
+    for (char *p = copy; (p = strchr(p, '\n')); p++)
+        *p = ' ';
     if (n->kind == NEED_NAME) {
         if (*copy)
             out->series[n->series].name = copy;

@@ -452,7 +452,7 @@ static void parse_series(kiln_pctx *c, const json_t *s, kiln_series *se, kiln_ch
             size_t cells;
             se->name_ref = chart_ref(c, "name", nm, place, 1, &cells);
         } else {
-            se->name = json_string_value(nm);
+            se->name = kiln_one_line(c, json_string_value(nm));
         }
     }
     kiln_get_color(c, s, "color", &se->color);
@@ -508,6 +508,7 @@ static void parse_axis(kiln_pctx *c, const json_t *ch, const char *key, const ch
     else {
         kiln_check_members(c, a, allowed);
         kiln_get_string(c, a, "title", title);
+        *title = kiln_one_line(c, *title);
     }
     kiln_ptr_pop(&c->ptr, saved);
 }
@@ -544,7 +545,9 @@ void kiln_parse_chart(kiln_pctx *c, const json_t *obj, kiln_chart *ch, kiln_char
     if (kind < 0 && !json_object_get(obj, "kind"))
         kiln_perr(c, NULL, "missing \"kind\"");
     ch->kind = (kiln_chart_kind)(kind < 0 ? 0 : kind);
+    /* Chart text is one line (docs/spec.md "Line breaks"). */
     kiln_get_string(c, obj, "title", &ch->title);
+    ch->title = kiln_one_line(c, ch->title);
     kiln_get_bool(c, obj, "stacked", &ch->stacked);
     if (ch->stacked && kind >= 0 && ch->kind != KILN_CHART_COLUMN && ch->kind != KILN_CHART_BAR &&
         ch->kind != KILN_CHART_AREA)
@@ -604,7 +607,7 @@ void kiln_parse_chart(kiln_pctx *c, const json_t *obj, kiln_chart *ch, kiln_char
                 if (!k->text)
                     kiln_pnomem(c);
             } else if (json_is_string(e) && ch->kind != KILN_CHART_SCATTER) {
-                k->text = json_string_value(e);
+                k->text = kiln_one_line(c, json_string_value(e));
                 int has_time = 0;
                 k->is_date = kiln_iso_to_serial(k->text, &k->number, &has_time) == 0 && !has_time;
             } else {

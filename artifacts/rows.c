@@ -357,7 +357,12 @@ static int csv_record(kiln_row_reader *r, kiln_error *err)
                         closed = 1;
                         continue;
                     }
-                } else if (c == '\n') {
+                } else if (c == '\r' || c == '\n') {
+                    /* A line break inside a field: CR LF, CR and LF alike
+                     * become LF (docs/spec.md "Line breaks"). */
+                    if (c == '\r' && peekbyte(r) == '\n')
+                        r->bpos++;
+                    c = '\n';
                     r->line++;
                 }
                 if ((rc = rec_put(r, (char)c)))

@@ -358,8 +358,8 @@ typedef struct kiln_page {
     int landscape;
     double width_pt, height_pt;   /* after orientation */
     double margin_top, margin_bottom, margin_left, margin_right; /* points */
-    const char *header_text;      /* documents: text of the page header, NULL = none
-                                     ("header": true gives the metadata title) */
+    const char *header_text;      /* documents: text of the page header, one line, NULL =
+                                     none ("header": true gives the metadata title) */
     int page_numbers;             /* documents: "Page X of Y" footer (default 1) */
 } kiln_page;
 

@@ -79,11 +79,16 @@ int kiln_cell_from_text(const char *text, size_t len, kiln_column_type type,
                         const kiln_limits *lim, kiln_cell *out, kiln_error *err);
 
 /* The scan over a whole JSON tree: nesting depth, strings XML cannot hold, and
- * the total string bytes. Adds errors (absolute pointers under prefix) to
- * errs, or when errs is NULL fills err with the first one. Returns the number
- * of errors found. *string_bytes is increased by the bytes of the strings. */
-size_t kiln_json_scan(const json_t *root, const char *prefix, const kiln_limits *lim,
+ * the total string bytes; and every string's line breaks made LF (a CR LF or a
+ * lone CR becomes LF, in place: run it before borrowing any string). Adds
+ * errors (absolute pointers under prefix) to errs, or when errs is NULL fills
+ * err with the first one. Returns the number of errors found. *string_bytes is
+ * increased by the bytes of the strings as written. */
+size_t kiln_json_scan(json_t *root, const char *prefix, const kiln_limits *lim,
                       uint64_t *string_bytes, kiln_errors *errs, kiln_error *err);
+/* Make every CR LF and lone CR of s[0..len) LF, in place; returns the new
+ * length. */
+size_t kiln_breaks_to_lf(char *s, size_t len);
 
 /* ---- rows (rows.c) ---- */
 /*
@@ -194,6 +199,9 @@ void kiln_pnomem(kiln_pctx *c);
 size_t kiln_check_members(kiln_pctx *c, const json_t *obj, const char *const *allowed);
 /* Arena copy of the current pointer (plus member). */
 const char *kiln_ptr_dup(kiln_pctx *c, const char *member);
+/* Text that cannot break (chart text, the page header): s with each line
+ * feed a space, s itself when it has none (or when out of memory, reported). */
+const char *kiln_one_line(kiln_pctx *c, const char *s);
 
 /* Member getters: absent members leave *out alone and return 0; a wrong
  * type reports an error at the member and returns -1. */

@@ -94,12 +94,17 @@ static uint8_t legend_position(kiln_legend l)
     }
 }
 
-/* A literal text libxlsxwriter must not mistake for a reference. */
+/* A literal text libxlsxwriter must not mistake for a reference, on one line
+ * as chart text is (a block's caption, which titles its chart here, may have
+ * line breaks). */
 static const char *literal(xlsx_chart_ctx *ctx, const char *s)
 {
-    if (!s || s[0] != '=')
+    if (!s || (s[0] != '=' && !strchr(s, '\n')))
         return s;
-    return kiln_arena_printf(ctx->arena, " %s", s);
+    char *t = kiln_arena_printf(ctx->arena, "%s%s", s[0] == '=' ? " " : "", s);
+    for (char *p = t; p && (p = strchr(p, '\n')); p++)
+        *p = ' ';
+    return t;
 }
 
 typedef struct resolved {

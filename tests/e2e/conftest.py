@@ -45,6 +45,12 @@ def run_kiln(*args, input=None, timeout=300, cwd=None, env=None):
                           cwd=cwd, env=env)
 
 
+def one_break(s):
+    """Text as Kiln keeps it: every CR LF and every lone CR a line feed (docs/spec.md,
+    "Line breaks")."""
+    return s.replace("\r\n", "\n").replace("\r", "\n") if isinstance(s, str) else s
+
+
 def out_text(proc):
     return proc.stdout.decode("utf-8", "replace")
 

@@ -3884,3 +3884,81 @@ def test_date_categories_get_a_date_axis(tmp_path, kiln_bin):
     get a c:dateAx in their number format in every kind with a category axis, cached as
     dates; LibreOffice then draws them in date order, labelled in that format."""
     check_date_axes(tmp_path, "docx")
+
+
+# =========================================================================== line breaks (issue 15)
+
+BREAK_FORMS = {"lf": "\n", "cr": "\r", "crlf": "\r\n"}
+
+
+def breaks_spec():
+    """The same text with its line break written as LF, as CR and as CR LF, in every place a
+    document holds text, each group marked "-lf", "-cr", "-crlf"; and a page header and chart
+    text, which are one line."""
+    blocks = []
+    for k, br in BREAK_FORMS.items():
+        t = lambda what: "%s-%s one%stwo-%s" % (what, k, br, k)
+        blocks += [
+            {"type": "heading", "level": 2, "text": t("Head")},
+            {"type": "paragraph", "text": t("Para")},
+            {"type": "paragraph", "runs": [{"text": t("Run"), "bold": True}, {"text": " tail"}]},
+            {"type": "list", "items": [t("Item"), {"text": "parent", "items": [t("Nested")]}]},
+            {"type": "quote", "text": t("Quote"), "attribution": t("Attr")},
+            {"type": "code", "text": t("Code")},
+            {"type": "table", "caption": t("Caption"), "columns": [{"header": t("Header")}],
+             "rows": [[t("Cell")]]},
+            {"type": "chart", "kind": "column", "title": t("Chart"), "categories": [t("Cat")],
+             "series": [{"name": t("Name"), "values": [1]}], "x_axis": {"title": t("Axis")}},
+        ]
+    return {"metadata": {"created": "2026-01-01"}, "page": {"header": "Head\r\nline"},
+            "blocks": blocks}
+
+
+def same_for_every_break(texts):
+    """texts holding the group markers, grouped by marker with the marker made "-*": the
+    three groups must read the same. Returns (errors, the common group)."""
+    groups = {k: [re.sub(r"(Table|Figure) \d+", r"\1 N", re.sub(r"-(lf|cr|crlf)\b", "-*", s))
+                  for s in texts if re.search(r"-%s\b" % k, s)]
+              for k in BREAK_FORMS}
+    errs = ["the text written with %s reads %r, with LF %r" % (k, g, groups["lf"])
+            for k, g in groups.items() if g != groups["lf"]]
+    return errs, groups["lf"]
+
+
+def test_line_breaks_are_one_rule(tmp_path, kiln_bin):
+    """LF, CR and CR LF are each one line break (docs/spec.md "Line breaks"): a w:br in
+    runs, a new paragraph in code; chart text and the page header are one line, the break
+    a space. No CR reaches the package."""
+    out = render_ok(write_spec(tmp_path, breaks_spec()), tmp_path / "breaks.docx")
+    assert_ooxml_ok(out)
+    d = DocxDoc(out)
+    texts = [xml_text(p) for p in d.body.iter(w("p"))]
+    errs, common = same_for_every_break(texts)
+    for what in ("Head", "Para", "Item", "Nested", "Quote", "Header", "Cell"):
+        if "%s-* one\ntwo-*" % what not in common:
+            errs.append("no paragraph reads %r" % ("%s-* one\ntwo-*" % what))
+    for want in ("Run-* one\ntwo-* tail", "\u2014 Attr-* one\ntwo-*"):
+        if want not in common:
+            errs.append("no paragraph reads %r" % want)
+    if not any(t.endswith("Caption-* one\ntwo-*") for t in common):
+        errs.append("no caption ends in 'Caption-* one\\ntwo-*'")
+    k = common.index("Code-* one") if "Code-* one" in common else -1
+    if k < 0 or common[k + 1] != "two-*":
+        errs.append("code lines should be paragraphs of their own: %r" % common)
+    with zipfile.ZipFile(out) as z:
+        for n in z.namelist():
+            if n.endswith(".xml") and (b"\r" in z.read(n) or b"&#13;" in z.read(n) or b"&#xD;" in z.read(n)):
+                errs.append("%s holds a carriage return" % n)
+        chart_texts = []
+        for n in sorted(x for x in z.namelist() if re.match(r"word/charts/chart\d+\.xml$", x)):
+            root = etree.fromstring(z.read(n))
+            chart_texts += [t.text for t in root.iter("{%s}t" % A)] + [v.text for v in root.iter("{%s}v" % C)]
+    cerrs, chart_common = same_for_every_break([t for t in chart_texts if t])
+    errs += cerrs
+    for what in ("Chart", "Axis", "Name", "Cat"):
+        if "%s-* one two-*" % what not in chart_common:
+            errs.append("chart text %r should be on one line: %r" % (what, chart_common))
+    hdr = xml_text(header_footer_xml(d, d.doc.sections[0], "header")).strip()
+    if hdr != "Head line":
+        errs.append("the page header is one line: %r" % hdr)
+    assert not errs, "\n".join(errs)

@@ -1952,3 +1952,26 @@ def test_date_categories_in_date_order(tmp_path, kiln_bin):
         "bar heights (px) over the dates in order: %r, want them growing as %r" % (heights, want_order)
     unit = heights[0] / want_order[0]
     assert all(abs(h - v * unit) <= 3 for h, v in zip(heights, want_order)), (heights, want_order)
+
+
+def test_line_breaks_are_one_rule(tmp_path, kiln_bin):
+    """LF, CR and CR LF are each one line break (docs/spec.md "Line breaks"): the text
+    after one starts a new line in every block; chart text and the page header are one
+    line, the break a space."""
+    from test_render_docx import breaks_spec, same_for_every_break
+    pdf = render_ok(write_spec(tmp_path, breaks_spec()), tmp_path / "breaks.pdf")
+    lines = [ln.strip() for ln in pdf_text(pdf).splitlines() if ln.strip()]
+    errs, common = same_for_every_break(lines)
+    for what in ("Head", "Para", "Run", "Quote", "Code", "Header", "Cell"):
+        k = common.index("%s-* one" % what) if "%s-* one" % what in common else -1
+        if k < 0 or not common[k + 1].startswith("two-*"):
+            errs.append("%s: 'two' should start the line after '%s-* one': %r" % (what, what, common))
+    for first in ("\u2022 Item-* one", "\u25e6 Nested-* one", "\u2014 Attr-* one", "Table N: Caption-* one"):
+        if first not in common or common[common.index(first) + 1] != "two-*":
+            errs.append("%r should be followed by a line 'two-*': %r" % (first, common))
+    for what in ("Chart", "Name", "Cat", "Axis"):
+        if "%s-* one two-*" % what not in common:
+            errs.append("chart text %r should be one line: %r" % (what, common))
+    if "Head line" not in lines:
+        errs.append("the page header should read 'Head line' on one line")
+    assert not errs, "\n".join(errs)

@@ -1512,3 +1512,44 @@ def test_date_categories_get_a_date_axis(tmp_path, kiln_bin):
     dates; LibreOffice draws them in date order, labelled in that format."""
     from test_render_docx import check_date_axes
     check_date_axes(tmp_path, "pptx")
+
+
+def test_line_breaks_are_one_rule(tmp_path, kiln_bin):
+    """LF, CR and CR LF are each one line break (docs/spec.md "Line breaks"): a:br in a
+    bullet or a table cell, a new paragraph in a title or the notes; chart text is one
+    line, the break a space."""
+    from test_render_docx import BREAK_FORMS, breaks_spec, same_for_every_break
+    slides = [{"title": "Title-%s one%stwo-%s" % (k, br, k),
+               "bullets": ["Bullet-%s one%stwo-%s" % (k, br, k)],
+               "notes": "Notes-%s one%stwo-%s" % (k, br, k)} for k, br in BREAK_FORMS.items()]
+    outs = [render_ok(write_spec(tmp_path, breaks_spec(), "blocks.json"), tmp_path / "blocks.pptx"),
+            render_ok(write_spec(tmp_path, {"slides": slides}, "slides.json"), tmp_path / "slides.pptx")]
+    assert_ooxml_ok(*outs)
+    texts, chart_texts = [], []
+    for out in outs:
+        deck = Deck(out)
+        for s in deck.slides():
+            for root in [deck.xml(s)] + [deck.xml(n) for n in deck.related(s, "notesSlide")]:
+                for sp in shapes(root):
+                    tb = sp.find("p:txBody", NS)
+                    if tb is not None:
+                        texts.append("\n".join(para_text(p) for p in tb.findall("a:p", NS)))
+                for tc in root.iter("{%s}tc" % A):
+                    texts.append("\n".join(para_text(p) for p in tc.findall(".//a:p", NS)))
+        for n in sorted(x for x in deck.parts if re.match(r"ppt/charts/chart\d+\.xml$", x)):
+            root = deck.xml(n)
+            chart_texts += [t.text for t in root.iter("{%s}t" % A)] + [v.text for v in root.iter("{%s}v" % C)]
+        assert not [n for n, b in deck.parts.items() if n.endswith(".xml") and b"\r" in b], \
+            "a carriage return in %s" % out.name
+    errs, common = same_for_every_break(texts)
+    flat = "\n".join(common)
+    for want in ("Para-* one\ntwo-*", "Item-* one\ntwo-*", "Code-* one\ntwo-*", "Cell-* one\ntwo-*",
+                 "Head-* one\ntwo-*", "Title-* one\ntwo-*", "Bullet-* one\ntwo-*", "Notes-* one\ntwo-*"):
+        if want not in flat:
+            errs.append("no text reads %r" % want)
+    cerrs, chart_common = same_for_every_break([t for t in chart_texts if t])
+    errs += cerrs
+    for what in ("Chart", "Axis", "Name", "Cat"):
+        if "%s-* one two-*" % what not in chart_common:
+            errs.append("chart text %r should be on one line: %r" % (what, chart_common))
+    assert not errs, "\n".join(errs)

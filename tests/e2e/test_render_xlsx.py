@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import (assert_ooxml_ok, describe, load_json, render_ok, run_kiln, sample_specs,
+from conftest import (assert_ooxml_ok, describe, load_json, one_break, render_ok, run_kiln, sample_specs,
                       soffice_convert, write_spec)
 
 try:
@@ -75,7 +75,7 @@ def exp_scalar(v, coltype):
     if isinstance(v, str):
         if coltype in ("date", "datetime"):
             return Exp("date", iso_to_datetime(v))
-        return Exp("str", v)
+        return Exp("str", one_break(v))
     raise AssertionError("test bug: unexpected scalar %r" % (v,))
 
 
@@ -84,8 +84,8 @@ def exp_cell(v, coltype=None):
         return exp_scalar(v, coltype)
     if "formula" in v:
         f = v["formula"]
-        e = Exp("formula", "=" + (f[1:] if f.startswith("=") else f),
-                cached=v.get("value"), has_cached="value" in v)
+        e = Exp("formula", one_break("=" + (f[1:] if f.startswith("=") else f)),
+                cached=one_break(v.get("value")), has_cached="value" in v)
     elif "date" in v:
         e = Exp("date", iso_to_datetime(v["date"]))
     elif "datetime" in v:
@@ -104,6 +104,7 @@ def exp_field(field, coltype):
     if field == "":
         return Exp("blank")
     t = coltype or "auto"
+    field = one_break(field)
     if t == "string":
         return Exp("str", field)
     if t in NUMERIC_TYPES:
@@ -1367,7 +1368,9 @@ def test_csv_quotes_newlines_crlf(tmp_path):
     assert got[0] == ["id", "code", "name", "amount", "when"]
     assert got[1][:4] == [1, "007", "Smith, John", 12.5] and got[1][4] == dt.datetime(2026, 3, 31)
     assert got[2][:4] == [2, "0123", 'He said "hi"', -3] and got[2][4] == dt.datetime(2026, 1, 1, 10)
-    assert unescape_ooxml(got[3][2]) == "two\r\nlines", repr(got[3][2])
+    # a line break in a field, CR LF here, is a line feed in a cell that wraps
+    assert unescape_ooxml(got[3][2]) == "two\nlines", repr(got[3][2])
+    assert ws["C4"].alignment.wrap_text
     assert got[3][1] == 100 and isinstance(got[3][1], (int, float))
     assert got[3][4] == dt.datetime(1900, 3, 1)
     assert got[4][0] == 4 and got[4][1] is None and got[4][3] is None
@@ -1754,4 +1757,72 @@ def test_date_categories_get_a_date_axis(tmp_path):
                     errs.append("LibreOffice read %s %r as %s %r" % (out.name, title, kind, fmt))
                 if w is None and kind != "catAx":
                     errs.append("LibreOffice read %s %r as %s" % (out.name, title, kind))
+    assert not errs, "\n".join(errs)
+
+
+def test_line_breaks_are_one_rule(tmp_path):
+    """LF, CR and CR LF are each one line break (docs/spec.md "Line breaks"): a cell holds
+    it as a line feed and wraps so it shows, whether the text came from the spec, a CSV
+    field or a JSON Lines string; chart text is one line, and so is a sheet name made from
+    a heading (the break a space)."""
+    from lxml import etree
+    from test_render_docx import BREAK_FORMS, breaks_spec
+    forms = list(BREAK_FORMS.items())
+    (tmp_path / "d.csv").write_bytes(b'text\n' + b''.join(b'"Csv-%s one%stwo-%s"\r\n' % (k.encode(), br.encode(), k.encode())
+                                                         for k, br in forms))
+    (tmp_path / "d.jsonl").write_text("".join(json.dumps(["Jsonl-%s one%stwo-%s" % (k, br, k)]) + "\n"
+                                              for k, br in forms), encoding="utf-8")
+    sheets = {"sheets": [
+        {"name": "Inline", "columns": [{"header": "Header-%s one%stwo-%s" % (k, br, k)} for k, br in forms],
+         "rows": [["Cell-%s one%stwo-%s" % (k, br, k) for k, br in forms],
+                  [{"formula": "=A2", "value": "Formula-%s one%stwo-%s" % (k, br, k)} for k, br in forms]],
+         "merges": [{"range": "E%d:F%d" % (i + 1, i + 1), "value": "Merge-%s one%stwo-%s" % (k, br, k)}
+                    for i, (k, br) in enumerate(forms)],
+         "table": True},
+        {"name": "Csv", "data": {"path": "d.csv"}},
+        {"name": "Jsonl", "data": {"path": "d.jsonl"}}]}
+    text_only = {"blocks": [b for b in breaks_spec()["blocks"] if b["type"] not in ("table", "chart")]}
+    outs = [render_ok(write_spec(tmp_path, spec, name + ".json"), tmp_path / (name + ".xlsx"))
+            for name, spec in (("sheets", sheets), ("text", text_only), ("blocks", breaks_spec()))]
+    assert_ooxml_ok(*outs)
+    errs = []
+    want = re.compile(r"^(\S+ )?(\w+)-(lf|cr|crlf) one\ntwo-\3( tail)?$")
+    for out in outs[:2]:
+        wb = openpyxl.load_workbook(out, data_only=True)   # formulas: their cached text
+        seen = set()
+        for ws in wb.worksheets:
+            for row in ws.iter_rows():
+                for c in row:
+                    v = unescape_ooxml(c.value) if isinstance(c.value, str) else None
+                    if not v or not re.search(r"-(lf|cr|crlf)\b", v):
+                        continue
+                    m = want.match(v)
+                    if not m or not c.alignment.wrap_text:
+                        errs.append("%s %s!%s: %r (wrap %r)" % (out.name, ws.title, c.coordinate, v,
+                                                                c.alignment.wrap_text))
+                    else:
+                        seen.add((m.group(2), m.group(3)))
+        kinds = {w for w, _k in seen}
+        for w in kinds:
+            missing = [k for k in BREAK_FORMS if (w, k) not in seen]
+            if missing:
+                errs.append("%s: %s with %s not found" % (out.name, w, missing))
+        expect = {"Header", "Cell", "Formula", "Merge", "Csv", "Jsonl"} if out == outs[0] else \
+            {"Head", "Para", "Run", "Item", "Nested", "Quote", "Code"}
+        if kinds != expect:
+            errs.append("%s: texts found %s, want %s" % (out.name, sorted(kinds), sorted(expect)))
+    wb = openpyxl.load_workbook(outs[2])
+    for k in BREAK_FORMS:
+        if not any(re.match(r"Head-%s one two-%s$" % (k, k), n) for n in wb.sheetnames):
+            errs.append("no sheet named from the heading with %s on one line: %r" % (k, wb.sheetnames))
+    with zipfile.ZipFile(outs[2]) as z:
+        texts = []
+        for part in chart_parts_in_order(z):
+            root = etree.fromstring(z.read(part))
+            texts += ["".join(t.text or "" for t in r.iter("{%s}t" % A_NS)) for r in root.iter("{%s}rich" % C_NS["c"])]
+        name_cells = [c.value for row in wb["_kiln_data"].iter_rows() for c in row if c.value]
+    for k in BREAK_FORMS:
+        for what, got in (("Chart", texts), ("Axis", texts), ("Name", name_cells)):
+            if "%s-%s one two-%s" % (what, k, k) not in got:
+                errs.append("%s text with %s should be one line: %r" % (what, k, got))
     assert not errs, "\n".join(errs)

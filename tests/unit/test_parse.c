@@ -1600,6 +1600,28 @@ static void test_nested_list_numbering(void **state)
           KILN_E_INVALID_SPEC, "/blocks/0/items/0/items", "array of list items");
 }
 
+/* One rule for line breaks (docs/spec.md "Line breaks"): CR LF and a lone CR
+ * are LF in every string; chart text and the page header are one line. */
+static void test_line_breaks(void **state)
+{
+    (void)state;
+    kiln_doc *doc = parse_ok(
+        "{'page': {'header': 'h1\\r\\nh2'},"
+        " 'blocks': [{'type': 'paragraph', 'text': 'a\\rb\\r\\nc\\n\\rd'},"
+        " {'type': 'chart', 'kind': 'line', 'title': 't1\\rt2', 'categories': ['c1\\nc2'],"
+        "  'series': [{'name': 'n1\\r\\nn2', 'values': [1]}], 'y_axis': {'title': 'y1\\ny2'}}]}");
+    const kiln_run *r = &doc->blocks[0].text.runs[0];
+    assert_string_equal(r->text, "a\nb\nc\n\nd"); /* LF CR is two breaks */
+    assert_int_equal(r->len, 8);
+    const kiln_chart *c = doc->blocks[1].chart;
+    assert_string_equal(c->title, "t1 t2");
+    assert_string_equal(c->categories[0].text, "c1 c2");
+    assert_string_equal(c->series[0].name, "n1 n2");
+    assert_string_equal(c->y_title, "y1 y2");
+    assert_string_equal(doc->page.header_text, "h1 h2");
+    kiln_doc_free(doc);
+}
+
 static void test_markdown_block(void **state)
 {
     (void)state;
@@ -1976,6 +1998,7 @@ int main(void)
         cmocka_unit_test(test_theme),
         cmocka_unit_test(test_blocks),
         cmocka_unit_test(test_nested_list_numbering),
+        cmocka_unit_test(test_line_breaks),
         cmocka_unit_test(test_markdown_block),
         cmocka_unit_test(test_slides),
         cmocka_unit_test(test_data_sources),
