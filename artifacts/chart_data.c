@@ -13,11 +13,11 @@
  * What a cell gives, as Excel would read it: values are the numbers of
  * NUMBER, DATE, DATETIME and BOOL cells and the cached numbers of formulas,
  * anything else NAN (a gap); categories and names are the cells' text as the
- * cell shows it (numfmt.h). Categories that are all dates of whole days
- * (numbers shown under a date format: date cells, or numbers and formula
- * results formatted as dates), or literal ISO dates, make a date axis. Merged ranges with a value of their own cover the
- * data the way the .xlsx writer writes them: the value in the first cell,
- * the rest blank.
+ * cell shows it (numfmt.h), on one line. Categories that are all dates of
+ * whole days (numbers shown under a date format: date cells, or numbers and
+ * formula results formatted as dates), or literal ISO dates, make a date
+ * axis. Merged ranges with a value of their own cover the data the way the
+ * .xlsx writer writes them: the value in the first cell, the rest blank.
  */
 #include <math.h>
 #include <stdio.h>

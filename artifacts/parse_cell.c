@@ -166,7 +166,7 @@ static int scan_error(struct scan *sc, const struct scan_frame *f, kiln_status c
 
 /* Line breaks in one form (docs/spec.md "Line breaks"): every CR LF, and
  * every lone CR, becomes LF, so the writers only ever see LF. */
-size_t kiln_breaks_to_lf(char *s, size_t len)
+static size_t breaks_to_lf(char *s, size_t len)
 {
     size_t o = 0;
     for (size_t i = 0; i < len; i++) {
@@ -204,7 +204,7 @@ static int normalize_breaks(json_t *v, const char *s, size_t len)
     if (!copy)
         return -1;
     memcpy(copy, s, len);
-    size_t n = kiln_breaks_to_lf(copy, len);
+    size_t n = breaks_to_lf(copy, len);
     int rc = json_string_setn_nocheck(v, copy, n);
     free(copy);
     return rc;

@@ -86,9 +86,6 @@ int kiln_cell_from_text(const char *text, size_t len, kiln_column_type type,
  * increased by the bytes of the strings as written. */
 size_t kiln_json_scan(json_t *root, const char *prefix, const kiln_limits *lim,
                       uint64_t *string_bytes, kiln_errors *errs, kiln_error *err);
-/* Make every CR LF and lone CR of s[0..len) LF, in place; returns the new
- * length. */
-size_t kiln_breaks_to_lf(char *s, size_t len);
 
 /* ---- rows (rows.c) ---- */
 /*

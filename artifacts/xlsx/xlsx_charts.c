@@ -444,10 +444,10 @@ static void write_with_date_axis(FILE *file, char *xml, size_t len)
     drop_elements(inner, &inner_len, "c:tickLblSkip");
     drop_elements(inner, &inner_len, "c:tickMarkSkip");
     drop_elements(inner, &inner_len, "c:noMultiLvlLbl");
-    static const char auto_on[] = "<c:auto val=\"1\"/>";
+    static const char auto_on[] = "<c:auto val=\"1\"/>", auto_val[] = "<c:auto val=\"";
     char *a = memmem(inner, inner_len, auto_on, sizeof auto_on - 1);
     if (a)
-        a[sizeof auto_on - 5] = '0';
+        a[sizeof auto_val - 1] = '0';
     fputs("<c:dateAx>", file);
     fwrite(inner, 1, inner_len, file);
     fputs("</c:dateAx>", file);
