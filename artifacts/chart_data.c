@@ -13,9 +13,11 @@
  * What a cell gives, as Excel would read it: values are the numbers of
  * NUMBER, DATE, DATETIME and BOOL cells and the cached numbers of formulas,
  * anything else NAN (a gap); categories and names are the cells' text as the
- * cell shows it (numfmt.h). Merged ranges with a value of their own cover the
- * data the way the .xlsx writer writes them: the value in the first cell,
- * the rest blank.
+ * cell shows it (numfmt.h), on one line. Categories that are all dates of
+ * whole days (numbers shown under a date format: date cells, or numbers and
+ * formula results formatted as dates), or literal ISO dates, make a date
+ * axis. Merged ranges with a value of their own cover the data the way the
+ * .xlsx writer writes them: the value in the first cell, the rest blank.
  */
 #include <math.h>
 #include <stdio.h>
@@ -47,6 +49,8 @@ typedef struct category_cell {
     double number;
     int is_number;     /* a plain number (General format): usable as a number on any chart */
     int is_numeric;    /* any numeric cell (dates included): usable as a scatter x value */
+    int is_date;       /* a whole day shown under a date format */
+    const char *format; /* the number format it is shown under */
 } category_cell;
 
 typedef struct resolver {
@@ -155,6 +159,9 @@ static kiln_status store_cell(resolver *rs, const need *n, size_t pos, const kil
     char *copy = kiln_arena_strndup(rs->arena, text ? text : "", text ? len : 0);
     if (!copy)
         return nomem(rs->err, rs->chart);
+    /* Chart text is one line (docs/spec.md "Line breaks"). */
+    for (char *p = copy; (p = strchr(p, '\n')); p++)
+        *p = ' ';
     if (n->kind == NEED_NAME) {
         if (*copy)
             out->series[n->series].name = copy;
@@ -169,9 +176,15 @@ static kiln_status store_cell(resolver *rs, const need *n, size_t pos, const kil
                     !(cell->kind == KILN_CELL_FORMULA && cell->cached_kind == KILN_CELL_BOOL);
     int plain = cell->kind == KILN_CELL_NUMBER ||
                 (cell->kind == KILN_CELL_FORMULA && cell->cached_kind == KILN_CELL_NUMBER);
-    const char *nf = cell->number_format ? cell->number_format
-                                         : col ? col->number_format : NULL;
+    const char *nf = kiln_cell_number_format(cell, col);
     c->is_number = c->is_numeric && plain && format_is_general(nf);
+    c->is_date = c->is_numeric && kiln_format_is_date(nf) && c->number >= 1 &&
+                 c->number == floor(c->number);
+    /* A cell's own format lives in the reader's current row only (rows are
+     * read one at a time): kept, it is copied. */
+    c->format = nf && nf == cell->number_format ? kiln_arena_strdup(rs->arena, nf) : nf;
+    if (nf && !c->format)
+        return nomem(rs->err, rs->chart);
     return KILN_E_OK;
 }
 
@@ -293,6 +306,13 @@ static kiln_status read_sheet(resolver *rs, need *needs, size_t need_count, size
     return apply_merges(rs, needs, need_count, sheet);
 }
 
+/* Charts whose categories lie along an axis, which may be a date axis. */
+static int has_category_axis(const kiln_chart *chart)
+{
+    return chart->kind == KILN_CHART_COLUMN || chart->kind == KILN_CHART_BAR ||
+           chart->kind == KILN_CHART_LINE || chart->kind == KILN_CHART_AREA;
+}
+
 /* Decide how the categories read from cells are kept. */
 static kiln_status finish_ref_categories(resolver *rs)
 {
@@ -305,17 +325,21 @@ static kiln_status finish_ref_categories(resolver *rs)
     /* A scatter chart plots x values, dates included; other charts label
      * their points, and a formatted number (a date, an amount) is labelled
      * as the cell shows it. */
-    int numeric = n > 0;
+    int numeric = n > 0, dates = n > 0 && has_category_axis(rs->chart);
     for (size_t i = 0; i < n; i++) {
         const category_cell *c = &rs->cats[i];
         texts[i] = c->text ? c->text : "";
         numbers[i] = c->number;
         if (!(rs->chart->kind == KILN_CHART_SCATTER ? c->is_numeric : c->is_number))
             numeric = 0;
+        if (!c->is_date)
+            dates = 0;
     }
     out->categories = texts;
-    out->category_numbers = numeric ? numbers : NULL;
+    out->category_numbers = numeric || dates ? numbers : NULL;
     out->categories_numeric = numeric;
+    out->categories_dates = dates;
+    out->category_format = dates ? rs->cats[0].format : NULL;
     return KILN_E_OK;
 }
 
@@ -328,23 +352,27 @@ static kiln_status copy_literal_categories(resolver *rs)
     double *numbers = kiln_arena_calloc(rs->arena, n ? n : 1, sizeof *numbers);
     if (!texts || !numbers)
         return nomem(rs->err, ch);
-    int numeric = n > 0;
+    int numeric = n > 0, dates = n > 0 && has_category_axis(ch);
     for (size_t i = 0; i < n; i++) {
         if (i < ch->category_count) {
             const kiln_category *k = &ch->categories[i];
             texts[i] = k->text ? k->text : "";
-            numbers[i] = k->is_number ? k->number : NAN;
+            numbers[i] = k->is_number || k->is_date ? k->number : NAN;
             if (!k->is_number)
                 numeric = 0;
+            if (!k->is_date)
+                dates = 0;
         } else {
             texts[i] = "";
             numbers[i] = NAN;
-            numeric = 0;
+            numeric = dates = 0;
         }
     }
     out->categories = texts;
-    out->category_numbers = numeric ? numbers : NULL;
+    out->category_numbers = numeric || dates ? numbers : NULL;
     out->categories_numeric = numeric;
+    out->categories_dates = dates;
+    out->category_format = dates ? KILN_CHART_DATE_FORMAT : NULL;
     return KILN_E_OK;
 }
 

@@ -1397,8 +1397,7 @@ size_t kiln_format_number(double number, const char *format, char *buf, size_t c
     return s.len;
 }
 
-/* 1 when a format shows numbers as dates or times. */
-static int format_is_date(const char *format)
+int kiln_format_is_date(const char *format)
 {
     if (is_general(format))
         return 0;
@@ -1433,6 +1432,20 @@ static const char *display_text(const char *text, size_t text_len, const char *f
     return buf;
 }
 
+const char *kiln_cell_number_format(const kiln_cell *cell, const kiln_column *col)
+{
+    const char *col_format = col ? col->number_format : NULL;
+    if (cell->number_format)
+        return cell->number_format;
+    if (cell->kind != KILN_CELL_DATE && cell->kind != KILN_CELL_DATETIME)
+        return col_format;
+    /* As the xlsx writer stores them: the column's format when it shows
+     * dates, else the default. */
+    return kiln_format_is_date(col_format) ? col_format
+           : cell->kind == KILN_CELL_DATE  ? "yyyy-mm-dd"
+                                           : "yyyy-mm-dd hh:mm";
+}
+
 const char *kiln_cell_display(const kiln_cell *cell, const kiln_column *col, char *buf,
                               size_t cap, size_t *len)
 {
@@ -1449,13 +1462,7 @@ const char *kiln_cell_display(const kiln_cell *cell, const kiln_column *col, cha
         return cell->number != 0 ? "TRUE" : "FALSE";
     case KILN_CELL_DATE:
     case KILN_CELL_DATETIME:
-        /* As the xlsx writer stores them: the cell's own format whatever it
-         * is, else the column's when it shows dates, else the default. */
-        if (!cell->number_format)
-            format = format_is_date(col_format) ? col_format
-                     : cell->kind == KILN_CELL_DATE ? "yyyy-mm-dd"
-                                                    : "yyyy-mm-dd hh:mm";
-        *len = kiln_format_number(cell->number, format, buf, cap);
+        *len = kiln_format_number(cell->number, kiln_cell_number_format(cell, col), buf, cap);
         return buf;
     case KILN_CELL_FORMULA:
         switch (cell->cached_kind) {

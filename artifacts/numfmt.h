@@ -43,6 +43,15 @@ size_t kiln_format_number(double number, const char *format, char *buf, size_t c
 const char *kiln_cell_display(const kiln_cell *cell, const kiln_column *col, char *buf,
                               size_t cap, size_t *len);
 
+/* The number format a cell's number is shown under: the cell's own, else the
+ * column's; a date or date-time takes the column's only when it shows dates,
+ * else "yyyy-mm-dd" / "yyyy-mm-dd hh:mm" (as the xlsx writer stores them).
+ * NULL = General. col may be NULL. */
+const char *kiln_cell_number_format(const kiln_cell *cell, const kiln_column *col);
+
+/* 1 when format shows numbers as dates or times (y, m, d, h, s codes). */
+int kiln_format_is_date(const char *format);
+
 /* 1 when a cell of this column is usually right-aligned (numbers, dates). */
 int kiln_column_is_numeric(const kiln_column *col);
 

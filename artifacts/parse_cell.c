@@ -163,8 +163,78 @@ static int scan_error(struct scan *sc, const struct scan_frame *f, kiln_status c
     return 1;
 }
 
-static int scan_string(struct scan *sc, const struct scan_frame *f, const char *s, size_t len)
+/* Line breaks in one form (docs/spec.md "Line breaks"): every CR LF, and
+ * every lone CR, becomes LF, so the writers only ever see LF. */
+static size_t breaks_to_lf(char *s, size_t len)
 {
+    size_t o = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (s[i] == '\r') {
+            s[o++] = '\n';
+            if (i + 1 < len && s[i + 1] == '\n')
+                i++;
+        } else {
+            s[o++] = s[i];
+        }
+    }
+    return o;
+}
+
+static int normalize_breaks(json_t *v, const char *s, size_t len);
+
+const char *kiln_one_line(kiln_pctx *c, const char *s)
+{
+    if (!s)
+        return NULL;
+    /* Always a copy: the model owns its strings (the tree s is in is freed). */
+    char *copy = kiln_arena_strdup(c->arena, s);
+    if (!copy) {
+        kiln_pnomem(c);
+        return NULL;
+    }
+    for (char *p = copy; (p = strchr(p, '\n')); p++)
+        *p = ' ';
+    return copy;
+}
+
+int kiln_json_breaks_to_lf(json_t *v)
+{
+    if (json_is_string(v))
+        return normalize_breaks(v, json_string_value(v), json_string_length(v));
+    if (json_is_array(v)) {
+        for (size_t i = 0; i < json_array_size(v); i++)
+            if (kiln_json_breaks_to_lf(json_array_get(v, i)) != 0)
+                return -1;
+    } else if (json_is_object(v)) {
+        const char *key;
+        json_t *m;
+        json_object_foreach(v, key, m) {
+            if (kiln_json_breaks_to_lf(m) != 0)
+                return -1;
+        }
+    }
+    return 0;
+}
+
+/* The string v (s, len) with its line breaks as LF. -1 when out of memory. */
+static int normalize_breaks(json_t *v, const char *s, size_t len)
+{
+    if (!memchr(s, '\r', len))
+        return 0;
+    char *copy = malloc(len ? len : 1);
+    if (!copy)
+        return -1;
+    memcpy(copy, s, len);
+    size_t n = breaks_to_lf(copy, len);
+    int rc = json_string_setn_nocheck(v, copy, n);
+    free(copy);
+    return rc;
+}
+
+static int scan_string(struct scan *sc, const struct scan_frame *f, json_t *v)
+{
+    const char *s = json_string_value(v);
+    size_t len = json_string_length(v);
     uint64_t before = *sc->string_bytes;
     *sc->string_bytes += len;
     /* Reported once, by the string that passes the limit: the spec is
@@ -183,14 +253,15 @@ static int scan_string(struct scan *sc, const struct scan_frame *f, const char *
         snprintf(msg, sizeof msg, "text contains %s, which XML documents cannot hold", what);
         return scan_error(sc, f, KILN_E_INVALID_SPEC, 0, 0, msg);
     }
+    if (normalize_breaks(v, s, len) != 0)
+        return scan_error(sc, f, KILN_E_NOMEM, 0, 0, "out of memory");
     return 0;
 }
 
-static int scan_node(struct scan *sc, const json_t *v, const struct scan_frame *f,
-                     uint32_t depth)
+static int scan_node(struct scan *sc, json_t *v, const struct scan_frame *f, uint32_t depth)
 {
     if (json_is_string(v))
-        return scan_string(sc, f, json_string_value(v), json_string_length(v));
+        return scan_string(sc, f, v);
     if (!json_is_object(v) && !json_is_array(v))
         return 0;
     if (depth > sc->lim->json_depth) {
@@ -203,7 +274,7 @@ static int scan_node(struct scan *sc, const json_t *v, const struct scan_frame *
     if (json_is_array(v)) {
         size_t n = json_array_size(v);
         for (size_t i = 0; i < n; i++) {
-            const json_t *e = json_array_get(v, i);
+            json_t *e = json_array_get(v, i);
             /* Scalars other than strings need no frame or call. */
             if (!json_is_string(e) && !json_is_object(e) && !json_is_array(e))
                 continue;
@@ -215,7 +286,7 @@ static int scan_node(struct scan *sc, const json_t *v, const struct scan_frame *
     }
     const char *key;
     json_t *val;
-    json_object_foreach((json_t *)v, key, val) {
+    json_object_foreach(v, key, val) {
         child.key = key;
         size_t klen = strlen(key);
         long at = kiln_xml_illegal_at(key, klen);
@@ -233,7 +304,7 @@ static int scan_node(struct scan *sc, const json_t *v, const struct scan_frame *
     return 0;
 }
 
-size_t kiln_json_scan(const json_t *root, const char *prefix, const kiln_limits *lim,
+size_t kiln_json_scan(json_t *root, const char *prefix, const kiln_limits *lim,
                       uint64_t *string_bytes, kiln_errors *errs, kiln_error *err)
 {
     struct scan sc = {lim, string_bytes, errs, err, 0, prefix ? prefix : ""};

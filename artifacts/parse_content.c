@@ -133,9 +133,14 @@ int kiln_parse_text(kiln_pctx *c, const json_t *obj, kiln_text *out, int require
 
 /* ---- lists ---- */
 
-void kiln_parse_list_items(kiln_pctx *c, const json_t *arr, kiln_list *list, uint32_t depth)
+static void parse_list(kiln_pctx *c, const json_t *v, const char *const *members,
+                       kiln_list *list, uint32_t depth);
+
+/* The items of a list, at nesting depth (the top level is 1). */
+static void parse_list_items(kiln_pctx *c, const json_t *arr, kiln_list *list, uint32_t depth)
 {
     static const char *const allowed[] = {"text", "runs", "items", NULL};
+    static const char *const nested_m[] = {"ordered", "start", "items", NULL};
     if (!json_is_array(arr)) {
         kiln_perr(c, NULL, "expected an array of list items");
         return;
@@ -172,11 +177,12 @@ void kiln_parse_list_items(kiln_pctx *c, const json_t *arr, kiln_list *list, uin
                 if (!li->children) {
                     kiln_pnomem(c);
                 } else {
-                    /* Nested lists follow the parent's numbering style. */
+                    /* A nested list numbers as its parent does and counts
+                     * from 1, unless it says otherwise for itself. */
                     li->children->ordered = list->ordered;
                     li->children->start = 1;
                     size_t s2 = kiln_ptr_push(&c->ptr, "items");
-                    kiln_parse_list_items(c, sub, li->children, depth + 1);
+                    parse_list(c, sub, nested_m, li->children, depth + 1);
                     kiln_ptr_pop(&c->ptr, s2);
                 }
             }
@@ -186,6 +192,39 @@ void kiln_parse_list_items(kiln_pctx *c, const json_t *arr, kiln_list *list, uin
         }
         kiln_ptr_pop(&c->ptr, saved);
     }
+}
+
+/*
+ * A list: an array of items, or an object saying how the list numbers,
+ * {"ordered": true, "start": N, "items": [...]}, whose members are members
+ * (a list block's also include "type"). list->ordered and list->start hold
+ * the defaults on entry.
+ */
+static void parse_list(kiln_pctx *c, const json_t *v, const char *const *members,
+                       kiln_list *list, uint32_t depth)
+{
+    if (json_is_array(v)) {
+        parse_list_items(c, v, list, depth);
+        return;
+    }
+    if (!json_is_object(v)) {
+        kiln_perr(c, NULL, "expected an array of list items, or a list {\"ordered\": ..., "
+                           "\"items\": [...]}");
+        return;
+    }
+    kiln_check_members(c, v, members);
+    kiln_get_bool(c, v, "ordered", &list->ordered);
+    int64_t start = list->start;
+    kiln_get_int(c, v, "start", 0, 2147483647, &start);
+    list->start = (int)start;
+    const json_t *items = json_object_get(v, "items");
+    if (!items) {
+        kiln_perr(c, NULL, "missing \"items\"");
+        return;
+    }
+    size_t saved = kiln_ptr_push(&c->ptr, "items");
+    parse_list_items(c, items, list, depth);
+    kiln_ptr_pop(&c->ptr, saved);
 }
 
 /* ---- images ---- */
@@ -419,7 +458,7 @@ static void parse_series(kiln_pctx *c, const json_t *s, kiln_series *se, kiln_ch
             size_t cells;
             se->name_ref = chart_ref(c, "name", nm, place, 1, &cells);
         } else {
-            se->name = kiln_pstrdup(c, nm);
+            se->name = kiln_one_line(c, json_string_value(nm));
         }
     }
     kiln_get_color(c, s, "color", &se->color);
@@ -433,8 +472,9 @@ static void parse_series(kiln_pctx *c, const json_t *s, kiln_series *se, kiln_ch
         return;
     }
     if (!json_is_array(v)) {
-        kiln_perr(c, "values", place == KILN_IN_SHEET ? "expected an array of numbers or a range"
-                                                      : "expected an array of numbers");
+        kiln_perr(c, "values", place == KILN_IN_SHEET
+                                   ? "expected an array of numbers (or null) or a range"
+                                   : "expected an array of numbers (or null)");
         return;
     }
     size_t n = json_array_size(v);
@@ -445,10 +485,15 @@ static void parse_series(kiln_pctx *c, const json_t *s, kiln_series *se, kiln_ch
     }
     for (size_t i = 0; i < n; i++) {
         const json_t *e = json_array_get(v, i);
+        if (json_is_null(e)) {
+            /* A missing point: a gap, as an empty cell is in a range. */
+            se->values[i] = NAN;
+            continue;
+        }
         if (!json_is_number(e)) {
             size_t saved = kiln_ptr_push(&c->ptr, "values");
             kiln_ptr_push_index(&c->ptr, i);
-            kiln_perr(c, NULL, "expected a number");
+            kiln_perr(c, NULL, "expected a number, or null for a missing point");
             kiln_ptr_pop(&c->ptr, saved);
             continue;
         }
@@ -469,6 +514,7 @@ static void parse_axis(kiln_pctx *c, const json_t *ch, const char *key, const ch
     else {
         kiln_check_members(c, a, allowed);
         kiln_get_string(c, a, "title", title);
+        *title = kiln_one_line(c, *title);
     }
     kiln_ptr_pop(&c->ptr, saved);
 }
@@ -505,7 +551,9 @@ void kiln_parse_chart(kiln_pctx *c, const json_t *obj, kiln_chart *ch, kiln_char
     if (kind < 0 && !json_object_get(obj, "kind"))
         kiln_perr(c, NULL, "missing \"kind\"");
     ch->kind = (kiln_chart_kind)(kind < 0 ? 0 : kind);
+    /* Chart text is one line (docs/spec.md "Line breaks"). */
     kiln_get_string(c, obj, "title", &ch->title);
+    ch->title = kiln_one_line(c, ch->title);
     kiln_get_bool(c, obj, "stacked", &ch->stacked);
     if (ch->stacked && kind >= 0 && ch->kind != KILN_CHART_COLUMN && ch->kind != KILN_CHART_BAR &&
         ch->kind != KILN_CHART_AREA)
@@ -565,7 +613,10 @@ void kiln_parse_chart(kiln_pctx *c, const json_t *obj, kiln_chart *ch, kiln_char
                 if (!k->text)
                     kiln_pnomem(c);
             } else if (json_is_string(e) && ch->kind != KILN_CHART_SCATTER) {
-                k->text = kiln_pstrdup(c, e);
+                k->text = kiln_one_line(c, json_string_value(e));
+                int has_time = 0;
+                k->is_date = k->text &&
+                             kiln_iso_to_serial(k->text, &k->number, &has_time) == 0 && !has_time;
             } else {
                 size_t saved = kiln_ptr_push(&c->ptr, "categories");
                 kiln_ptr_push_index(&c->ptr, i);
@@ -761,23 +812,11 @@ static void parse_block(kiln_pctx *c, const json_t *b, block_vec *vec)
         bl->align = a < 0 ? KILN_ALIGN_DEFAULT : (kiln_align)(a + 1);
         break;
     }
-    case 2: {
+    case 2:
         bl->kind = KILN_BLOCK_LIST;
-        kiln_check_members(c, b, list_m);
-        kiln_get_bool(c, b, "ordered", &bl->list.ordered);
-        int64_t start = 1;
-        kiln_get_int(c, b, "start", 0, 2147483647, &start);
-        bl->list.start = (int)start;
-        const json_t *items = json_object_get(b, "items");
-        if (!items) {
-            kiln_perr(c, NULL, "missing \"items\"");
-            break;
-        }
-        size_t saved = kiln_ptr_push(&c->ptr, "items");
-        kiln_parse_list_items(c, items, &bl->list, 1);
-        kiln_ptr_pop(&c->ptr, saved);
+        bl->list.start = 1;
+        parse_list(c, b, list_m, &bl->list, 1);
         break;
-    }
     case 3:
         bl->kind = KILN_BLOCK_TABLE;
         kiln_check_members(c, b, table_m);
@@ -952,28 +991,12 @@ static void parse_slide(kiln_pctx *c, const json_t *s, kiln_slide *sl)
         const json_t *items = json_object_get(s, lists[i].name);
         if (!items || !(takes & lists[i].bit))
             continue;
+        /* Items, or {"ordered": true, "start": N, "items": [...]}: a list
+         * block without "type". */
+        static const char *const slide_list_m[] = {"ordered", "start", "items", NULL};
         size_t saved = kiln_ptr_push(&c->ptr, lists[i].name);
         lists[i].target->start = 1;
-        if (json_is_object(items)) {
-            /* {"ordered": true, "start": N, "items": [...]}: a numbered list, as
-             * a list block without "type". */
-            static const char *const slide_list_m[] = {"ordered", "start", "items", NULL};
-            kiln_check_members(c, items, slide_list_m);
-            kiln_get_bool(c, items, "ordered", &lists[i].target->ordered);
-            int64_t start = 1;
-            kiln_get_int(c, items, "start", 0, 2147483647, &start);
-            lists[i].target->start = (int)start;
-            const json_t *inner = json_object_get(items, "items");
-            if (!inner) {
-                kiln_perr(c, NULL, "missing \"items\"");
-            } else {
-                size_t s2 = kiln_ptr_push(&c->ptr, "items");
-                kiln_parse_list_items(c, inner, lists[i].target, 1);
-                kiln_ptr_pop(&c->ptr, s2);
-            }
-        } else {
-            kiln_parse_list_items(c, items, lists[i].target, 1);
-        }
+        parse_list(c, items, slide_list_m, lists[i].target, 1);
         kiln_ptr_pop(&c->ptr, saved);
     }
     const json_t *t = json_object_get(s, "table");

@@ -77,7 +77,16 @@ kiln_inline_rows *kiln_inline_rows_from_json(kiln_arena *arena, const json_t *ro
 
 json_t *kiln_inline_row(const kiln_inline_rows *rows, size_t i)
 {
-    return kiln_json_load_span(rows->text, rows->rows[i], NULL);
+    const kiln_span *sp = &rows->rows[i];
+    json_t *row = kiln_json_load_span(rows->text, *sp, NULL);
+    /* A row's line breaks, as the parse's scan made them (docs/spec.md "Line
+     * breaks"): the tree the scan changed is gone, so again here. A CR is
+     * always escaped in JSON text: a row without a backslash has none. */
+    if (row && memchr(rows->text + sp->off, '\\', sp->len) && kiln_json_breaks_to_lf(row) != 0) {
+        json_decref(row);
+        return NULL;
+    }
+    return row;
 }
 
 /* Record a row error; pointer = rows_ptr/index + rel. Returns 1 when the
@@ -387,7 +396,12 @@ static int csv_record(kiln_row_reader *r, kiln_error *err)
                         closed = 1;
                         continue;
                     }
-                } else if (c == '\n') {
+                } else if (c == '\r' || c == '\n') {
+                    /* A line break inside a field: CR LF, CR and LF alike
+                     * become LF (docs/spec.md "Line breaks"). */
+                    if (c == '\r' && peekbyte(r) == '\n')
+                        r->bpos++;
+                    c = '\n';
                     r->line++;
                 }
                 if ((rc = rec_put(r, (char)c)))

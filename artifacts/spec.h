@@ -162,14 +162,16 @@ typedef enum { KILN_LEGEND_RIGHT, KILN_LEGEND_LEFT, KILN_LEGEND_TOP, KILN_LEGEND
 
 typedef struct kiln_category {
     const char *text;  /* always set (numbers formatted with %.15g) */
-    double number;
+    double number;     /* is_number: the number; is_date: the date's serial */
     int is_number;
+    int is_date;       /* an ISO 8601 date ("2026-03-31", no time): when every category
+                          is one, the chart has a date axis (chart_data.h) */
 } kiln_category;
 
 typedef struct kiln_series {
     const char *name;        /* NULL = "Series N" */
     const char *name_ref;    /* sheet charts: cell reference for the name, or NULL */
-    double *values;          /* value_count values, when not a range */
+    double *values;          /* value_count values, when not a range; NAN = a missing point */
     size_t value_count;
     const char *values_ref;  /* sheet charts: range string, or NULL */
     int32_t color;
@@ -368,8 +370,8 @@ typedef struct kiln_page {
     int landscape;
     double width_pt, height_pt;   /* after orientation */
     double margin_top, margin_bottom, margin_left, margin_right; /* points */
-    const char *header_text;      /* documents: text of the page header, NULL = none
-                                     ("header": true gives the metadata title) */
+    const char *header_text;      /* documents: text of the page header, one line, NULL =
+                                     none ("header": true gives the metadata title) */
     int page_numbers;             /* documents: "Page X of Y" footer (default 1) */
 } kiln_page;
 

@@ -139,13 +139,18 @@ int kiln_cell_from_text(const char *text, size_t len, kiln_column_type type,
                         const kiln_limits *lim, kiln_cell *out, kiln_error *err);
 
 /* The scan over a JSON tree: nesting depth, strings XML cannot hold, and
- * the total string bytes. root sits at prefix (a JSON Pointer) in the spec,
- * which also gives its depth there (one more than prefix's segments). Adds
- * errors (absolute pointers under prefix) to errs, or when errs is NULL
- * fills err with the first one. Returns the number of errors found.
- * *string_bytes is increased by the bytes of the strings. */
-size_t kiln_json_scan(const json_t *root, const char *prefix, const kiln_limits *lim,
+ * the total string bytes; and every string's line breaks made LF (a CR LF or a
+ * lone CR becomes LF, in place: run it before borrowing any string). root sits
+ * at prefix (a JSON Pointer) in the spec, which also gives its depth there (one
+ * more than prefix's segments). Adds errors (absolute pointers under prefix) to
+ * errs, or when errs is NULL fills err with the first one. Returns the number of
+ * errors found. *string_bytes is increased by the bytes of the strings as
+ * written. */
+size_t kiln_json_scan(json_t *root, const char *prefix, const kiln_limits *lim,
                       uint64_t *string_bytes, kiln_errors *errs, kiln_error *err);
+/* Only the line breaks of the scan: every string of v made LF-only. 0, or -1
+ * when out of memory. */
+int kiln_json_breaks_to_lf(json_t *v);
 
 /* ---- rows (rows.c) ---- */
 /*
@@ -297,6 +302,9 @@ void kiln_pnomem(kiln_pctx *c);
 size_t kiln_check_members(kiln_pctx *c, const json_t *obj, const char *const *allowed);
 /* Arena copy of the current pointer (plus member). */
 const char *kiln_ptr_dup(kiln_pctx *c, const char *member);
+/* Text that cannot break (chart text, the page header): s with each line
+ * feed a space, s itself when it has none (or when out of memory, reported). */
+const char *kiln_one_line(kiln_pctx *c, const char *s);
 
 /* Member getters: absent members leave *out alone and return 0; a wrong
  * type reports an error at the member and returns -1. Strings are arena
@@ -336,6 +344,5 @@ void kiln_parse_chart(kiln_pctx *c, const json_t *obj, kiln_chart *ch, kiln_char
 /* An image object at the current pointer; NULL on error (reported). */
 kiln_image *kiln_parse_image(kiln_pctx *c, const json_t *v);
 int kiln_parse_text(kiln_pctx *c, const json_t *obj, kiln_text *out, int required);
-void kiln_parse_list_items(kiln_pctx *c, const json_t *arr, kiln_list *list, uint32_t depth);
 
 #endif

@@ -867,6 +867,8 @@ static void parse_page(kiln_pctx *c, const json_t *pg)
         else
             p->header_text = kiln_pstrdup(c, h);
     }
+    /* A header is one line (docs/spec.md "Line breaks"). */
+    p->header_text = kiln_one_line(c, p->header_text);
     kiln_get_bool(c, pg, "page_numbers", &p->page_numbers);
 pop:
     kiln_ptr_pop(&c->ptr, saved);

@@ -232,7 +232,9 @@ static void write_categories(chart_writer *w, const char *element)
     char f[REF_MAX];
     ref_categories(d->point_count, f);
     opc_xml_start(w->x, element);
-    if (d->categories_numeric && d->category_numbers)
+    if (d->categories_dates && d->category_numbers)
+        write_num_ref(w, f, d->category_numbers, d->point_count, d->category_format);
+    else if (d->categories_numeric && d->category_numbers)
         write_num_ref(w, f, d->category_numbers, d->point_count, NULL);
     else
         write_str_ref(w, f, d->categories, d->point_count);
@@ -490,6 +492,14 @@ static void write_axes(chart_writer *w)
         /* Both axes are value axes: x first, along the bottom. */
         write_axis_start(w, "c:valAx", AXIS_ID_CATEGORY, "b", 0, c->x_title, "General");
         opc_xml_val(x, "c:crossBetween", "val", between);
+        opc_xml_end(x);
+    } else if (d->categories_dates && d->category_numbers) {
+        /* Dates: a date axis, which places the points by date and labels
+         * them in the cells' format, as Excel does for date categories. */
+        write_axis_start(w, "c:dateAx", AXIS_ID_CATEGORY, cat_pos, 0, c->x_title,
+                         d->category_format ? d->category_format : "General");
+        opc_xml_val(x, "c:auto", "val", "0");
+        opc_xml_val(x, "c:lblOffset", "val", "100");
         opc_xml_end(x);
     } else {
         write_axis_start(w, "c:catAx", AXIS_ID_CATEGORY, cat_pos, 0, c->x_title,

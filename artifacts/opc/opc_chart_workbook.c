@@ -121,13 +121,27 @@ static lxw_error write_cells(workbook_writer *w, lxw_workbook *wb, const kiln_ch
         format_set_num_format(formats[s], nf);
     }
 
+    /* Dates are date cells, under the chart's date format. */
+    lxw_format *date_format = NULL;
+    if (d->categories_dates && d->category_numbers) {
+        if (!(date_format = workbook_add_format(wb))) {
+            e = LXW_ERROR_MEMORY_MALLOC_FAILED;
+            goto cleanup_formats;
+        }
+        format_set_num_format(date_format,
+                              d->category_format ? d->category_format : "yyyy-mm-dd");
+    }
+
     for (size_t s = 0; s < d->series_count; s++)
         if ((e = put_string(w, 0, OPC_CHART_SERIES_COL(s), d->series[s].name)) != LXW_NO_ERROR)
             goto cleanup_formats;
     for (size_t p = 0; p < d->point_count; p++) {
         uint32_t row = (uint32_t)p + 1;
         if (d->categories) {
-            if (d->categories_numeric && d->category_numbers && !isnan(d->category_numbers[p]))
+            if (date_format)
+                e = worksheet_write_number(w->ws, row, 0, d->category_numbers[p], date_format);
+            else if (d->categories_numeric && d->category_numbers &&
+                     !isnan(d->category_numbers[p]))
                 e = worksheet_write_number(w->ws, row, 0, d->category_numbers[p], NULL);
             else
                 e = put_string(w, row, 0, d->categories[p]);

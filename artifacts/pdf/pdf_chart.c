@@ -30,7 +30,9 @@
  *     then shortened with an ellipsis;
  *   - axis titles: x_title names the category axis and y_title the value
  *     axis whatever the orientation (as opc_chart.c does for Office), the
- *     vertical one rotated to read upwards.
+ *     vertical one rotated to read upwards;
+ *   - date categories (chart_data.h) in date order, as a date axis sorts
+ *     them, each labelled in the dates' number format.
  *
  * Kinds: column and bar (horizontal; the first category at the top, in
  * reading order) clustered or stacked; line (1.75 pt, small markers when the
@@ -1778,6 +1780,71 @@ static void draw_title(const chart *ch, box *area)
 }
 
 
+typedef struct dated_point {
+    double serial;
+    size_t index;
+} dated_point;
+
+static int dated_point_cmp(const void *a, const void *b)
+{
+    const dated_point *x = a, *y = b;
+    if (x->serial != y->serial)
+        return x->serial < y->serial ? -1 : 1;
+    return x->index < y->index ? -1 : x->index > y->index; /* equal dates keep their order */
+}
+
+/* The points of a chart with date categories in date order, as a date axis
+ * places them: a copy of d with its categories and every series' values
+ * sorted by date. d itself when it has no dates or is in order already. */
+static kiln_status in_date_order(pdf_ctx *ctx, const kiln_chart_data *d,
+                                 const kiln_chart_data **out)
+{
+    *out = d;
+    size_t n = d->point_count;
+    if (!d->categories_dates || !d->category_numbers || !d->categories || n < 2)
+        return KILN_E_OK;
+    size_t i = 1;
+    while (i < n && d->category_numbers[i - 1] <= d->category_numbers[i])
+        i++;
+    if (i == n)
+        return KILN_E_OK;
+    kiln_arena *a = ctx->arena;
+    dated_point *order = kiln_arena_calloc(a, n, sizeof *order);
+    kiln_chart_data *sorted = kiln_arena_alloc(a, sizeof *sorted);
+    const char **texts = kiln_arena_calloc(a, n, sizeof *texts);
+    double *serials = kiln_arena_calloc(a, n, sizeof *serials);
+    kiln_chart_series_data *series =
+        kiln_arena_calloc(a, d->series_count ? d->series_count : 1, sizeof *series);
+    if (!order || !sorted || !texts || !serials || !series)
+        goto nomem;
+    for (i = 0; i < n; i++)
+        order[i] = (dated_point){d->category_numbers[i], i};
+    qsort(order, n, sizeof *order, dated_point_cmp);
+    for (i = 0; i < n; i++) {
+        texts[i] = d->categories[order[i].index];
+        serials[i] = order[i].serial;
+    }
+    for (size_t s = 0; s < d->series_count; s++) {
+        double *values = kiln_arena_calloc(a, n, sizeof *values);
+        if (!values)
+            goto nomem;
+        for (i = 0; i < n; i++)
+            values[i] = d->series[s].values[order[i].index];
+        series[s] = d->series[s];
+        series[s].values = values;
+    }
+    *sorted = *d;
+    sorted->categories = texts;
+    sorted->category_numbers = serials;
+    sorted->series = series;
+    *out = sorted;
+    return KILN_E_OK;
+
+nomem:
+    return kiln_error_set(ctx->err, KILN_E_NOMEM, d->chart->pointer,
+                          "out of memory drawing a chart of %zu points", n);
+}
+
 kiln_status pdf_chart_draw(pdf_ctx *ctx, const kiln_chart_data *data, double x, double y_top,
                            double width, double height)
 {
@@ -1785,6 +1852,9 @@ kiln_status pdf_chart_draw(pdf_ctx *ctx, const kiln_chart_data *data, double x, 
         return KILN_E_OK;
     if (!(width > 0) || !(height > 0))
         return KILN_E_OK;
+    kiln_status st = in_date_order(ctx, data, &data);
+    if (st != KILN_E_OK)
+        return st;
     chart ch;
     memset(&ch, 0, sizeof ch);
     ch.ctx = ctx;

@@ -30,11 +30,33 @@
  *
  * A literal title or series name starting with "=" would be read by
  * libxlsxwriter as a cell reference, so it gets a leading space.
+ *
+ * Blank cells are gaps, in every kind of chart, as Excel shows them and
+ * writes <c:dispBlanksAs val="gap"/>. libxlsxwriter 1.1.4 writes the
+ * element only for "zero" and "span", and the schema's default for it is
+ * "zero" (which LibreOffice takes for a file Office 2007 did not write), so
+ * the element is written here: a chart's write_plot_area hook runs inside
+ * <c:chart> just before c:legend, c:plotVisOnly and c:dispBlanksAs, which
+ * come in that order (CT_Chart). The hook (plot_area_then_blanks) has the
+ * library write the plot area, writes those three itself and tells the
+ * library not to write the first two again.
+ *
+ * Categories that are dates (date cells, or literal ISO dates, decided once
+ * for every format by chart_data.c) get a date axis, <c:dateAx>, in their
+ * number format, as Excel gives them: libxlsxwriter 1.1.4 has none, so the
+ * same hook has the plot area written into memory and rewrites its
+ * <c:catAx> as a <c:dateAx> (the same members, less the four CT_DateAx does
+ * not have). The axis is marked by libxlsxwriter's own is_date flag, which
+ * its writer never reads. Literal dates are written into the hidden sheet as
+ * date cells.
  */
+#include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../chart_data.h"
 #include "xlsx_internal.h"
 
 int xlsx_chart_needs_data(const kiln_chart *chart)
@@ -72,12 +94,17 @@ static uint8_t legend_position(kiln_legend l)
     }
 }
 
-/* A literal text libxlsxwriter must not mistake for a reference. */
+/* A literal text libxlsxwriter must not mistake for a reference, on one line
+ * as chart text is (a block's caption, which titles its chart here, may have
+ * line breaks). */
 static const char *literal(xlsx_chart_ctx *ctx, const char *s)
 {
-    if (!s || s[0] != '=')
+    if (!s || (s[0] != '=' && !strchr(s, '\n')))
         return s;
-    return kiln_arena_printf(ctx->arena, " %s", s);
+    char *t = kiln_arena_printf(ctx->arena, "%s%s", s[0] == '=' ? " " : "", s);
+    for (char *p = t; p && (p = strchr(p, '\n')); p++)
+        *p = ' ';
+    return t;
 }
 
 typedef struct resolved {
@@ -259,10 +286,15 @@ static kiln_status lxw_fail(xlsx_chart_ctx *ctx, lxw_error e, const char *pointe
 
 /* Write the chart's literal data into the hidden sheet; *base gets the
  * block's header row. */
-static kiln_status write_literal_data(xlsx_chart_ctx *ctx, const kiln_chart *c, uint32_t *base,
-                                      kiln_error *err)
+static kiln_status write_literal_data(xlsx_chart_ctx *ctx, const kiln_chart *c, int dates,
+                                      uint32_t *base, kiln_error *err)
 {
     lxw_worksheet *ws = ctx->data_ws;
+    if (dates && !ctx->date_format) {
+        if (!(ctx->date_format = workbook_add_format(ctx->wb)))
+            return kiln_error_set(err, KILN_E_NOMEM, c->pointer, "out of memory");
+        format_set_num_format(ctx->date_format, KILN_CHART_DATE_FORMAT);
+    }
     uint32_t row = ctx->data_row;
     size_t n = c->categories_ref ? 0 : c->category_count;
     lxw_error e;
@@ -286,18 +318,22 @@ static kiln_status write_literal_data(xlsx_chart_ctx *ctx, const kiln_chart *c, 
         uint32_t r = row + 1 + (uint32_t)i;
         if (!c->categories_ref && i < c->category_count) {
             const kiln_category *cat = &c->categories[i];
-            const char *t = cat->is_number ? NULL
-                                           : xlsx_xstring(cat->text, strlen(cat->text),
-                                                          &ctx->esc, &ctx->esc_cap);
-            e = cat->is_number ? worksheet_write_number(ws, r, 0, cat->number, NULL)
-                : t            ? worksheet_write_string(ws, r, 0, t, NULL)
-                               : LXW_ERROR_MEMORY_MALLOC_FAILED;
+            const char *t = cat->is_number || dates
+                                ? NULL
+                                : xlsx_xstring(cat->text, strlen(cat->text), &ctx->esc,
+                                               &ctx->esc_cap);
+            e = dates            ? worksheet_write_number(ws, r, 0, cat->number,
+                                                          ctx->date_format)
+                : cat->is_number ? worksheet_write_number(ws, r, 0, cat->number, NULL)
+                : t              ? worksheet_write_string(ws, r, 0, t, NULL)
+                                 : LXW_ERROR_MEMORY_MALLOC_FAILED;
             if (e)
                 return lxw_fail(ctx, e, c->pointer, err);
         }
         for (size_t s = 0; s < c->series_count; s++) {
             const kiln_series *se = &c->series[s];
-            if (se->values_ref || i >= se->value_count)
+            /* A missing point stays an empty cell: a gap in the chart. */
+            if (se->values_ref || i >= se->value_count || isnan(se->values[i]))
                 continue;
             e = worksheet_write_number(ws, r, (lxw_col_t)(1 + s), se->values[i], NULL);
             if (e)
@@ -340,6 +376,119 @@ static kiln_status color_points(xlsx_chart_ctx *ctx, lxw_chart_series *s, size_t
     return e ? lxw_fail(ctx, e, pointer, err) : KILN_E_OK;
 }
 
+/* ---- what libxlsxwriter 1.1.4 cannot write (see the top of the file) ---- */
+
+typedef void (*plot_area_fn)(lxw_chart *);
+
+/* libxlsxwriter's own plot-area writer for each chart type, noted as charts
+ * are made: a process-wide constant (every chart of a type has the same
+ * one), so threads rendering at once store the same value. */
+#define LXW_CHART_TYPES 32
+static _Atomic(plot_area_fn) library_plot_area[LXW_CHART_TYPES];
+
+/* The legend as libxlsxwriter writes it for the positions Kiln uses. */
+static void write_legend(lxw_chart *chart)
+{
+    const char *pos;
+    switch (chart->legend.position) {
+    case LXW_CHART_LEGEND_NONE: return;
+    case LXW_CHART_LEGEND_LEFT: pos = "l"; break;
+    case LXW_CHART_LEGEND_TOP: pos = "t"; break;
+    case LXW_CHART_LEGEND_BOTTOM: pos = "b"; break;
+    default: pos = "r"; break;
+    }
+    fprintf(chart->file, "<c:legend><c:legendPos val=\"%s\"/><c:layout/>", pos);
+    if (chart->chart_group == LXW_CHART_PIE || chart->chart_group == LXW_CHART_DOUGHNUT)
+        fputs("<c:txPr><a:bodyPr/><a:lstStyle/><a:p><a:pPr rtl=\"0\"><a:defRPr/></a:pPr>"
+              "<a:endParaRPr lang=\"en-US\"/></a:p></c:txPr>",
+              chart->file);
+    fputs("</c:legend>", chart->file);
+}
+
+/* Drop each empty element <name .../> from xml[0..*len) (in place). */
+static void drop_elements(char *xml, size_t *len, const char *name)
+{
+    size_t n = strlen(name), o = 0;
+    for (size_t i = 0; i < *len;) {
+        if (xml[i] == '<' && *len - i > n + 1 && memcmp(xml + i + 1, name, n) == 0 &&
+            (xml[i + 1 + n] == ' ' || xml[i + 1 + n] == '/')) {
+            const char *end = memchr(xml + i, '>', *len - i);
+            if (end) {
+                i = (size_t)(end - xml) + 1;
+                continue;
+            }
+        }
+        xml[o++] = xml[i++];
+    }
+    *len = o;
+}
+
+/* The plot area libxlsxwriter wrote, with its c:catAx as a c:dateAx, to
+ * file. Text in the XML is escaped, so a "<c:" is always a tag. */
+static void write_with_date_axis(FILE *file, char *xml, size_t len)
+{
+    static const char open[] = "<c:catAx>", close[] = "</c:catAx>";
+    char *start = memmem(xml, len, open, sizeof open - 1);
+    char *end = start ? memmem(start, len - (size_t)(start - xml), close, sizeof close - 1)
+                      : NULL;
+    if (!end) {
+        fwrite(xml, 1, len, file);
+        return;
+    }
+    fwrite(xml, 1, (size_t)(start - xml), file);
+    char *inner = start + sizeof open - 1;
+    size_t inner_len = (size_t)(end - inner);
+    /* CT_DateAx has no lblAlgn, tickLblSkip, tickMarkSkip or noMultiLvlLbl;
+     * auto="0" says it is a date axis by choice, not a guess from the data. */
+    drop_elements(inner, &inner_len, "c:lblAlgn");
+    drop_elements(inner, &inner_len, "c:tickLblSkip");
+    drop_elements(inner, &inner_len, "c:tickMarkSkip");
+    drop_elements(inner, &inner_len, "c:noMultiLvlLbl");
+    static const char auto_on[] = "<c:auto val=\"1\"/>", auto_val[] = "<c:auto val=\"";
+    char *a = memmem(inner, inner_len, auto_on, sizeof auto_on - 1);
+    if (a)
+        a[sizeof auto_val - 1] = '0';
+    fputs("<c:dateAx>", file);
+    fwrite(inner, 1, inner_len, file);
+    fputs("</c:dateAx>", file);
+    char *rest = end + sizeof close - 1;
+    fwrite(rest, 1, len - (size_t)(rest - xml), file);
+}
+
+static void plot_area_then_blanks(lxw_chart *chart)
+{
+    plot_area_fn own = atomic_load(&library_plot_area[chart->type % LXW_CHART_TYPES]);
+    int dates = (chart->x_axis && chart->x_axis->is_date) ||
+                (chart->y_axis && chart->y_axis->is_date);
+    char *xml = NULL;
+    size_t len = 0;
+    FILE *file = chart->file, *mem = dates ? open_memstream(&xml, &len) : NULL;
+    if (mem) {
+        chart->file = mem;
+        own(chart);
+        chart->file = file;
+        if (fclose(mem) == 0)
+            write_with_date_axis(file, xml, len);
+        else
+            own(chart); /* no memory to rewrite it: a text axis, still a whole chart */
+        free(xml);
+    } else {
+        own(chart);
+    }
+    write_legend(chart);
+    fputs("<c:plotVisOnly val=\"1\"/><c:dispBlanksAs val=\"gap\"/>", chart->file);
+    /* Written: the library must not write them a second time. */
+    chart->legend.position = LXW_CHART_LEGEND_NONE;
+    chart->show_hidden_data = LXW_TRUE;
+}
+
+/* Make chart write what libxlsxwriter leaves out. */
+static void hook_chart(lxw_chart *chart)
+{
+    atomic_store(&library_plot_area[chart->type % LXW_CHART_TYPES], chart->write_plot_area);
+    chart->write_plot_area = plot_area_then_blanks;
+}
+
 kiln_status xlsx_chart_insert(xlsx_chart_ctx *ctx, xlsx_plan_sheet *sheet,
                               const kiln_chart *c, uint32_t row, uint32_t col,
                               kiln_error *err)
@@ -354,8 +503,22 @@ kiln_status xlsx_chart_insert(xlsx_chart_ctx *ctx, xlsx_plan_sheet *sheet,
 
     if (c->series_count == 0)
         return kiln_error_set(err, KILN_E_INVALID_SPEC, cp, "a chart needs a series");
+    /* Whether the categories are dates: the categories alone, resolved as
+     * every other format resolves them (a range's cells read from its rows).
+     * Only a chart with a category axis can have a date axis. */
+    kiln_chart_data cd = {0};
+    if (!is_pie && c->kind != KILN_CHART_SCATTER &&
+        (c->categories_ref || c->category_count > 0)) {
+        kiln_chart cats_only = *c;
+        cats_only.series = NULL;
+        cats_only.series_count = 0;
+        st = kiln_chart_data_resolve(ctx->doc, sheet->sheet, &cats_only, ctx->theme, ctx->arena,
+                                     &cd, err);
+        if (st != KILN_E_OK)
+            return st;
+    }
     if (xlsx_chart_needs_data(c)) {
-        st = write_literal_data(ctx, c, &base, err);
+        st = write_literal_data(ctx, c, cd.categories_dates && !c->categories_ref, &base, err);
         if (st != KILN_E_OK)
             return st;
     }
@@ -373,6 +536,7 @@ kiln_status xlsx_chart_insert(xlsx_chart_ctx *ctx, xlsx_plan_sheet *sheet,
     lxw_chart *chart = workbook_add_chart(ctx->wb, chart_type(c));
     if (!chart)
         return kiln_error_set(err, KILN_E_NOMEM, cp, "out of memory creating a chart");
+    hook_chart(chart);
     /* A chart block's caption titles it when it has no title of its own. */
     const char *title = c->title ? c->title : c->caption;
     if (title)
@@ -467,6 +631,10 @@ kiln_status xlsx_chart_insert(xlsx_chart_ctx *ctx, xlsx_plan_sheet *sheet,
             chart_axis_set_name(val_axis, literal(ctx, c->y_title));
         /* Axes show the cells' formats (currency, dates) as Excel's own
          * charts do when linked to the source. */
+        if (cd.categories_dates) {
+            cat_nf = cd.category_format ? cd.category_format : KILN_CHART_DATE_FORMAT;
+            cat_axis->is_date = LXW_TRUE; /* for plot_area_then_blanks */
+        }
         if (cat_nf)
             chart_axis_set_num_format(cat_axis, cat_nf);
         if (val_nf && !xlsx_numfmt_is_date(val_nf))

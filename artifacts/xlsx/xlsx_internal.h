@@ -109,12 +109,14 @@ double xlsx_px_to_width(uint32_t px);
 /* ---- charts (xlsx_charts.c) ---- */
 typedef struct xlsx_chart_ctx {
     lxw_workbook *wb;
+    const kiln_doc *doc;
     kiln_arena *arena;
     xlsx_plan *plan;
     const kiln_theme *theme;
     lxw_worksheet *data_ws;     /* the hidden sheet for literal data, or NULL */
     const char *data_name;
     uint32_t data_row;          /* next free row of data_ws */
+    lxw_format *date_format;    /* literal date categories on data_ws, made on first use */
     lxw_error lxw_err;          /* the library error behind a KILN_E_WRITE */
     struct xlsx_ref_range *refs; /* ranges of the sheets' cells charts read */
     size_t ref_count, ref_cap;

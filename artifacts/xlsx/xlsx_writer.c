@@ -228,6 +228,25 @@ static lxw_format *cell_format(sheetw *sw, colstate *cs, const kiln_cell *cell, 
     return xlsx_formats_get(sw->w->formats, &k, oom);
 }
 
+/* A text with a line break (docs/spec.md "Line breaks": always LF by now)
+ * shows it only when its cell wraps, so such a cell is set to wrap, as
+ * Excel does when a line break is typed into a cell. */
+static int has_break(const char *s, size_t len)
+{
+    return s && memchr(s, '\n', len) != NULL;
+}
+
+/* The cell's format with wrapping on. */
+static lxw_format *wrapped_format(sheetw *sw, colstate *cs, const kiln_cell *cell, int *oom)
+{
+    xlsx_fmt_key k = {.style = cell->style ? *cell->style : no_style,
+                      .number_format = cell->number_format ? cell->number_format
+                                                           : cs->nf[V_PLAIN],
+                      .col_align = cs->align};
+    k.style.wrap = 1;
+    return xlsx_formats_get(sw->w->formats, &k, oom);
+}
+
 static void fit(colstate *cs, uint32_t px, const kiln_cell *cell)
 {
     if (cell->style && cell->style->size > 0)
@@ -352,7 +371,8 @@ static lxw_error write_cell(sheetw *sw, uint32_t r, size_t ci, const kiln_cell *
         cs->sum += cell->number;
         return worksheet_write_number(ws, r, c, cell->number, f);
     case KILN_CELL_STRING:
-        f = cell_format(sw, cs, cell, V_PLAIN, oom);
+        f = has_break(cell->text, cell->text_len) ? wrapped_format(sw, cs, cell, oom)
+                                                  : cell_format(sw, cs, cell, V_PLAIN, oom);
         if (*oom)
             return LXW_ERROR_MEMORY_MALLOC_FAILED;
         if (cs->autofit)
@@ -389,6 +409,11 @@ static lxw_error write_cell(sheetw *sw, uint32_t r, size_t ci, const kiln_cell *
             return worksheet_write_formula_num(ws, r, c, cell->text, f, cell->cached_number);
         case KILN_CELL_STRING: {
             const char *t = cell->cached_text ? cell->cached_text : "";
+            if (has_break(t, strlen(t))) {
+                f = wrapped_format(sw, cs, cell, oom);
+                if (*oom)
+                    return LXW_ERROR_MEMORY_MALLOC_FAILED;
+            }
             if (cs->autofit)
                 fit_text(cs, cell, t, strlen(t));
             if (!(t = esc(sw->w, t)))
@@ -591,7 +616,7 @@ static char **table_headers(sheetw *sw, size_t ncols)
 }
 
 static kiln_status add_table(sheetw *sw, const kiln_sheet *sh, char **headers,
-                             lxw_format *header_fmt, uint32_t last_data_row, kiln_error *err)
+                             uint32_t last_data_row, kiln_error *err)
 {
     wctx *w = sw->w;
     kiln_arena *a = w->arena;
@@ -620,7 +645,13 @@ static kiln_status add_table(sheetw *sw, const kiln_sheet *sh, char **headers,
     for (size_t i = 0; i < ncols; i++) {
         colstate *cs = &sw->cols[i];
         cols[i].header = headers[i];
-        cols[i].header_format = header_fmt;
+        /* The table rewrites the header cells: in the format the header row
+         * gave each (its column's alignment, wrapping for a line break). */
+        xlsx_fmt_key hk = {.style = no_style, .col_align = cs->align, .header = 1};
+        hk.style.wrap = has_break(headers[i], strlen(headers[i]));
+        cols[i].header_format = xlsx_formats_get(w->formats, &hk, &oom);
+        if (oom)
+            return oom_fail(err, ptr);
         if (opt.total_row) {
             if (cs->numeric) {
                 cols[i].total_function = LXW_TABLE_FUNCTION_SUM;
@@ -662,6 +693,8 @@ static kiln_status write_merge(sheetw *sw, const kiln_merge *m, const char *ptr,
     xlsx_fmt_key k = {.style = m->value.style ? *m->value.style : no_style,
                       .number_format = m->value.number_format,
                       .merge = !single};
+    if (m->value.kind == KILN_CELL_STRING && has_break(m->value.text, m->value.text_len))
+        k.style.wrap = 1;
     if (!k.number_format && m->value.kind == KILN_CELL_DATE)
         k.number_format = "yyyy-mm-dd";
     if (!k.number_format && m->value.kind == KILN_CELL_DATETIME)
@@ -878,11 +911,14 @@ typedef struct textw {
     sheetw *sw;
     char *buf;
     size_t cap;
-    lxw_format *bold, *wrap;
+    lxw_format *bold, *wrap, *bold_wrap;
     lxw_format *indent[TEXT_MAX_DEPTH]; /* nested list items, built on use */
+    lxw_format *indent_wrap[TEXT_MAX_DEPTH];
 } textw;
 
-static lxw_error text_row(textw *t, const char *s, size_t len, lxw_format *f)
+/* One row of text in format f, or in f_wrap when it has a line break. */
+static lxw_error text_row(textw *t, const char *s, size_t len, lxw_format *f,
+                          lxw_format *f_wrap)
 {
     sheetw *sw = t->sw;
     if (sw->next_row >= LXW_ROW_MAX)
@@ -904,14 +940,17 @@ static lxw_error text_row(textw *t, const char *s, size_t len, lxw_format *f)
     memcpy(t->buf, s, o);
     t->buf[o] = '\0';
     uint32_t px = xlsx_text_px(t->buf, o);
-    if (px > 700 && !f)
+    if (has_break(t->buf, o))
+        f = f_wrap;
+    else if (px > 700 && !f)
         f = t->wrap;
     if (px > sw->cols[0].max_px)
         sw->cols[0].max_px = px;
     return put_string(sw->w, sw->ws, sw->next_row++, 0, t->buf, o, f);
 }
 
-static lxw_error text_runs(textw *t, const kiln_text *x, const char *prefix, lxw_format *f)
+static lxw_error text_runs(textw *t, const kiln_text *x, const char *prefix, lxw_format *f,
+                           lxw_format *f_wrap)
 {
     size_t len = strlen(prefix);
     for (size_t i = 0; i < x->run_count; i++)
@@ -926,7 +965,7 @@ static lxw_error text_runs(textw *t, const kiln_text *x, const char *prefix, lxw
         o += x->runs[i].len;
     }
     s[o] = '\0';
-    lxw_error e = o ? text_row(t, s, o, f) : LXW_NO_ERROR;
+    lxw_error e = o ? text_row(t, s, o, f, f_wrap) : LXW_NO_ERROR;
     free(s);
     return e;
 }
@@ -935,22 +974,29 @@ static lxw_error text_list(textw *t, const kiln_list *l, int depth)
 {
     /* Nesting is the cell's indent, not leading blanks (which would need
      * xml:space="preserve" and are lost when the cell is edited). */
-    lxw_format *f = NULL;
+    lxw_format *f = NULL, *f_wrap = t->wrap;
     if (depth > 0) {
-        if (!t->indent[depth]) {
-            t->indent[depth] = workbook_add_format(t->sw->w->wb);
-            if (!t->indent[depth])
+        for (int w = 0; w < 2; w++) {
+            lxw_format **slot = w ? &t->indent_wrap[depth] : &t->indent[depth];
+            if (*slot)
+                continue;
+            if (!(*slot = workbook_add_format(t->sw->w->wb)))
                 return LXW_ERROR_MEMORY_MALLOC_FAILED;
-            format_set_indent(t->indent[depth], (uint8_t)(depth * 2));
+            format_set_indent(*slot, (uint8_t)(depth * 2));
+            if (w) {
+                format_set_text_wrap(*slot);
+                format_set_align(*slot, LXW_ALIGN_VERTICAL_TOP);
+            }
             if (!t->sw->w->default_font) {
                 const kiln_theme *th = &t->sw->w->doc->theme;
                 if (th->font)
-                    format_set_font_name(t->indent[depth], th->font);
+                    format_set_font_name(*slot, th->font);
                 if (th->font_size > 0)
-                    format_set_font_size(t->indent[depth], th->font_size);
+                    format_set_font_size(*slot, th->font_size);
             }
         }
         f = t->indent[depth];
+        f_wrap = t->indent_wrap[depth];
     }
     for (size_t i = 0; i < l->item_count; i++) {
         char prefix[32];
@@ -958,7 +1004,7 @@ static lxw_error text_list(textw *t, const kiln_list *l, int depth)
             snprintf(prefix, sizeof prefix, "%lld. ", (long long)l->start + (long long)i);
         else
             snprintf(prefix, sizeof prefix, "\xE2\x80\xA2 ");
-        lxw_error e = text_runs(t, &l->items[i].text, prefix, f);
+        lxw_error e = text_runs(t, &l->items[i].text, prefix, f, f_wrap);
         if (!e && l->items[i].children && depth + 1 < TEXT_MAX_DEPTH)
             e = text_list(t, l->items[i].children, depth + 1);
         if (e)
@@ -975,22 +1021,25 @@ static kiln_status write_text_sheet(sheetw *sw, kiln_error *err)
     kb.style.bold = 1;
     kw.style.wrap = 1;
     kw.style.valign = KILN_VALIGN_TOP;
-    int oom1, oom2;
+    xlsx_fmt_key kbw = kw;
+    kbw.style.bold = 1;
+    int oom1, oom2, oom3;
     t.bold = xlsx_formats_get(sw->w->formats, &kb, &oom1);
     t.wrap = xlsx_formats_get(sw->w->formats, &kw, &oom2);
-    if (oom1 || oom2 || ensure_cols(sw, 1) != 0)
+    t.bold_wrap = xlsx_formats_get(sw->w->formats, &kbw, &oom3);
+    if (oom1 || oom2 || oom3 || ensure_cols(sw, 1) != 0)
         return oom_fail(err, "");
     lxw_error e = LXW_NO_ERROR;
     for (size_t i = 0; i < doc->block_count && !e; i++) {
         const kiln_block *b = &doc->blocks[i];
         switch (b->kind) {
-        case KILN_BLOCK_HEADING: e = text_runs(&t, &b->text, "", t.bold); break;
+        case KILN_BLOCK_HEADING: e = text_runs(&t, &b->text, "", t.bold, t.bold_wrap); break;
         case KILN_BLOCK_PARAGRAPH:
-        case KILN_BLOCK_QUOTE: e = text_runs(&t, &b->text, "", NULL); break;
+        case KILN_BLOCK_QUOTE: e = text_runs(&t, &b->text, "", NULL, t.wrap); break;
         case KILN_BLOCK_LIST: e = text_list(&t, &b->list, 0); break;
         case KILN_BLOCK_CODE:
             if (b->code && *b->code)
-                e = text_row(&t, b->code, strlen(b->code), t.wrap);
+                e = text_row(&t, b->code, strlen(b->code), t.wrap, t.wrap);
             break;
         default: break;
         }
@@ -998,9 +1047,9 @@ static kiln_status write_text_sheet(sheetw *sw, kiln_error *err)
     for (size_t i = 0; doc->block_count == 0 && i < doc->slide_count && !e; i++) {
         const kiln_slide *s = &doc->slides[i];
         if (s->title && *s->title)
-            e = text_row(&t, s->title, strlen(s->title), t.bold);
+            e = text_row(&t, s->title, strlen(s->title), t.bold, t.bold_wrap);
         if (!e && s->subtitle && *s->subtitle)
-            e = text_row(&t, s->subtitle, strlen(s->subtitle), NULL);
+            e = text_row(&t, s->subtitle, strlen(s->subtitle), NULL, t.wrap);
         if (!e)
             e = text_list(&t, &s->bullets, 0);
         if (!e)
@@ -1221,7 +1270,6 @@ static kiln_status write_sheet(wctx *w, xlsx_plan_sheet *ps, kiln_error *err)
     int header = d->header && d->column_count > 0;
     int table = sh && sh->table;
     char **headers = NULL;
-    lxw_format *header_fmt = NULL;
     kiln_status st = KILN_E_OK;
 
     if (ps->text_sheet) {
@@ -1245,14 +1293,13 @@ static kiln_status write_sheet(wctx *w, xlsx_plan_sheet *ps, kiln_error *err)
             colstate *cs = &sw.cols[i];
             const char *h = headers ? headers[i] : d->columns[i].header;
             xlsx_fmt_key k = {.style = no_style, .col_align = cs->align, .header = 1};
+            k.style.wrap = h && has_break(h, strlen(h));
             int oom;
             lxw_format *f = xlsx_formats_get(w->formats, &k, &oom);
             if (oom) {
                 st = oom_fail(err, ps->pointer);
                 goto cleanup_cols;
             }
-            if (!header_fmt)
-                header_fmt = f;
             if (!h || !*h) {
                 lxw_error e = worksheet_write_blank(sw.ws, 0, (lxw_col_t)i, f);
                 if (e) {
@@ -1295,7 +1342,7 @@ static kiln_status write_sheet(wctx *w, xlsx_plan_sheet *ps, kiln_error *err)
                 st = oom_fail(err, ps->pointer);
                 goto cleanup_cols;
             }
-            if ((st = add_table(&sw, sh, headers, header_fmt, last, err)) != KILN_E_OK)
+            if ((st = add_table(&sw, sh, headers, last, err)) != KILN_E_OK)
                 goto cleanup_cols;
         } else if (sh->autofilter && sw.used_cols > 0 && sw.next_row > 0) {
             lxw_error e = worksheet_autofilter(sw.ws, 0, 0, last, (lxw_col_t)(sw.used_cols - 1));
@@ -1461,7 +1508,8 @@ kiln_status kiln_xlsx_write(const kiln_doc *doc, kiln_output *out,
             goto cleanup_formats;
         }
     }
-    w.data = (xlsx_chart_ctx){.wb = wb, .arena = &arena, .plan = &plan, .theme = &doc->theme};
+    w.data = (xlsx_chart_ctx){.wb = wb, .doc = doc, .arena = &arena, .plan = &plan,
+                              .theme = &doc->theme};
     if (workbook_needs_data_sheet(&plan)) {
         char name[XLSX_SHEET_NAME_BUF];
         snprintf(name, sizeof name, "%s", XLSX_DATA_SHEET);

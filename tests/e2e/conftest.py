@@ -90,6 +90,12 @@ def run_kiln(*args, input=None, timeout=300, cwd=None, env=None):
                           cwd=cwd, env=env)
 
 
+def one_break(s):
+    """Text as Kiln keeps it: every CR LF and every lone CR a line feed (docs/spec.md,
+    "Line breaks")."""
+    return s.replace("\r\n", "\n").replace("\r", "\n") if isinstance(s, str) else s
+
+
 def out_text(proc):
     return proc.stdout.decode("utf-8", "replace")
 
@@ -149,9 +155,10 @@ def assert_ooxml_ok(*files):
     assert proc.returncode == 0, "ooxml-check failed:\n" + proc.stdout[-6000:]
 
 
-def soffice_convert(files, outdir, timeout=300):
-    """Convert files to PDF with one LibreOffice call (private profile).
-    Returns (CompletedProcess, {file: pdf path or None})."""
+def soffice_convert(files, outdir, timeout=300, to="pdf"):
+    """Convert files to PDF (or to another format, `to` as --convert-to takes it: "xlsx",
+    "docx", "pptx") with one LibreOffice call (private profile).
+    Returns (CompletedProcess, {file: output path or None})."""
     external_reader("LibreOffice")
     soffice = shutil.which("soffice") or shutil.which("libreoffice")
     if not soffice:
@@ -160,13 +167,13 @@ def soffice_convert(files, outdir, timeout=300):
     outdir.mkdir(parents=True, exist_ok=True)
     profile = outdir / "lo-profile"
     cmd = [soffice, "-env:UserInstallation=" + profile.resolve().as_uri(), "--headless",
-           "--norestore", "--convert-to", "pdf", "--outdir", str(outdir)] + [str(f) for f in files]
+           "--norestore", "--convert-to", to, "--outdir", str(outdir)] + [str(f) for f in files]
     env = dict(os.environ, HOME=str(outdir))
     proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                           timeout=timeout, env=env)
     pdfs = {}
     for f in files:
-        pdf = outdir / (Path(f).stem + ".pdf")
+        pdf = outdir / (Path(f).stem + "." + to.split(":")[0])
         pdfs[Path(f)] = pdf if pdf.is_file() and pdf.stat().st_size > 0 else None
     return proc, pdfs
 

@@ -24,6 +24,7 @@ import io
 import json
 import math
 import os
+import posixpath
 import re
 import shutil
 import struct
@@ -3537,3 +3538,427 @@ def test_column_widths_measure_every_row(tmp_path, kiln_bin):
             "column %r is %d twips wide, narrower than the %d its last values (%r) need"
             % (col["header"], grid[0][c], grid[1][c], tail.cell(5, c).text))
     assert sum(grid[0]) < d.sections[0].page_width / 635 / 2, "the table should not need shrinking"
+
+
+# =========================================================================== nested lists that number for themselves
+
+# Each nested list says "ordered" and "start" for itself (a list object as "items"); a
+# nested array numbers as its parent does. Shared with the pdf, pptx and xlsx tests.
+MIXED_LISTS_SPEC = {
+    "metadata": {"created": "2026-01-01"},
+    "blocks": [
+        {"type": "list", "items": [
+            "bullet one",
+            {"text": "bullet with steps", "items": {"ordered": True, "start": 3, "items": [
+                "step three",
+                {"text": "step four", "items": {"ordered": False, "items": ["deep bullet"]}}]}},
+            "bullet two"]},
+        {"type": "list", "ordered": True, "items": [
+            {"text": "number one", "items": {"items": ["inherits numbers"]}},
+            {"text": "number two", "items": {"ordered": False, "items": ["sub bullet"]}},
+            {"text": "number three", "items": ["array under numbers"]}]},
+    ],
+}
+# (text, level, number or None for a bullet), in reading order.
+MIXED_LIST_ITEMS = [
+    ("bullet one", 0, None), ("bullet with steps", 0, None), ("step three", 1, 3),
+    ("step four", 1, 4), ("deep bullet", 2, None), ("bullet two", 0, None),
+    ("number one", 0, 1), ("inherits numbers", 1, 1), ("number two", 0, 2), ("sub bullet", 1, None),
+    ("number three", 0, 3), ("array under numbers", 1, 1),
+]
+
+
+def roman(n):
+    out = ""
+    for v, s in ((1000, "m"), (900, "cm"), (500, "d"), (400, "cd"), (100, "c"), (90, "xc"), (50, "l"),
+                 (40, "xl"), (10, "x"), (9, "ix"), (5, "v"), (4, "iv"), (1, "i")):
+        while n >= v:
+            out, n = out + s, n - v
+    return out
+
+
+def list_marker(level, number):
+    """The marker the docx and pdf writers show: bullets •, ◦, ▪ and numbers 1., a., i. by level."""
+    if number is None:
+        return "•◦▪"[level % 3]
+    kind = level % 3
+    if kind == 0:
+        return "%d." % number
+    if kind == 1:
+        s, n = "", number
+        while n > 0:
+            n, r = divmod(n - 1, 26)
+            s = chr(ord("a") + r) + s
+        return s + "."
+    return roman(number) + "."
+
+
+def test_nested_lists_number_for_themselves(tmp_path, kiln_bin):
+    """Bullets and numbers mix across levels: each nested list's w:num takes its own
+    format (bullet or number) at its level, and an ordered one restarts at its start."""
+    out = render_ok(write_spec(tmp_path, MIXED_LISTS_SPEC), tmp_path / "lists.docx")
+    assert_ooxml_ok(out)
+    d = DocxDoc(out)
+    nums, abstracts = d.numbering()
+    paras = [p for p in d.paragraphs if d.num(p) is not None]
+    assert [xml_text(p) for p in paras] == [t for t, _l, _n in MIXED_LIST_ITEMS]
+    first_of_num = {}
+    errs = []
+    for p, (text, level, number) in zip(paras, MIXED_LIST_ITEMS):
+        ilvl, nid = d.num(p)
+        abstract, overrides = nums[nid]
+        fmt, _start = abstracts[abstract][ilvl]
+        want_fmt = "bullet" if number is None else ("decimal", "lowerLetter", "lowerRoman")[level % 3]
+        if ilvl != level or fmt != want_fmt:
+            errs.append("%r: level %d %s, want level %d %s" % (text, ilvl, fmt, level, want_fmt))
+        if number is not None and nid not in first_of_num:
+            first_of_num[nid] = text
+            if overrides.get(ilvl, 1) != number:
+                errs.append("%r starts numId %d at %r, want %d" % (text, nid, overrides.get(ilvl), number))
+    assert not errs, "\n".join(errs)
+
+
+# =========================================================================== gaps in charts (issue 15)
+
+GAP_KINDS = ["column", "bar", "line", "pie", "doughnut", "scatter", "area"]
+
+
+def gap_specs():
+    """Every chart kind with a missing point: as literal values holding a null (blocks),
+    and over sheet ranges with empty cells (sheets, mapped to charts of the document)."""
+    blocks = []
+    for k in GAP_KINDS:
+        pie = k in ("pie", "doughnut")
+        cats = [1, 2, 3, 4] if k == "scatter" else ["w", "x", "y", "z"]
+        series = [{"name": "first", "values": [1, None, 3, 4]}]
+        if not pie:
+            series.append({"name": "second", "values": [None, 2, 2, None]})
+        blocks.append({"type": "chart", "kind": k, "title": "literal " + k, "categories": cats,
+                       "series": series})
+    charts = []
+    for k in GAP_KINDS:
+        pie = k in ("pie", "doughnut")
+        series = [{"name": "=C1", "values": "C2:C5"}] + ([] if pie else [{"name": "=D1", "values": "D2:D5"}])
+        charts.append({"kind": k, "categories": "B2:B5" if k == "scatter" else "A2:A5", "series": series})
+    sheets = [{"name": "Data",
+               "columns": [{"header": "cat"}, {"header": "x", "type": "number"},
+                           {"header": "a", "type": "number"}, {"header": "b", "type": "number"}],
+               "rows": [["Q1", 1, 1, 4], ["Q2", 2, None, 5], ["Q3", 3, 3, None], ["Q4", 4, 4, 7]],
+               "charts": charts}]
+    return {"blocks": {"metadata": {"created": "2026-01-01"}, "blocks": blocks},
+            "sheets": {"metadata": {"created": "2026-01-01"}, "sheets": sheets}}
+
+
+def chart_gap_errors(path, want_charts):
+    """The chart parts of a .docx or .pptx: each says <c:dispBlanksAs val="gap"/>, and every
+    series caches exactly the points its embedded workbook has a number for (a missing
+    point: no c:pt, the cell empty), at least one point missing per chart."""
+    errs = []
+    with zipfile.ZipFile(path) as z:
+        names = set(z.namelist())
+        parts = sorted(n for n in names if re.match(r"(word|ppt)/charts/chart\d+\.xml$", n))
+        if len(parts) != want_charts:
+            errs.append("%s: %d chart parts, want %d" % (path.name, len(parts), want_charts))
+        for part in parts:
+            root = etree.fromstring(z.read(part))
+            chart = root.find("c:chart", NS)
+            blanks = [e.get("val") for e in chart.findall("c:dispBlanksAs", NS)]
+            if blanks != ["gap"]:
+                errs.append("%s %s: c:dispBlanksAs %r" % (path.name, part, blanks))
+            rels = etree.fromstring(z.read(part.replace("charts/", "charts/_rels/") + ".rels"))
+            target = rels.find("pr:Relationship", NS).get("Target")
+            book = posixpath.normpath(posixpath.join(posixpath.dirname(part), target))
+            wb = openpyxl.load_workbook(io.BytesIO(z.read(book)))
+            missing = 0
+            for ser in chart.iter("{%s}ser" % C):
+                val = ser.find("c:yVal", NS)
+                if val is None:
+                    val = ser.find("c:val", NS)
+                formula, cache = data_source(val)
+                count, pts = cache_points(cache)
+                cells = workbook_range(wb, formula)
+                if count != len(cells):
+                    errs.append("%s %s: ptCount %r for %d cells" % (path.name, part, count, len(cells)))
+                for i, cell in enumerate(cells):
+                    if (cell is None) != (i not in pts) or (cell is not None and not same_num(cell, pts[i])):
+                        errs.append("%s %s %s: point %d cached as %r, the workbook holds %r"
+                                    % (path.name, part, formula, i, pts.get(i), cell))
+                    missing += cell is None
+            if not missing:
+                errs.append("%s %s: no missing point (test bug?)" % (path.name, part))
+    return errs
+
+
+def check_missing_points_are_gaps(tmp_path, ext):
+    """The gap specs rendered to .docx or .pptx (ext): chart_gap_errors, and a LibreOffice
+    round trip to the same format reads every chart's blanks as gaps."""
+    outs = []
+    for name, spec in gap_specs().items():
+        outs.append(render_ok(write_spec(tmp_path, spec, name + ".json"), tmp_path / (name + "." + ext)))
+    assert_ooxml_ok(*outs)
+    errs = []
+    for out in outs:
+        errs += chart_gap_errors(out, len(GAP_KINDS))
+    assert not errs, "\n".join(errs)
+    proc, back = soffice_convert(outs, tmp_path / "lo", to=ext)
+    for out in outs:
+        assert back[out] is not None, "LibreOffice did not convert %s:\n%s" % (out, proc.stdout[-2000:])
+        with zipfile.ZipFile(back[out]) as z:
+            got = [re.findall(r'<c:dispBlanksAs val="(\w+)"', z.read(n).decode("utf-8"))
+                   for n in z.namelist() if re.match(r"(word|ppt)/charts/chart\d+\.xml$", n)]
+        assert got == [["gap"]] * len(GAP_KINDS), "LibreOffice read %s as %r" % (out.name, got)
+
+
+def test_missing_points_are_gaps(tmp_path, kiln_bin):
+    """A null in a literal series and an empty cell under a range are the same missing
+    point: no cached value, an empty cell in the embedded workbook, and every chart kind
+    shows blanks as gaps. LibreOffice reads them so."""
+    check_missing_points_are_gaps(tmp_path, "docx")
+
+
+# =========================================================================== date axes (issue 15)
+
+AXIS_KINDS = ["column", "bar", "line", "area"]
+DATES_OUT_OF_ORDER = ["2026-03-01", "2026-01-01", "2026-02-01", "2026-05-01"]
+
+
+def excel_serial(iso):
+    d = dt.date.fromisoformat(iso)
+    return (d - dt.date(1899, 12, 30)).days
+
+
+def date_chart_specs():
+    """Charts whose categories are dates (literal ISO dates, and date cells under a range)
+    in every kind with a category axis, given out of date order; and charts whose
+    categories only look like dates in part (text, times of day, a pie) as controls.
+    Returns ({name: spec}, {chart title: expected date format or None for a text axis,
+    "pie" for no axis})."""
+    want = {}
+    blocks = []
+    for k in AXIS_KINDS:
+        title = "literal dates " + k
+        blocks.append({"type": "chart", "kind": k, "title": title, "categories": DATES_OUT_OF_ORDER,
+                       "series": [{"name": "v", "values": [3, 1, 2, 5]}]})
+        want[title] = "yyyy-mm-dd"
+    blocks.append({"type": "chart", "kind": "line", "title": "dates and text",
+                   "categories": ["2026-01-01", "later"], "series": [{"name": "v", "values": [1, 2]}]})
+    want["dates and text"] = None
+    blocks.append({"type": "chart", "kind": "pie", "title": "dates in a pie",
+                   "categories": ["2026-01-01", "2026-01-02"], "series": [{"name": "v", "values": [1, 2]}]})
+    want["dates in a pie"] = "pie"
+    charts = []
+    for k in AXIS_KINDS:
+        title = "date cells " + k
+        charts.append({"kind": k, "title": title, "categories": "A2:A5",
+                       "series": [{"name": "=B1", "values": "B2:B5"}]})
+        want[title] = "d mmm yyyy"
+    charts.append({"kind": "column", "title": "times of day", "categories": "C2:C5",
+                   "series": [{"name": "=B1", "values": "B2:B5"}]})
+    want["times of day"] = None
+    sheets = [{"name": "Data",
+               "columns": [{"header": "day", "type": "date", "number_format": "d mmm yyyy"},
+                           {"header": "v", "type": "number"}, {"header": "at", "type": "datetime"}],
+               "rows": [[d, v, d + "T09:30"] for d, v in zip(DATES_OUT_OF_ORDER, [3, 1, 2, 5])],
+               "charts": charts}]
+    specs = {"dates_blocks": {"metadata": {"created": "2026-01-01"}, "blocks": blocks},
+             "dates_sheets": {"metadata": {"created": "2026-01-01"}, "sheets": sheets}}
+    return specs, want
+
+
+def chart_title_text(chart):
+    return "".join(t.text or "" for t in chart.findall("c:title//a:t", NS))
+
+
+def date_axis_errors(path, want):
+    """Each chart of a .docx / .pptx: a c:dateAx in the expected format (its categories a
+    numeric cache of the serials in that format, the embedded workbook's category cells
+    dates in it) where the categories are dates; a c:catAx otherwise."""
+    errs, seen = [], set()
+    with zipfile.ZipFile(path) as z:
+        for part in sorted(n for n in z.namelist() if re.match(r"(word|ppt)/charts/chart\d+\.xml$", n)):
+            chart = etree.fromstring(z.read(part)).find("c:chart", NS)
+            title = chart_title_text(chart)
+            if title not in want:
+                continue
+            seen.add(title)
+            fmt = want[title]
+            plot = chart.find("c:plotArea", NS)
+            date_ax, cat_ax = plot.find("c:dateAx", NS), plot.find("c:catAx", NS)
+            where = "%s %s (%r)" % (path.name, part, title)
+            if fmt == "pie":
+                if date_ax is not None or cat_ax is not None:
+                    errs.append("%s: a pie has no axis" % where)
+                continue
+            if fmt is None:
+                if date_ax is not None or cat_ax is None:
+                    errs.append("%s: categories that are not all dates want a c:catAx" % where)
+                continue
+            if date_ax is None or cat_ax is not None:
+                errs.append("%s: date categories want a c:dateAx, got %s" % (where, [etree.QName(e).localname for e in plot]))
+                continue
+            nf = date_ax.find("c:numFmt", NS)
+            if nf is None or nf.get("formatCode") != fmt:
+                errs.append("%s: c:dateAx numFmt %r, want %r" % (where, None if nf is None else nf.attrib, fmt))
+            if date_ax.find("c:lblAlgn", NS) is not None:
+                errs.append("%s: c:lblAlgn in a c:dateAx" % where)
+            ser = plot.find(".//c:ser", NS)
+            formula, cache = data_source(ser.find("c:cat", NS))
+            count, pts = cache_points(cache)
+            serials = [excel_serial(d) for d in DATES_OUT_OF_ORDER]
+            if cache is None or etree.QName(cache).localname != "numCache" or \
+                    cache.findtext("c:formatCode", namespaces=NS) != fmt or \
+                    [float(pts.get(i, "nan")) for i in range(4)] != serials:
+                errs.append("%s: categories cached as %r %r, want the serials %r in %r"
+                            % (where, None if cache is None else etree.QName(cache).localname, pts, serials, fmt))
+            rels = etree.fromstring(z.read(part.replace("charts/", "charts/_rels/") + ".rels"))
+            book = posixpath.normpath(posixpath.join(posixpath.dirname(part),
+                                                     rels.find("pr:Relationship", NS).get("Target")))
+            ws = openpyxl.load_workbook(io.BytesIO(z.read(book))).worksheets[0]
+            cells = [ws.cell(r, 1) for r in range(2, 6)]
+            got = [(c.value.date().isoformat() if isinstance(c.value, dt.datetime) else c.value, c.number_format)
+                   for c in cells]
+            if got != [(d, fmt) for d in DATES_OUT_OF_ORDER]:
+                errs.append("%s: embedded workbook categories %r" % (where, got))
+    missing = set(want) - seen
+    if missing:
+        errs.append("%s: charts not found: %s" % (path.name, sorted(missing)))
+    return errs
+
+
+def date_labels_in_order(pdf_text_of_chart, fmt):
+    """The date labels of one chart, as LibreOffice (or Kiln's PDF) drew them, parsed."""
+    pats = {"yyyy-mm-dd": (r"\b\d{4}-\d{2}-\d{2}\b", "%Y-%m-%d"),
+            "d mmm yyyy": (r"\b\d{1,2} [A-Z][a-z]{2} \d{4}\b", "%d %b %Y")}
+    rx, pyfmt = pats[fmt]
+    return [dt.datetime.strptime(m, pyfmt).date() for m in re.findall(rx, pdf_text_of_chart)]
+
+
+def date_label_errors(text, sheets, want, kiln_pdf=False):
+    """The date charts' axis labels in a PDF's text (pdftotext -layout): in date order,
+    from the first date to the last, in the categories' format. LibreOffice runs a bar
+    chart's dates upwards; Kiln's PDF lists bars in reading order, and shortens the labels
+    at the two edges of an area chart when they do not fit (only those between count)."""
+    errs = []
+    for k in AXIS_KINDS:
+        title = ("date cells " if sheets else "literal dates ") + k
+        start = text.find(title)
+        if start < 0:
+            errs.append("no chart %r drawn" % title)
+            continue
+        nxt = [text.find(t, start + len(title)) for t in want if t != title]
+        end = min([n for n in nxt if n > start] + [len(text)])
+        labels = date_labels_in_order(text[start:end], want[title])
+        if k == "bar" and not kiln_pdf:
+            labels.reverse()   # a bar chart's category axis runs upwards
+        first, last = dt.date(2026, 1, 1), dt.date(2026, 5, 1)
+        if kiln_pdf and k == "area" and len(labels) >= 2:
+            first, last = labels[0], labels[-1]
+        if not labels or labels != sorted(labels) or labels[0] != first or labels[-1] != last:
+            errs.append("%s: labels %r (want dates in order from %s to %s)" % (title, labels, first, last))
+    return errs
+
+
+def check_date_axes(tmp_path, ext):
+    """The date chart specs rendered to .docx or .pptx (ext): date_axis_errors, and
+    LibreOffice's PDF of them labels the dates in order (date_label_errors)."""
+    specs, want = date_chart_specs()
+    outs = [render_ok(write_spec(tmp_path, spec, name + ".json"), tmp_path / (name + "." + ext))
+            for name, spec in specs.items()]
+    assert_ooxml_ok(*outs)
+    errs = []
+    for out in outs:
+        sheets = "sheets" in out.name
+        errs += date_axis_errors(out, {t: f for t, f in want.items()
+                                       if (t.startswith("date cells") or t == "times of day") == sheets})
+    assert not errs, "\n".join(errs)
+    proc, pdfs = soffice_convert(outs, tmp_path / "lo")
+    for out in outs:
+        assert pdfs[out] is not None, "LibreOffice did not convert %s:\n%s" % (out, proc.stdout[-2000:])
+        errs += ["LibreOffice, %s: %s" % (out.name, e)
+                 for e in date_label_errors(pdf_text(pdfs[out], layout=True), "sheets" in out.name, want)]
+    assert not errs, "\n".join(errs)
+
+
+def test_date_categories_get_a_date_axis(tmp_path, kiln_bin):
+    """Date categories (ISO dates in a chart block, date cells under a sheet chart's range)
+    get a c:dateAx in their number format in every kind with a category axis, cached as
+    dates; LibreOffice then draws them in date order, labelled in that format."""
+    check_date_axes(tmp_path, "docx")
+
+
+# =========================================================================== line breaks (issue 15)
+
+BREAK_FORMS = {"lf": "\n", "cr": "\r", "crlf": "\r\n"}
+
+
+def breaks_spec():
+    """The same text with its line break written as LF, as CR and as CR LF, in every place a
+    document holds text, each group marked "-lf", "-cr", "-crlf"; and a page header and chart
+    text, which are one line."""
+    blocks = []
+    for k, br in BREAK_FORMS.items():
+        t = lambda what: "%s-%s one%stwo-%s" % (what, k, br, k)
+        blocks += [
+            {"type": "heading", "level": 2, "text": t("Head")},
+            {"type": "paragraph", "text": t("Para")},
+            {"type": "paragraph", "runs": [{"text": t("Run"), "bold": True}, {"text": " tail"}]},
+            {"type": "list", "items": [t("Item"), {"text": "parent", "items": [t("Nested")]}]},
+            {"type": "quote", "text": t("Quote"), "attribution": t("Attr")},
+            {"type": "code", "text": t("Code")},
+            {"type": "table", "caption": t("Caption"), "columns": [{"header": t("Header")}],
+             "rows": [[t("Cell")]]},
+            {"type": "chart", "kind": "column", "title": t("Chart"), "categories": [t("Cat")],
+             "series": [{"name": t("Name"), "values": [1]}], "x_axis": {"title": t("Axis")}},
+        ]
+    return {"metadata": {"created": "2026-01-01"}, "page": {"header": "Head\r\nline"},
+            "blocks": blocks}
+
+
+def same_for_every_break(texts):
+    """texts holding the group markers, grouped by marker with the marker made "-*": the
+    three groups must read the same. Returns (errors, the common group)."""
+    groups = {k: [re.sub(r"(Table|Figure) \d+", r"\1 N", re.sub(r"-(lf|cr|crlf)\b", "-*", s))
+                  for s in texts if re.search(r"-%s\b" % k, s)]
+              for k in BREAK_FORMS}
+    errs = ["the text written with %s reads %r, with LF %r" % (k, g, groups["lf"])
+            for k, g in groups.items() if g != groups["lf"]]
+    return errs, groups["lf"]
+
+
+def test_line_breaks_are_one_rule(tmp_path, kiln_bin):
+    """LF, CR and CR LF are each one line break (docs/spec.md "Line breaks"): a w:br in
+    runs, a new paragraph in code; chart text and the page header are one line, the break
+    a space. No CR reaches the package."""
+    out = render_ok(write_spec(tmp_path, breaks_spec()), tmp_path / "breaks.docx")
+    assert_ooxml_ok(out)
+    d = DocxDoc(out)
+    texts = [xml_text(p) for p in d.body.iter(w("p"))]
+    errs, common = same_for_every_break(texts)
+    for what in ("Head", "Para", "Item", "Nested", "Quote", "Header", "Cell"):
+        if "%s-* one\ntwo-*" % what not in common:
+            errs.append("no paragraph reads %r" % ("%s-* one\ntwo-*" % what))
+    for want in ("Run-* one\ntwo-* tail", "\u2014 Attr-* one\ntwo-*"):
+        if want not in common:
+            errs.append("no paragraph reads %r" % want)
+    if not any(t.endswith("Caption-* one\ntwo-*") for t in common):
+        errs.append("no caption ends in 'Caption-* one\\ntwo-*'")
+    k = common.index("Code-* one") if "Code-* one" in common else -1
+    if k < 0 or common[k + 1] != "two-*":
+        errs.append("code lines should be paragraphs of their own: %r" % common)
+    with zipfile.ZipFile(out) as z:
+        for n in z.namelist():
+            if n.endswith(".xml") and (b"\r" in z.read(n) or b"&#13;" in z.read(n) or b"&#xD;" in z.read(n)):
+                errs.append("%s holds a carriage return" % n)
+        chart_texts = []
+        for n in sorted(x for x in z.namelist() if re.match(r"word/charts/chart\d+\.xml$", x)):
+            root = etree.fromstring(z.read(n))
+            chart_texts += [t.text for t in root.iter("{%s}t" % A)] + [v.text for v in root.iter("{%s}v" % C)]
+    cerrs, chart_common = same_for_every_break([t for t in chart_texts if t])
+    errs += cerrs
+    for what in ("Chart", "Axis", "Name", "Cat"):
+        if "%s-* one two-*" % what not in chart_common:
+            errs.append("chart text %r should be on one line: %r" % (what, chart_common))
+    hdr = xml_text(header_footer_xml(d, d.doc.sections[0], "header")).strip()
+    if hdr != "Head line":
+        errs.append("the page header is one line: %r" % hdr)
+    assert not errs, "\n".join(errs)

@@ -30,8 +30,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import (SAMPLES, describe, pdf_tool, err_text, listing, load_json, pdf_fonts, pdf_images, pdf_info,
-                      pdf_page_texts, pdf_words, qpdf_check, render_ok, run_kiln, sample_specs, write_spec)
+from conftest import (SAMPLES, describe, err_text, listing, load_json, pdf_fonts, pdf_images, pdf_info,
+                      pdf_page_texts, pdf_text, pdf_tool, pdf_words, qpdf_check, render_ok, run_kiln,
+                      sample_specs, write_spec)
 from test_render_docx import (PAGE_SIZES_PT, a1, expected_flow, expected_table_rows, merged_cells, png_bytes,
                               shown_cell, shown_field, table_header_flag)
 
@@ -1853,3 +1854,124 @@ def test_review_numbers_never_split(tmp_path, kiln_bin, case):
                           case, "of explicit width 4" if case == "width4" else
                           "measured on the first rows (single digits), larger values after them")
                       + "\n".join(errs))
+
+
+def test_nested_lists_number_for_themselves(tmp_path, kiln_bin):
+    """Bullets and numbers mix across levels (each nested list says "ordered" and "start"
+    for itself): every item's line starts with its own marker, indented by its level."""
+    from test_render_docx import MIXED_LISTS_SPEC, MIXED_LIST_ITEMS, list_marker
+    pdf = review_render(tmp_path, MIXED_LISTS_SPEC, "lists")
+    _w, _h, ws = pdf_words(pdf)[0]
+    lines = [ln for ln in word_lines(ws) if not line_text(ln).startswith("Page ")]
+    got = [line_text(ln) for ln in lines]
+    want = ["%s %s" % (list_marker(level, number), text) for text, level, number in MIXED_LIST_ITEMS]
+    assert got == want
+    # the text of each item starts further right the deeper its level
+    starts = {}
+    for ln, (_t, level, _n) in zip(lines, MIXED_LIST_ITEMS):
+        starts.setdefault(level, set()).add(round(ln[1][0], 1))
+    assert max(starts[0]) < min(starts[1]) and max(starts[1]) < min(starts[2]), starts
+
+
+def red_columns(png, xs, y0, y1):
+    """For each x (pixels), whether any pixel of the column between y0 and y1 is red."""
+    from PIL import Image
+    img = Image.open(png).convert("RGB")
+    px = img.load()
+    return [any(px[x, y][0] > 200 and px[x, y][1] < 80 and px[x, y][2] < 80 for y in range(y0, y1))
+            for x in xs]
+
+
+@pytest.mark.parametrize("kind", ["line", "area"])
+def test_null_value_is_a_gap(tmp_path, kiln_bin, kind):
+    """A null among a series' values is a missing point: the line (or area) stops before
+    it and starts again after it, rather than dropping to zero."""
+    spec = {"blocks": [{"type": "chart", "kind": kind, "legend": "none", "width": 600, "height": 300,
+                        "categories": ["c0", "c1", "c2", "c3"],
+                        "series": [{"name": "s", "values": [3, None, 3, 3], "color": "#FF0000"}]}]}
+    pdf = review_render(tmp_path, spec, kind)
+    pw, _ph, ws = pdf_words(pdf)[0]
+    at = {w[4]: ((w[0] + w[2]) / 2, w[1]) for w in ws if w[4] in ("c0", "c1", "c2", "c3")}
+    assert len(at) == 4, "category labels drawn: %r" % sorted(at)
+    proc = subprocess.run([shutil.which("pdftoppm"), "-r", "100", "-f", "1", "-l", "1", "-png", str(pdf),
+                           str(tmp_path / "pg")], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.returncode == 0, proc.stderr.decode("utf-8", "replace")
+    png = next(tmp_path.glob("pg-*.png"))
+    scale = 100 / 72
+    mid = lambda a, b: int((at[a][0] + at[b][0]) / 2 * scale)
+    top, bottom = int(DEFAULT_MARGIN * scale), int(at["c0"][1] * scale) - 2
+    got = red_columns(png, [mid("c0", "c1"), mid("c1", "c2"), mid("c2", "c3")], top, bottom)
+    assert got == [False, False, True], (
+        "red drawn between the categories (c0-c1, c1-c2, c2-c3): %r; the missing c1 should leave a gap" % got)
+
+
+def test_date_categories_in_date_order(tmp_path, kiln_bin):
+    """Date categories (ISO dates in chart blocks, date cells under a sheet chart's range)
+    are drawn in date order, as a date axis places them, labelled in the dates' format,
+    each point keeping its value; other categories keep the order given."""
+    from PIL import Image
+    from test_render_docx import DATES_OUT_OF_ORDER, date_chart_specs, date_label_errors
+    specs, want = date_chart_specs()
+    errs = []
+    for name, spec in specs.items():
+        pdf = render_ok(write_spec(tmp_path, spec, name + ".json"), tmp_path / (name + ".pdf"))
+        text = pdf_text(pdf, layout=True)
+        errs += ["%s: %s" % (name, e) for e in date_label_errors(text, "sheets" in name, want, kiln_pdf=True)]
+    assert not errs, "\n".join(errs)
+
+    # the values go with their dates: bars of 3, 1, 2, 5 for March, January, February, May;
+    # with a category that is not a date, the order given stays
+    mixed = ["2026-03-01", "2026-01-01", "later"]
+    spec = {"blocks": [{"type": "chart", "kind": "column", "legend": "none", "width": 600, "height": 300,
+                        "categories": DATES_OUT_OF_ORDER,
+                        "series": [{"name": "s", "values": [3, 1, 2, 5], "color": "#FF0000"}]},
+                       {"type": "page_break"},
+                       {"type": "chart", "kind": "line", "categories": mixed,
+                        "series": [{"name": "s", "values": [1, 2, 3]}]}]}
+    pdf = review_render(tmp_path, spec, "dated")
+    pages = pdf_words(pdf)
+    _pw, _ph, ws = pages[0]
+    labels = sorted((w for w in ws if re.fullmatch(r"2026-\d\d-\d\d", w[4])), key=lambda w: w[0])
+    assert [w[4] for w in labels] == sorted(DATES_OUT_OF_ORDER), [w[4] for w in labels]
+    got = [w[4] for w in sorted((w for w in pages[1][2] if w[4] in mixed), key=lambda w: w[0])]
+    assert got == mixed, "a text axis keeps the order given: %r" % got
+    proc = subprocess.run([shutil.which("pdftoppm"), "-r", "100", "-f", "1", "-l", "1", "-png", str(pdf),
+                           str(tmp_path / "pg")], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.returncode == 0, proc.stderr.decode("utf-8", "replace")
+    img = Image.open(next(tmp_path.glob("pg-*.png"))).convert("RGB")
+    px = img.load()
+    scale = 100 / 72
+    heights = []
+    for w in labels:
+        x = int((w[0] + w[2]) / 2 * scale)
+        reds = [y for y in range(img.height) if px[x, y][0] > 200 and px[x, y][1] < 80 and px[x, y][2] < 80]
+        heights.append(len(reds))
+    by_date = dict(zip(DATES_OUT_OF_ORDER, [3, 1, 2, 5]))
+    want_order = [by_date[d] for d in sorted(DATES_OUT_OF_ORDER)]
+    assert all(h > 0 for h in heights) and heights == sorted(heights), \
+        "bar heights (px) over the dates in order: %r, want them growing as %r" % (heights, want_order)
+    unit = heights[0] / want_order[0]
+    assert all(abs(h - v * unit) <= 3 for h, v in zip(heights, want_order)), (heights, want_order)
+
+
+def test_line_breaks_are_one_rule(tmp_path, kiln_bin):
+    """LF, CR and CR LF are each one line break (docs/spec.md "Line breaks"): the text
+    after one starts a new line in every block; chart text and the page header are one
+    line, the break a space."""
+    from test_render_docx import breaks_spec, same_for_every_break
+    pdf = render_ok(write_spec(tmp_path, breaks_spec()), tmp_path / "breaks.pdf")
+    lines = [ln.strip() for ln in pdf_text(pdf).splitlines() if ln.strip()]
+    errs, common = same_for_every_break(lines)
+    for what in ("Head", "Para", "Run", "Quote", "Code", "Header", "Cell"):
+        k = common.index("%s-* one" % what) if "%s-* one" % what in common else -1
+        if k < 0 or not common[k + 1].startswith("two-*"):
+            errs.append("%s: 'two' should start the line after '%s-* one': %r" % (what, what, common))
+    for first in ("\u2022 Item-* one", "\u25e6 Nested-* one", "\u2014 Attr-* one", "Table N: Caption-* one"):
+        if first not in common or common[common.index(first) + 1] != "two-*":
+            errs.append("%r should be followed by a line 'two-*': %r" % (first, common))
+    for what in ("Chart", "Name", "Cat", "Axis"):
+        if "%s-* one two-*" % what not in common:
+            errs.append("chart text %r should be one line: %r" % (what, common))
+    if "Head line" not in lines:
+        errs.append("the page header should read 'Head line' on one line")
+    assert not errs, "\n".join(errs)

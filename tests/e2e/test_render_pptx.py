@@ -1495,3 +1495,98 @@ def test_missing_output_directory(tmp_path, kiln_bin):
     assert proc.returncode == 6, describe(proc)
     assert "cannot open output directory" in err_text(proc)
     assert listing(tmp_path) == {}
+
+
+def test_nested_lists_number_for_themselves(tmp_path, kiln_bin):
+    """Bullets and numbers mix across levels (each nested list says "ordered" and "start"
+    for itself): a numbered item is autonumbered in its level's scheme (1., a., i.),
+    counting from its own list's start, and a bullet under a number is a bullet."""
+    from test_render_docx import MIXED_LISTS_SPEC, MIXED_LIST_ITEMS
+    out = render_ok(write_spec(tmp_path, MIXED_LISTS_SPEC), tmp_path / "lists.pptx")
+    assert_ooxml_ok(out)
+    deck = Deck(out)
+    paras = []
+    for s in deck.slides():
+        for sp in shapes(deck.xml(s)):
+            tb = sp.find("p:txBody", NS)
+            paras += [p for p in (tb.findall("a:p", NS) if tb is not None else []) if para_text(p)]
+    items = {t for t, _l, _n in MIXED_LIST_ITEMS}
+    paras = [p for p in paras if para_text(p) in items]
+    assert [para_text(p) for p in paras] == [t for t, _l, _n in MIXED_LIST_ITEMS]
+    errs = []
+    seen = {}   # level -> the number of the last item at that level since a shallower one
+    for p, (text, level, number) in zip(paras, MIXED_LIST_ITEMS):
+        auto = p.find("a:pPr/a:buAutoNum", NS)
+        if para_level(p) != level:
+            errs.append("%r at level %d, want %d" % (text, para_level(p), level))
+        if number is None:
+            if auto is not None or p.find("a:pPr/a:buNone", NS) is not None:
+                errs.append("%r should be a bullet: %s" % (text, etree.tostring(p.find("a:pPr", NS))))
+        else:
+            kind = ("arabicPeriod", "alphaLcPeriod", "romanLcPeriod")[level % 3]
+            if auto is None or auto.get("type") != kind:
+                errs.append("%r should be numbered %s: %s" % (text, kind, etree.tostring(p)[:300]))
+            elif seen.get(level) is None and int(auto.get("startAt", "1")) != number:
+                # PowerPoint counts on at a level across deeper paragraphs, so only the
+                # first number of a run says where it starts
+                errs.append("%r: startAt %r, want %d" % (text, auto.get("startAt"), number))
+        seen = {lv: n for lv, n in seen.items() if lv < level}
+        seen[level] = number
+    assert not errs, "\n".join(errs)
+
+
+def test_missing_points_are_gaps(tmp_path, kiln_bin):
+    """A null in a literal series and an empty cell under a range are the same missing
+    point in a deck's charts: no cached value, an empty cell in the embedded workbook,
+    blanks shown as gaps in every kind; LibreOffice reads them so."""
+    from test_render_docx import check_missing_points_are_gaps
+    check_missing_points_are_gaps(tmp_path, "pptx")
+
+
+def test_date_categories_get_a_date_axis(tmp_path, kiln_bin):
+    """Date categories (ISO dates in a chart block, date cells under a sheet chart's range)
+    get a c:dateAx in their number format in every kind with a category axis, cached as
+    dates; LibreOffice draws them in date order, labelled in that format."""
+    from test_render_docx import check_date_axes
+    check_date_axes(tmp_path, "pptx")
+
+
+def test_line_breaks_are_one_rule(tmp_path, kiln_bin):
+    """LF, CR and CR LF are each one line break (docs/spec.md "Line breaks"): a:br in a
+    bullet or a table cell, a new paragraph in a title or the notes; chart text is one
+    line, the break a space."""
+    from test_render_docx import BREAK_FORMS, breaks_spec, same_for_every_break
+    slides = [{"title": "Title-%s one%stwo-%s" % (k, br, k),
+               "bullets": ["Bullet-%s one%stwo-%s" % (k, br, k)],
+               "notes": "Notes-%s one%stwo-%s" % (k, br, k)} for k, br in BREAK_FORMS.items()]
+    outs = [render_ok(write_spec(tmp_path, breaks_spec(), "blocks.json"), tmp_path / "blocks.pptx"),
+            render_ok(write_spec(tmp_path, {"slides": slides}, "slides.json"), tmp_path / "slides.pptx")]
+    assert_ooxml_ok(*outs)
+    texts, chart_texts = [], []
+    for out in outs:
+        deck = Deck(out)
+        for s in deck.slides():
+            for root in [deck.xml(s)] + [deck.xml(n) for n in deck.related(s, "notesSlide")]:
+                for sp in shapes(root):
+                    tb = sp.find("p:txBody", NS)
+                    if tb is not None:
+                        texts.append("\n".join(para_text(p) for p in tb.findall("a:p", NS)))
+                for tc in root.iter("{%s}tc" % A):
+                    texts.append("\n".join(para_text(p) for p in tc.findall(".//a:p", NS)))
+        for n in sorted(x for x in deck.parts if re.match(r"ppt/charts/chart\d+\.xml$", x)):
+            root = deck.xml(n)
+            chart_texts += [t.text for t in root.iter("{%s}t" % A)] + [v.text for v in root.iter("{%s}v" % C)]
+        assert not [n for n, b in deck.parts.items() if n.endswith(".xml") and b"\r" in b], \
+            "a carriage return in %s" % out.name
+    errs, common = same_for_every_break(texts)
+    flat = "\n".join(common)
+    for want in ("Para-* one\ntwo-*", "Item-* one\ntwo-*", "Code-* one\ntwo-*", "Cell-* one\ntwo-*",
+                 "Head-* one\ntwo-*", "Title-* one\ntwo-*", "Bullet-* one\ntwo-*", "Notes-* one\ntwo-*"):
+        if want not in flat:
+            errs.append("no text reads %r" % want)
+    cerrs, chart_common = same_for_every_break([t for t in chart_texts if t])
+    errs += cerrs
+    for what in ("Chart", "Axis", "Name", "Cat"):
+        if "%s-* one two-*" % what not in chart_common:
+            errs.append("chart text %r should be on one line: %r" % (what, chart_common))
+    assert not errs, "\n".join(errs)

@@ -21,7 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import (SANITIZED, assert_ooxml_ok, describe, pdf_tool, load_json, render_ok, run_kiln, sample_specs,
+from conftest import (SANITIZED, assert_ooxml_ok, describe, load_json, one_break, pdf_tool, render_ok,
+                      run_kiln, sample_specs,
                       soffice_convert, write_spec)
 
 try:
@@ -75,7 +76,7 @@ def exp_scalar(v, coltype):
     if isinstance(v, str):
         if coltype in ("date", "datetime"):
             return Exp("date", iso_to_datetime(v))
-        return Exp("str", v)
+        return Exp("str", one_break(v))
     raise AssertionError("test bug: unexpected scalar %r" % (v,))
 
 
@@ -84,8 +85,8 @@ def exp_cell(v, coltype=None):
         return exp_scalar(v, coltype)
     if "formula" in v:
         f = v["formula"]
-        e = Exp("formula", "=" + (f[1:] if f.startswith("=") else f),
-                cached=v.get("value"), has_cached="value" in v)
+        e = Exp("formula", one_break("=" + (f[1:] if f.startswith("=") else f)),
+                cached=one_break(v.get("value")), has_cached="value" in v)
     elif "date" in v:
         e = Exp("date", iso_to_datetime(v["date"]))
     elif "datetime" in v:
@@ -104,6 +105,7 @@ def exp_field(field, coltype):
     if field == "":
         return Exp("blank")
     t = coltype or "auto"
+    field = one_break(field)
     if t == "string":
         return Exp("str", field)
     if t in NUMERIC_TYPES:
@@ -1367,7 +1369,9 @@ def test_csv_quotes_newlines_crlf(tmp_path):
     assert got[0] == ["id", "code", "name", "amount", "when"]
     assert got[1][:4] == [1, "007", "Smith, John", 12.5] and got[1][4] == dt.datetime(2026, 3, 31)
     assert got[2][:4] == [2, "0123", 'He said "hi"', -3] and got[2][4] == dt.datetime(2026, 1, 1, 10)
-    assert unescape_ooxml(got[3][2]) == "two\r\nlines", repr(got[3][2])
+    # a line break in a field, CR LF here, is a line feed in a cell that wraps
+    assert unescape_ooxml(got[3][2]) == "two\nlines", repr(got[3][2])
+    assert ws["C4"].alignment.wrap_text
     assert got[3][1] == 100 and isinstance(got[3][1], (int, float))
     assert got[3][4] == dt.datetime(1900, 3, 1)
     assert got[4][0] == 4 and got[4][1] is None and got[4][3] is None
@@ -1584,3 +1588,242 @@ def test_page_setup_reaches_every_sheet(tmp_path):
     default = render_ok(write_spec(tmp_path, {"sheets": [{"rows": [[1]]}]}, "d.json"), tmp_path / "d.xlsx")
     ws = openpyxl.load_workbook(default).active
     assert str(ws.page_setup.paperSize) == "9" and ws.page_setup.orientation == "portrait"
+
+
+def test_nested_lists_number_for_themselves(tmp_path):
+    """A spec of text only lists its lists down column A of Sheet1: each nested list
+    numbers for itself ("ordered" and "start" given per list), nesting as the indent."""
+    from test_render_docx import MIXED_LISTS_SPEC, MIXED_LIST_ITEMS
+    out = render_ok(write_spec(tmp_path, MIXED_LISTS_SPEC), tmp_path / "lists.xlsx")
+    assert_ooxml_ok(out)
+    ws = openpyxl.load_workbook(out)["Sheet1"]
+    got = [(c.value, int(c.alignment.indent or 0)) for c in ws["A"] if c.value is not None]
+    want = [("%s %s" % ("\u2022" if n is None else "%d." % n, t), 2 * level)
+            for t, level, n in MIXED_LIST_ITEMS]
+    assert got == want
+
+
+# =========================================================================== blanks in charts (issue 15)
+
+C_NS = {"c": "http://schemas.openxmlformats.org/drawingml/2006/chart"}
+A_NS = "http://schemas.openxmlformats.org/drawingml/2006/main"
+
+
+def gaps_spec(table):
+    """Every chart kind twice: over ranges with empty cells, and with literal values
+    holding a null. table=True puts the workbook in memory mode (charts get caches)."""
+    charts = []
+    for i, k in enumerate(CHART_KINDS):
+        pie = k in ("pie", "doughnut")
+        cats = "B2:B5" if k == "scatter" else "A2:A5"
+        series = [{"name": "=C1", "values": "C2:C5"}] + ([] if pie else [{"name": "=D1", "values": "D2:D5"}])
+        charts.append({"kind": k, "categories": cats, "series": series, "anchor": "G%d" % (2 + 16 * i)})
+        lit_cats = [1, 2, 3, 4] if k == "scatter" else ["w", "x", "y", "z"]
+        charts.append({"kind": k, "title": "literal " + k, "categories": lit_cats,
+                       "series": [{"name": "lit", "values": [1, None, 3, 4]}],
+                       "anchor": "P%d" % (2 + 16 * i)})
+    sheet = {"name": "Data",
+             "columns": [{"header": "cat"}, {"header": "x", "type": "number"},
+                         {"header": "a", "type": "number"}, {"header": "b", "type": "number"}],
+             "rows": [["Q1", 1, 1, 4], ["Q2", 2, None, 5], ["Q3", 3, 3, None], ["Q4", 4, 4, 7]],
+             "charts": charts}
+    if table:
+        sheet["table"] = True
+    return {"sheets": [sheet]}
+
+
+def num_cache_points(ser, element):
+    cache = ser.find("c:%s/c:numRef/c:numCache" % element, C_NS)
+    if cache is None:
+        return None
+    count = int(cache.find("c:ptCount", C_NS).get("val"))
+    return count, {int(p.get("idx")): float(p.findtext("c:v", namespaces=C_NS))
+                   for p in cache.findall("c:pt", C_NS)}
+
+
+def test_blank_cells_and_null_values_are_gaps(tmp_path):
+    """Every chart says <c:dispBlanksAs val="gap"/> (what Excel writes; the schema's
+    default is "zero"), so a series over empty cells, or with a null among its literal
+    values, has gaps there: a null is an empty cell of the hidden data sheet and, in memory
+    mode, a point missing from the cache. LibreOffice reads the charts as gaps."""
+    from lxml import etree
+    outs = []
+    for table in (False, True):
+        sp = write_spec(tmp_path, gaps_spec(table), "gaps%d.json" % table)
+        outs.append(render_ok(sp, tmp_path / ("gaps%d.xlsx" % table)))
+    assert_ooxml_ok(*outs)
+    errs = []
+    for out in outs:
+        with zipfile.ZipFile(out) as z:
+            parts = sorted((n for n in z.namelist() if re.match(r"xl/charts/chart\d+\.xml$", n)),
+                           key=lambda n: int(re.findall(r"\d+", n)[0]))
+            assert len(parts) == 2 * len(CHART_KINDS)
+            for n, part in enumerate(parts):
+                root = etree.fromstring(z.read(part))
+                chart = root.find("c:chart", C_NS)
+                tags = [etree.QName(e).localname for e in chart]
+                blanks = chart.findall("c:dispBlanksAs", C_NS)
+                if len(blanks) != 1 or blanks[0].get("val") != "gap" or tags[-1] != "dispBlanksAs" \
+                        or tags[-2] != "plotVisOnly" or tags.count("legend") > 1:
+                    errs.append("%s %s: c:chart holds %s" % (out.name, part, tags))
+                if out.name == "gaps1.xlsx" and n % 2 == 1:   # the literal chart, memory mode
+                    ser = chart.find(".//c:ser", C_NS)
+                    pts = num_cache_points(ser, "yVal" if CHART_KINDS[n // 2] == "scatter" else "val")
+                    if pts != (4, {0: 1.0, 2: 3.0, 3: 4.0}):
+                        errs.append("%s %s: the literal series' cache is %r" % (out.name, part, pts))
+        wb = openpyxl.load_workbook(out)
+        data = wb["_kiln_data"]
+        assert data.sheet_state == "hidden"
+        col = [[c.value for c in row] for row in data.iter_rows(min_col=2, max_col=2)]
+        # a block per literal chart: the name row, four values, a spare row
+        values = [v[0] for v in col if v[0] != "lit"]
+        if values[:5] != [1, None, 3, 4, None]:
+            errs.append("%s: the hidden sheet holds %r for the literal values" % (out.name, values[:6]))
+    assert not errs, "\n".join(errs)
+    proc, back = soffice_convert(outs, tmp_path / "lo", to="xlsx")
+    for out in outs:
+        assert back[out] is not None, "LibreOffice did not convert %s:\n%s" % (out, proc.stdout[-2000:])
+        with zipfile.ZipFile(back[out]) as z:
+            parts = [n for n in z.namelist() if re.match(r"xl/charts/chart\d+\.xml$", n)]
+            assert len(parts) == 2 * len(CHART_KINDS), parts
+            for part in parts:
+                got = re.findall(r'<c:dispBlanksAs val="(\w+)"', z.read(part).decode("utf-8"))
+                assert got == ["gap"], "LibreOffice read %s %s as %r" % (out.name, part, got)
+
+
+def chart_parts_in_order(z):
+    return sorted((n for n in z.namelist() if re.match(r"xl/charts/chart\d+\.xml$", n)),
+                  key=lambda n: int(re.findall(r"\d+", n)[0]))
+
+
+def category_axis_of(root):
+    """("dateAx" | "catAx" | None, its number format) of a chart part."""
+    from lxml import etree
+    plot = root.find("c:chart/c:plotArea", C_NS)
+    for tag in ("dateAx", "catAx"):
+        ax = plot.find("c:" + tag, C_NS)
+        if ax is not None:
+            nf = ax.find("c:numFmt", C_NS)
+            return tag, None if nf is None else nf.get("formatCode").replace("\\", ""), \
+                [etree.QName(e).localname for e in ax]
+    return None, None, []
+
+
+def test_date_categories_get_a_date_axis(tmp_path):
+    """Date categories (ISO dates in chart blocks, date cells under a sheet chart's range)
+    get a c:dateAx in their number format in every kind with a category axis; literal
+    dates are date cells of the hidden data sheet. LibreOffice reads the axes as date
+    axes (a round trip through it writes c:dateAx back)."""
+    from lxml import etree
+    from test_render_docx import DATES_OUT_OF_ORDER, date_chart_specs
+    specs, want = date_chart_specs()
+    outs = [render_ok(write_spec(tmp_path, spec, name + ".json"), tmp_path / (name + ".xlsx"))
+            for name, spec in specs.items()]
+    assert_ooxml_ok(*outs)
+    errs = []
+    order = {}
+    for out in outs:
+        with zipfile.ZipFile(out) as z:
+            titles = []
+            for part in chart_parts_in_order(z):
+                root = etree.fromstring(z.read(part))
+                title = "".join(t.text or "" for t in root.iterfind("c:chart/c:title//a:t", dict(C_NS, a=A_NS)))
+                titles.append(title)
+                kind, fmt, members = category_axis_of(root)
+                w = want.get(title, "missing")
+                if w == "pie":
+                    ok = kind is None
+                elif w is None:
+                    ok = kind == "catAx"
+                else:
+                    ok = kind == "dateAx" and fmt == w and "lblAlgn" not in members
+                if not ok:
+                    errs.append("%s %s (%r): axis %s %r %s, want %r" % (out.name, part, title, kind, fmt, members, w))
+            order[out] = titles
+        if "blocks" in out.name:
+            data = openpyxl.load_workbook(out)["_kiln_data"]
+            cats = [(c.value, c.number_format) for c in data["A"] if isinstance(c.value, dt.datetime)]
+            first = [(d.date().isoformat(), f) for d, f in cats[:4]]
+            if first != [(d, "yyyy-mm-dd") for d in DATES_OUT_OF_ORDER]:
+                errs.append("%s: literal dates in the data sheet: %r" % (out.name, first))
+    assert not errs, "\n".join(errs)
+    proc, back = soffice_convert(outs, tmp_path / "lo", to="xlsx")
+    for out in outs:
+        assert back[out] is not None, "LibreOffice did not convert %s:\n%s" % (out, proc.stdout[-2000:])
+        with zipfile.ZipFile(back[out]) as z:
+            for title, part in zip(order[out], chart_parts_in_order(z)):
+                kind, fmt, _m = category_axis_of(etree.fromstring(z.read(part)))
+                w = want[title]
+                if w not in (None, "pie") and (kind, fmt) != ("dateAx", w):
+                    errs.append("LibreOffice read %s %r as %s %r" % (out.name, title, kind, fmt))
+                if w is None and kind != "catAx":
+                    errs.append("LibreOffice read %s %r as %s" % (out.name, title, kind))
+    assert not errs, "\n".join(errs)
+
+
+def test_line_breaks_are_one_rule(tmp_path):
+    """LF, CR and CR LF are each one line break (docs/spec.md "Line breaks"): a cell holds
+    it as a line feed and wraps so it shows, whether the text came from the spec, a CSV
+    field or a JSON Lines string; chart text is one line, and so is a sheet name made from
+    a heading (the break a space)."""
+    from lxml import etree
+    from test_render_docx import BREAK_FORMS, breaks_spec
+    forms = list(BREAK_FORMS.items())
+    (tmp_path / "d.csv").write_bytes(b'text\n' + b''.join(b'"Csv-%s one%stwo-%s"\r\n' % (k.encode(), br.encode(), k.encode())
+                                                         for k, br in forms))
+    (tmp_path / "d.jsonl").write_text("".join(json.dumps(["Jsonl-%s one%stwo-%s" % (k, br, k)]) + "\n"
+                                              for k, br in forms), encoding="utf-8")
+    sheets = {"sheets": [
+        {"name": "Inline", "columns": [{"header": "Header-%s one%stwo-%s" % (k, br, k)} for k, br in forms],
+         "rows": [["Cell-%s one%stwo-%s" % (k, br, k) for k, br in forms],
+                  [{"formula": "=A2", "value": "Formula-%s one%stwo-%s" % (k, br, k)} for k, br in forms]],
+         "merges": [{"range": "E%d:F%d" % (i + 1, i + 1), "value": "Merge-%s one%stwo-%s" % (k, br, k)}
+                    for i, (k, br) in enumerate(forms)],
+         "table": True},
+        {"name": "Csv", "data": {"path": "d.csv"}},
+        {"name": "Jsonl", "data": {"path": "d.jsonl"}}]}
+    text_only = {"blocks": [b for b in breaks_spec()["blocks"] if b["type"] not in ("table", "chart")]}
+    outs = [render_ok(write_spec(tmp_path, spec, name + ".json"), tmp_path / (name + ".xlsx"))
+            for name, spec in (("sheets", sheets), ("text", text_only), ("blocks", breaks_spec()))]
+    assert_ooxml_ok(*outs)
+    errs = []
+    want = re.compile(r"^(\S+ )?(\w+)-(lf|cr|crlf) one\ntwo-\3( tail)?$")
+    for out in outs[:2]:
+        wb = openpyxl.load_workbook(out, data_only=True)   # formulas: their cached text
+        seen = set()
+        for ws in wb.worksheets:
+            for row in ws.iter_rows():
+                for c in row:
+                    v = unescape_ooxml(c.value) if isinstance(c.value, str) else None
+                    if not v or not re.search(r"-(lf|cr|crlf)\b", v):
+                        continue
+                    m = want.match(v)
+                    if not m or not c.alignment.wrap_text:
+                        errs.append("%s %s!%s: %r (wrap %r)" % (out.name, ws.title, c.coordinate, v,
+                                                                c.alignment.wrap_text))
+                    else:
+                        seen.add((m.group(2), m.group(3)))
+        kinds = {w for w, _k in seen}
+        for w in kinds:
+            missing = [k for k in BREAK_FORMS if (w, k) not in seen]
+            if missing:
+                errs.append("%s: %s with %s not found" % (out.name, w, missing))
+        expect = {"Header", "Cell", "Formula", "Merge", "Csv", "Jsonl"} if out == outs[0] else \
+            {"Head", "Para", "Run", "Item", "Nested", "Quote", "Code"}
+        if kinds != expect:
+            errs.append("%s: texts found %s, want %s" % (out.name, sorted(kinds), sorted(expect)))
+    wb = openpyxl.load_workbook(outs[2])
+    for k in BREAK_FORMS:
+        if not any(re.match(r"Head-%s one two-%s$" % (k, k), n) for n in wb.sheetnames):
+            errs.append("no sheet named from the heading with %s on one line: %r" % (k, wb.sheetnames))
+    with zipfile.ZipFile(outs[2]) as z:
+        texts = []
+        for part in chart_parts_in_order(z):
+            root = etree.fromstring(z.read(part))
+            texts += ["".join(t.text or "" for t in r.iter("{%s}t" % A_NS)) for r in root.iter("{%s}rich" % C_NS["c"])]
+        name_cells = [c.value for row in wb["_kiln_data"].iter_rows() for c in row if c.value]
+    for k in BREAK_FORMS:
+        for what, got in (("Chart", texts), ("Axis", texts), ("Name", name_cells)):
+            if "%s-%s one two-%s" % (what, k, k) not in got:
+                errs.append("%s text with %s should be one line: %r" % (what, k, got))
+    assert not errs, "\n".join(errs)

@@ -159,6 +159,37 @@ def test_sample_images_exist_and_are_small():
                 assert img.stat().st_size < 50 * 1024, "%s is larger than 50 KB" % img
 
 
+# --------------------------------------------------------------------------- valid forms
+
+# Forms of docs/spec.md that no sample uses: the schema and `kiln validate` both accept them.
+VALID_FORMS = {
+    "nested_list_objects": {"blocks": [{"type": "list", "items": [
+        "Scope agreed",
+        {"text": "Rollout", "items": {"ordered": True, "start": 2, "items": [
+            "Pilot", {"text": "Every region", "items": {"ordered": False, "items": ["North"]}}]}},
+        {"text": "Review", "items": ["as the parent"]}]}],
+        "slides": [{"title": "Plan", "bullets": {"ordered": True, "items": [
+            {"runs": [{"text": "Build"}], "items": {"ordered": False, "items": ["Parser"]}}]}}]},
+    "null_chart_values": {"sheets": [{"name": "S", "rows": [[1]], "charts": [
+        {"kind": "line", "categories": ["a", "b", "c"], "series": [{"values": [1, None, 3]}]},
+        {"kind": "scatter", "categories": [1, 2], "series": [{"values": [None, 2]}]}]}],
+        "blocks": [{"type": "chart", "kind": "pie", "categories": ["a", "b"],
+                    "series": [{"values": [None, 1]}]}],
+        "slides": [{"layout": "chart", "chart": {"kind": "area", "series": [{"values": [1, None]}]}}]},
+}
+
+
+@pytest.mark.parametrize("name", sorted(VALID_FORMS))
+def test_valid_form_accepted_by_schema_and_c_validator(validator, tmp_path, name):
+    spec = VALID_FORMS[name]
+    errors = _errors(validator, spec)
+    assert not errors, "the schema rejects %s:\n%s" % (name, _show(errors))
+    path = tmp_path / (name + ".json")
+    path.write_text(json.dumps(spec), encoding="utf-8")
+    proc = run_kiln("validate", path)
+    assert proc.returncode == 0, "kiln validate %s: %s" % (name, describe(proc))
+
+
 # --------------------------------------------------------------------------- invalid specs
 
 def test_expected_lists_every_invalid_file():

@@ -271,6 +271,10 @@ static void test_date_categories(void **state)
     assert_string_equal(f.data.categories[0], "2026-01-05");
     assert_string_equal(f.data.categories[2], "2026-01-07");
     assert_string_equal(f.data.series[0].name, "Series 1");
+    /* ... on a date axis, in the column's format (issue 15) */
+    assert_int_equal(f.data.categories_dates, 1);
+    assert_string_equal(f.data.category_format, "yyyy-mm-dd");
+    assert_near(f.data.category_numbers[0], 46027);
     fixture_free(&f);
 
     /* ... a scatter chart plots them as x values (serial days). */
@@ -283,6 +287,77 @@ static void test_date_categories(void **state)
     assert_near(f.data.category_numbers[0], 46027); /* 2026-01-05 */
     assert_near(f.data.category_numbers[2], 46029);
     fixture_free(&f);
+}
+
+/* Which categories make a date axis: whole days shown as dates, all of them,
+ * on a chart with a category axis (issue 15). */
+static void test_date_axis_categories(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *spec;
+        int dates;
+        const char *format;
+        double first;
+    } cases[] = {
+        /* literal ISO dates */
+        {"{'blocks': [{'type': 'chart', 'kind': 'column', 'categories': ['2026-03-01',"
+         " '2026-01-01'], 'series': [{'values': [1, 2]}]}]}",
+         1, "yyyy-mm-dd", 46082},
+        {"{'blocks': [{'type': 'chart', 'kind': 'area', 'categories': ['2026-03-01'],"
+         " 'series': [{'values': [1]}]}]}",
+         1, "yyyy-mm-dd", 46082},
+        /* one text among them, a time of day, or no axis: labels as they are */
+        {"{'blocks': [{'type': 'chart', 'kind': 'line', 'categories': ['2026-03-01', 'later'],"
+         " 'series': [{'values': [1, 2]}]}]}",
+         0, NULL, 0},
+        {"{'blocks': [{'type': 'chart', 'kind': 'line', 'categories': ['2026-03-01T10:00'],"
+         " 'series': [{'values': [1]}]}]}",
+         0, NULL, 0},
+        {"{'blocks': [{'type': 'chart', 'kind': 'pie', 'categories': ['2026-03-01', "
+         "'2026-03-02'], 'series': [{'values': [1, 2]}]}]}",
+         0, NULL, 0},
+        /* date cells: their own format, else the column's */
+        {"{'sheets': [{'columns': [{'header': 'd', 'type': 'date', 'number_format': "
+         "'d mmm yyyy'}, {'header': 'v'}], 'rows': [['2026-01-02', 1], ['2026-01-01', 2]],"
+         " 'charts': [{'kind': 'bar', 'categories': 'A2:A3', 'series': [{'values': 'B2:B3'}]}]}]}",
+         1, "d mmm yyyy", 46024},
+        {"{'sheets': [{'columns': [{'header': 'd'}, {'header': 'v'}],"
+         " 'rows': [[{'date': '2026-01-02', 'number_format': 'mmm d'}, 1],"
+         "          [{'date': '2026-01-03'}, 2]],"
+         " 'charts': [{'kind': 'line', 'categories': 'A2:A3', 'series': [{'values': 'B2:B3'}]}]}]}",
+         1, "mmm d", 46024},
+        /* numbers shown as dates count; date-times with a time, and a blank, do not */
+        {"{'sheets': [{'columns': [{'header': 'd', 'number_format': 'yyyy-mm-dd'},"
+         " {'header': 'v'}], 'rows': [[46024, 1], [46025, 2]],"
+         " 'charts': [{'kind': 'column', 'categories': 'A2:A3', 'series': [{'values': 'B2:B3'}]}]}]}",
+         1, "yyyy-mm-dd", 46024},
+        {"{'sheets': [{'columns': [{'header': 'd', 'type': 'datetime'}, {'header': 'v'}],"
+         " 'rows': [['2026-01-02T08:00', 1], ['2026-01-03T09:30', 2]],"
+         " 'charts': [{'kind': 'column', 'categories': 'A2:A3', 'series': [{'values': 'B2:B3'}]}]}]}",
+         0, NULL, 0},
+        {"{'sheets': [{'columns': [{'header': 'd', 'type': 'date'}, {'header': 'v'}],"
+         " 'rows': [['2026-01-02', 1], [null, 2]],"
+         " 'charts': [{'kind': 'column', 'categories': 'A2:A3', 'series': [{'values': 'B2:B3'}]}]}]}",
+         0, NULL, 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        fixture f;
+        if (strstr(cases[i].spec, "'sheets'"))
+            assert_int_equal(resolve_sheet_chart(&f, cases[i].spec, 0, 0), KILN_E_OK);
+        else
+            resolve_block_chart(&f, cases[i].spec);
+        if (f.data.categories_dates != cases[i].dates)
+            fprintf(stderr, "case %zu: categories_dates %d\n", i, f.data.categories_dates);
+        assert_int_equal(f.data.categories_dates, cases[i].dates);
+        if (cases[i].dates) {
+            assert_string_equal(f.data.category_format, cases[i].format);
+            assert_near(f.data.category_numbers[0], cases[i].first);
+        } else {
+            assert_null(f.data.category_format);
+        }
+        fixture_free(&f);
+    }
 }
 
 static void test_plain_number_categories(void **state)
@@ -610,6 +685,34 @@ static void test_chart_part_gaps_and_formats(void **state)
     fixture_free(&f);
 }
 
+/* Date categories: a c:dateAx in their format, and a numeric cache of the
+ * serials, formatted so, in the order given (issue 15). */
+static void test_chart_part_date_axis(void **state)
+{
+    (void)state;
+    fixture f;
+    resolve_block_chart(&f, "{'blocks': [{'type': 'chart', 'kind': 'line',"
+                            " 'categories': ['2026-03-01', '2026-01-01'],"
+                            " 'series': [{'values': [3, null]}], 'x_axis': {'title': 'Day'}}]}");
+    opc_package *pkg = opc_package_new();
+    assert_non_null(pkg);
+    char *xml = chart_part(&f, pkg, "word", 1);
+    assert_null(strstr(xml, "<c:catAx>"));
+    assert_has(xml, "<c:dateAx><c:axId val=\"50010001\"/>");
+    assert_has(xml, "<c:numFmt formatCode=\"yyyy-mm-dd\" sourceLinked=\"1\"/>");
+    assert_has(xml, "<c:auto val=\"0\"/><c:lblOffset val=\"100\"/></c:dateAx>");
+    assert_has(xml, "<c:cat><c:numRef><c:f>Sheet1!$A$2:$A$3</c:f><c:numCache>"
+                    "<c:formatCode>yyyy-mm-dd</c:formatCode><c:ptCount val=\"2\"/>"
+                    "<c:pt idx=\"0\"><c:v>46082</c:v></c:pt>"
+                    "<c:pt idx=\"1\"><c:v>46023</c:v></c:pt>");
+    /* The null: a missing point, ptCount kept. */
+    assert_has(xml, "<c:ptCount val=\"2\"/><c:pt idx=\"0\"><c:v>3</c:v></c:pt></c:numCache>");
+    assert_has(xml, "<c:dispBlanksAs val=\"gap\"/>");
+    free(xml);
+    opc_package_free(pkg);
+    fixture_free(&f);
+}
+
 static int setup_dir(void **state)
 {
     (void)state;
@@ -631,6 +734,7 @@ int main(void)
         cmocka_unit_test(test_slide_chart),
         cmocka_unit_test(test_ranges_on_own_sheet),
         cmocka_unit_test(test_date_categories),
+        cmocka_unit_test(test_date_axis_categories),
         cmocka_unit_test(test_plain_number_categories),
         cmocka_unit_test(test_other_sheet_and_row_range),
         cmocka_unit_test(test_range_past_the_data),
@@ -640,6 +744,7 @@ int main(void)
         cmocka_unit_test(test_chart_part_column),
         cmocka_unit_test(test_chart_part_kinds),
         cmocka_unit_test(test_chart_part_gaps_and_formats),
+        cmocka_unit_test(test_chart_part_date_axis),
     };
     return cmocka_run_group_tests(tests, setup_dir, teardown_dir);
 }

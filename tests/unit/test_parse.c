@@ -5,6 +5,7 @@
  * Specs are written with single quotes for readability; q() turns them into
  * JSON. Tests that need a real apostrophe pass raw JSON instead.
  */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -1031,7 +1032,7 @@ static void test_charts(void **state)
         "{'sheets': [{'name': 'Data', 'rows': [[1]], 'charts': ["
         "{'kind': 'column', 'title': 'Revenue', 'stacked': true, 'categories': ['Q1', 'Q2'],"
         " 'series': [{'name': '2025', 'values': [10, 12], 'color': '#112233'},"
-        "            {'values': [1, 2]}],"
+        "            {'values': [null, 2]}],"
         " 'x_axis': {'title': 'Quarter'}, 'y_axis': {'title': 'EUR k'}, 'legend': 'bottom',"
         " 'anchor': 'H2', 'width': 640, 'height': 320},"
         "{'kind': 'line', 'categories': 'A2:A13', 'series': [{'name': '=B1', 'values': 'B2:B13'},"
@@ -1051,6 +1052,10 @@ static void test_charts(void **state)
     assert_true(c->series[0].values[1] == 12);
     assert_null(c->series[1].name);
     assert_int_equal(c->series[1].color, KILN_COLOR_NONE);
+    /* null is a missing point (issue 15) */
+    assert_int_equal(c->series[1].value_count, 2);
+    assert_true(isnan(c->series[1].values[0]));
+    assert_true(c->series[1].values[1] == 2);
     assert_string_equal(c->x_title, "Quarter");
     assert_string_equal(c->y_title, "EUR k");
     assert_int_equal(c->legend, KILN_LEGEND_BOTTOM);
@@ -1117,6 +1122,12 @@ static void test_charts(void **state)
           "/sheets/0/charts/0", "missing \"series\"");
     fails("{'sheets': [{'charts': [{'kind': 'line', 'series': [{'values': [1, 'x']}]}]}]}",
           KILN_E_INVALID_SPEC, "/sheets/0/charts/0/series/0/values/1", "a number");
+    /* null is a missing value, never a category or a whole series */
+    fails("{'blocks': [{'type': 'chart', 'kind': 'line', 'categories': ['a', null], 'series': "
+          "[{'values': [1, 2]}]}]}",
+          KILN_E_INVALID_SPEC, "/blocks/0/categories/1", "a string or a number");
+    fails("{'blocks': [{'type': 'chart', 'kind': 'line', 'series': [{'values': null}]}]}",
+          KILN_E_INVALID_SPEC, "/blocks/0/series/0/values", "(or null)");
     fails("{'blocks': [{'type': 'chart', 'kind': 'line', 'anchor': 'A1', 'series': [{'values': "
           "[1]}]}]}",
           KILN_E_INVALID_SPEC, "/blocks/0/anchor", "unknown member");
@@ -1541,6 +1552,76 @@ static void test_blocks(void **state)
           KILN_E_INVALID_SPEC, "/blocks/0/width", "length");
 }
 
+/* A nested list says "ordered" and "start" for itself as a list object, or
+ * follows its parent as a bare array (issue 15). */
+static void test_nested_list_numbering(void **state)
+{
+    (void)state;
+    kiln_doc *doc = parse_ok(
+        "{'blocks': [{'type': 'list', 'items': ["
+        "  {'text': 'a', 'items': {'ordered': true, 'start': 3, 'items': ["
+        "    {'text': 'a.3', 'items': {'ordered': false, 'items': ['deep']}}]}},"
+        "  {'text': 'b', 'items': ['b.1']}]},"
+        " {'type': 'list', 'ordered': true, 'start': 5, 'items': ["
+        "  {'text': 'c', 'items': {'items': ['c.1']}}, {'text': 'd', 'items': ['d.1']}]}],"
+        " 'slides': [{'bullets': {'ordered': true, 'items': ["
+        "  {'text': 'e', 'items': {'ordered': false, 'items': ['e.1']}}]}}]}");
+    const kiln_list *l = &doc->blocks[0].list;
+    assert_int_equal(l->ordered, 0);
+    const kiln_list *a = l->items[0].children;
+    assert_int_equal(a->ordered, 1);
+    assert_int_equal(a->start, 3);
+    assert_int_equal(a->items[0].children->ordered, 0);
+    assert_string_equal(a->items[0].children->items[0].text.runs[0].text, "deep");
+    assert_int_equal(l->items[1].children->ordered, 0);
+    assert_int_equal(l->items[1].children->start, 1);
+    l = &doc->blocks[1].list;
+    /* Numbered as the parent is, counting from 1, unless it says otherwise. */
+    assert_int_equal(l->items[0].children->ordered, 1);
+    assert_int_equal(l->items[0].children->start, 1);
+    assert_int_equal(l->items[1].children->ordered, 1);
+    assert_int_equal(l->items[1].children->start, 1);
+    l = &doc->slides[0].bullets;
+    assert_int_equal(l->ordered, 1);
+    assert_int_equal(l->items[0].children->ordered, 0);
+    kiln_doc_free(doc);
+
+    fails("{'blocks': [{'type': 'list', 'items': [{'text': 'a', 'items': {'ordered': true}}]}]}",
+          KILN_E_INVALID_SPEC, "/blocks/0/items/0/items", "missing \"items\"");
+    fails("{'blocks': [{'type': 'list', 'items': [{'text': 'a', 'items': {'type': 'list',"
+          " 'items': ['x']}}]}]}",
+          KILN_E_INVALID_SPEC, "/blocks/0/items/0/items/type", "unknown member");
+    fails("{'blocks': [{'type': 'list', 'items': [{'text': 'a', 'items': {'start': -1,"
+          " 'items': ['x']}}]}]}",
+          KILN_E_INVALID_SPEC, "/blocks/0/items/0/items/start", "integer");
+    fails("{'blocks': [{'type': 'list', 'items': [{'text': 'a', 'items': {'items': []}}]}]}",
+          KILN_E_INVALID_SPEC, "/blocks/0/items/0/items/items", "at least one list item");
+    fails("{'blocks': [{'type': 'list', 'items': [{'text': 'a', 'items': 'x'}]}]}",
+          KILN_E_INVALID_SPEC, "/blocks/0/items/0/items", "array of list items");
+}
+
+/* One rule for line breaks (docs/spec.md "Line breaks"): CR LF and a lone CR
+ * are LF in every string; chart text and the page header are one line. */
+static void test_line_breaks(void **state)
+{
+    (void)state;
+    kiln_doc *doc = parse_ok(
+        "{'page': {'header': 'h1\\r\\nh2'},"
+        " 'blocks': [{'type': 'paragraph', 'text': 'a\\rb\\r\\nc\\n\\rd'},"
+        " {'type': 'chart', 'kind': 'line', 'title': 't1\\rt2', 'categories': ['c1\\nc2'],"
+        "  'series': [{'name': 'n1\\r\\nn2', 'values': [1]}], 'y_axis': {'title': 'y1\\ny2'}}]}");
+    const kiln_run *r = &doc->blocks[0].text.runs[0];
+    assert_string_equal(r->text, "a\nb\nc\n\nd"); /* LF CR is two breaks */
+    assert_int_equal(r->len, 8);
+    const kiln_chart *c = doc->blocks[1].chart;
+    assert_string_equal(c->title, "t1 t2");
+    assert_string_equal(c->categories[0].text, "c1 c2");
+    assert_string_equal(c->series[0].name, "n1 n2");
+    assert_string_equal(c->y_title, "y1 y2");
+    assert_string_equal(doc->page.header_text, "h1 h2");
+    kiln_doc_free(doc);
+}
+
 static void test_markdown_block(void **state)
 {
     (void)state;
@@ -1916,6 +1997,8 @@ int main(void)
         cmocka_unit_test(test_metadata),
         cmocka_unit_test(test_theme),
         cmocka_unit_test(test_blocks),
+        cmocka_unit_test(test_nested_list_numbering),
+        cmocka_unit_test(test_line_breaks),
         cmocka_unit_test(test_markdown_block),
         cmocka_unit_test(test_slides),
         cmocka_unit_test(test_data_sources),

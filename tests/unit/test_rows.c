@@ -234,6 +234,7 @@ static void test_csv_quoting(void **state)
                        "\r\n"
                        "multi,\"line one\nline two\",2\r\n"
                        "empty,\"\",\n"
+                       "breaks,\"cr\rcr lf\r\nend\",4\r\n"
                        "last,x,3");
     kiln_doc *doc = parse_ok("{'sheets': [{'data': {'path': 'q.csv', 'format': 'csv'}}]}", 1);
     const kiln_table_data *t = &doc->sheets[0].data;
@@ -256,10 +257,14 @@ static void test_csv_quoting(void **state)
     assert_text(&c[0], "empty");
     assert_int_equal(c[1].kind, KILN_CELL_BLANK);
     assert_int_equal(c[2].kind, KILN_CELL_BLANK);
+    /* A CR and a CR LF inside a field are line feeds (docs/spec.md "Line breaks"). */
+    c = next_row(&rd, &n);
+    assert_text(&c[1], "cr\ncr lf\nend");
+    assert_number(&c[2], 4);
     c = next_row(&rd, &n);
     assert_text(&c[0], "last");
     assert_number(&c[2], 3);
-    assert_int_equal(kiln_rows_index(rd.r), 3);
+    assert_int_equal(kiln_rows_index(rd.r), 4);
     expect_end(&rd);
     kiln_doc_free(doc);
 }
@@ -547,7 +552,8 @@ static void test_jsonl(void **state)
     write_str("r.jsonl", "[1, \"007\", \"2026-03-31\"]\n"
                          "\n"
                          "{\"name\": \"x\", \"day\": {\"date\": \"1900-01-01\"}}\r\n"
-                         "[null, {\"value\": 2, \"style\": {\"italic\": true}}]");
+                         "[null, {\"value\": 2, \"style\": {\"italic\": true}}]\n"
+                         "[\"a\\rb\\r\\nc\"]");
     kiln_doc *doc = parse_ok("{'sheets': [{'columns': [{'key': 'n'}, {'key': 'name'},"
                              " {'key': 'day', 'type': 'date'}],"
                              " 'data': {'path': 'r.jsonl', 'format': 'jsonl'}}]}",
@@ -571,6 +577,9 @@ static void test_jsonl(void **state)
     assert_number(&c[1], 2);
     assert_non_null(c[1].style);
     assert_int_equal(c[1].style->italic, 1);
+    /* A JSON string's CR and CR LF are line feeds too. */
+    c = next_row(&rd, &n);
+    assert_text(&c[0], "a\nb\nc");
     expect_end(&rd);
     kiln_doc_free(doc);
 
