@@ -4,8 +4,11 @@
  * A fixed set of worker threads takes jobs from one FIFO queue. The queue
  * is bounded so that a burst of requests becomes 429s rather than memory:
  * a job is refused when queue_max jobs already wait for a worker. A job
- * handed to an idle worker does not count as waiting, so queue_max 0
- * still lets every idle worker take one.
+ * that a free worker will take does not count as waiting, so queue_max 0
+ * still lets every free worker take one. A worker is free when it runs no
+ * job, whether or not it has reached its wait yet: counting the workers
+ * asleep on `wake` instead refused the first job of a pool just started,
+ * and a job arriving as a worker was between two.
  */
 #include "service/api.h"
 
@@ -25,7 +28,6 @@ struct kiln_jobs {
     pthread_cond_t wake;     /* a job arrived, or the pool is stopping */
     job *head, *tail;
     unsigned queued;         /* jobs in the queue */
-    unsigned idle;           /* workers waiting on `wake` */
     unsigned running;        /* jobs in fn() now */
     unsigned queue_max;
     int stopping;
@@ -38,11 +40,8 @@ static void *worker(void *arg)
     kiln_jobs *jobs = arg;
     pthread_mutex_lock(&jobs->lock);
     for (;;) {
-        while (!jobs->stopping && !jobs->head) {
-            jobs->idle++;
+        while (!jobs->stopping && !jobs->head)
             pthread_cond_wait(&jobs->wake, &jobs->lock);
-            jobs->idle--;
-        }
         /* Stopping: what is still queued is kiln_jobs_shutdown's to cancel. */
         if (jobs->stopping)
             break;
@@ -101,8 +100,9 @@ int kiln_jobs_submit(kiln_jobs *jobs, void (*fn)(void *arg), void *arg)
     j->fn = fn;
     j->arg = arg;
     pthread_mutex_lock(&jobs->lock);
-    /* Jobs beyond the idle workers wait; at most queue_max of them. */
-    if (jobs->stopping || jobs->queued >= jobs->queue_max + jobs->idle) {
+    /* Jobs beyond the free workers wait; at most queue_max of them. */
+    unsigned free_workers = jobs->thread_count - jobs->running;
+    if (jobs->stopping || jobs->queued >= jobs->queue_max + free_workers) {
         pthread_mutex_unlock(&jobs->lock);
         free(j);
         return -1;

@@ -48,6 +48,7 @@ SANDBOX_FILES = {"test_sandbox.py", "test_run_cli.py", "test_run_samples.py", "t
                  "test_docs_commands.py"}
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's own, which reads the groups
 def pytest_collection_modifyitems(config, items):
     """xdist groups (`make e2e` runs `--dist loadgroup`): the sandbox files share one; every
     other file is a group of its own, so its module and session fixtures (a LibreOffice run

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import (SANITIZED, assert_ooxml_ok, describe, load_json, one_break, pdf_tool, render_ok,
+from conftest import (assert_ooxml_ok, describe, external_reader, load_json, one_break, pdf_tool, render_ok,
                       run_kiln, sample_specs,
                       soffice_convert, write_spec)
 
@@ -705,10 +705,19 @@ def stream_compare(xlsx, sheet_name, t, base_dir, errs, limit=50):
 
 # =========================================================================== samples
 
+# The 200,000-row export is read back whole with openpyxl (test_sample_values_match_spec,
+# test_export_200k_rows_and_types) but not converted by LibreOffice, which spends a minute
+# and a half on it: the other samples are written by the same code in the same
+# (constant-memory) mode, and LibreOffice opens every one of them.
+LIBREOFFICE_SAMPLES = [n for n in SAMPLE_NAMES if n != "export_200k"]
+
+
 @pytest.fixture(scope="session")
 def all_pdfs(tmp_path_factory, rendered_samples, feature_files):
-    """ONE LibreOffice run over every rendered sample and feature file."""
-    files = [v[1] for k, v in rendered_samples.items() if not k.startswith("_") and v[1] is not None]
+    """ONE LibreOffice run over every rendered sample (but the 200,000-row one) and feature
+    file."""
+    files = [v[1] for k, v in rendered_samples.items()
+             if k in LIBREOFFICE_SAMPLES and v[1] is not None]
     files += [p for p in feature_files.values() if p is not None]
     d = tmp_path_factory.mktemp("pdf")
     proc, pdfs = soffice_convert(files, d, timeout=420)
@@ -739,7 +748,7 @@ def test_sample_renders_and_passes_ooxml_check(rendered_samples, name):
     assert_ooxml_ok(out)
 
 
-@pytest.mark.parametrize("name", SAMPLE_NAMES)
+@pytest.mark.parametrize("name", LIBREOFFICE_SAMPLES)
 def test_sample_converts_with_libreoffice(rendered_samples, all_pdfs, name):
     _spec, out = get_sample(rendered_samples, name)
     proc, pdfs = all_pdfs
@@ -768,6 +777,8 @@ def test_sample_pdf_shows_no_formula_errors(rendered_samples, all_pdfs, name):
 @pytest.mark.parametrize("name", SAMPLE_NAMES)
 def test_sample_values_match_spec(rendered_samples, name):
     spec_path, out = get_sample(rendered_samples, name)
+    if name == "export_200k":
+        external_reader("openpyxl over 200,000 rows")
     spec = load_json(spec_path)
     errs = check_workbook(spec, out, spec_path.parent)
     assert not errs, "%s differs from its spec:\n%s" % (name, "\n".join(errs[:60]))
@@ -791,6 +802,7 @@ def test_every_spec_chart_is_in_the_workbook(rendered_samples):
 
 def test_export_200k_rows_and_types(rendered_samples):
     spec_path, out = get_sample(rendered_samples, "export_200k")
+    external_reader("openpyxl over 200,000 rows")
     spec = load_json(spec_path)
     sheets = [s for s in spec.get("sheets", []) if s.get("data")]
     assert sheets, "export_200k.json has no data-backed sheet"
