@@ -153,6 +153,31 @@ static int digit(char c)
     return c >= '0' && c <= '9';
 }
 
+/* 1 when the number text s[0..n) is past a 64-bit integer (is_real 0) or a
+ * double (is_real 1), as strtoll and strtod judge it; 0 when it fits; -1
+ * when out of memory (a long real needs a copy to be NUL-terminated). */
+static int number_overflows(const char *s, size_t n, int is_real)
+{
+    char small[64];
+    char *buf = n < sizeof small ? small : malloc(n + 1);
+    if (!buf)
+        return -1;
+    memcpy(buf, s, n);
+    buf[n] = '\0';
+    errno = 0;
+    int over;
+    if (is_real) {
+        double d = strtod(buf, NULL);
+        over = errno == ERANGE && isinf(d);
+    } else {
+        (void)strtoll(buf, NULL, 10);
+        over = errno == ERANGE;
+    }
+    if (buf != small)
+        free(buf);
+    return over;
+}
+
 /* A number at *pos, with jansson's refusals: an integer (no fraction or
  * exponent) must fit 64 bits, a real a double. */
 static int check_number(const char *s, size_t len, size_t *pos, kiln_json_syntax *e)
@@ -192,49 +217,14 @@ static int check_number(const char *s, size_t len, size_t *pos, kiln_json_syntax
         while (p < len && digit(s[p]))
             p++;
     }
-    char buf[64];
-    size_t n = p - start;
-    if (!is_real) {
-        /* 19 digits or fewer always fit but for the top of the range. */
-        size_t digits = n - (s[start] == '-');
-        if (digits >= 19) {
-            if (n >= sizeof buf) {
-                syntax(e, start, "too big integer");
-                return -1;
-            }
-            memcpy(buf, s + start, n);
-            buf[n] = '\0';
-            errno = 0;
-            (void)strtoll(buf, NULL, 10);
-            if (errno == ERANGE) {
-                syntax(e, start, "too big integer");
-                return -1;
-            }
-        }
-    } else if (n < sizeof buf) {
-        memcpy(buf, s + start, n);
-        buf[n] = '\0';
-        errno = 0;
-        double d = strtod(buf, NULL);
-        if (errno == ERANGE && isinf(d)) {
-            syntax(e, start, "real number overflow");
-            return -1;
-        }
-    } else {
-        /* A long real: only its exponent can overflow a double. */
-        char *copy = malloc(n + 1);
-        if (!copy) {
-            syntax(e, start, "out of memory");
-            return -1;
-        }
-        memcpy(copy, s + start, n);
-        copy[n] = '\0';
-        errno = 0;
-        double d = strtod(copy, NULL);
-        int over = errno == ERANGE && isinf(d);
-        free(copy);
-        if (over) {
-            syntax(e, start, "real number overflow");
+    /* Integers of 18 digits or fewer always fit 64 bits; only a real's
+     * value can tell whether it overflows a double. */
+    size_t n = p - start, digits = n - (s[start] == '-');
+    if (is_real || digits >= 19) {
+        int over = number_overflows(s + start, n, is_real);
+        if (over != 0) {
+            syntax(e, start, over < 0 ? "out of memory" : is_real ? "real number overflow"
+                                                                  : "too big integer");
             return -1;
         }
     }

@@ -308,6 +308,14 @@ json_t *kiln_pload(kiln_pctx *c, kiln_span span, const char *const *holes, const
     for (size_t i = 0; holes && holes[i]; i++)
         if (find_holes(c, span, holes[i], holes[i]) != 0)
             goto drop_holes;
+    /* Found path by path, so "blocks" written before "sheets" is found after
+     * it: into the text's order, which load_with_holes copies in. */
+    for (size_t i = mark + 1; i < c->hole_count; i++)
+        for (size_t j = i; j > mark && c->holes[j].span.off < c->holes[j - 1].span.off; j--) {
+            kiln_hole t = c->holes[j];
+            c->holes[j] = c->holes[j - 1];
+            c->holes[j - 1] = t;
+        }
     json_t *v;
     if (c->hole_count == mark) {
         kiln_json_syntax se;

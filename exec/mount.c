@@ -336,6 +336,8 @@ static int open_host_paths(const kiln_mount_plan *plan, host_paths *hp, const ch
         errno = E2BIG;
         return fail(what, "open the --ro-bind paths");
     }
+    if (plan->ro_bind_count == 0)
+        return 0; /* (and no memcpy from a NULL list) */
     memcpy(hp->path, plan->ro_binds, plan->ro_bind_count * sizeof hp->path[0]);
     qsort(hp->path, plan->ro_bind_count, sizeof hp->path[0], by_length);
     for (size_t i = 0; i < plan->ro_bind_count; i++) {
