@@ -57,6 +57,7 @@
 #define R_DEPTH "too deep"
 #define R_PATH_LONG "path too long"
 #define R_NAME "name not UTF-8"
+#define R_NAME_CONTROL "name with a control character"
 #define R_UNREADABLE "unreadable"
 
 /* The longest path a collected file may have, with its NUL: as
@@ -72,6 +73,8 @@ typedef struct collect_walk {
     json_t *files;              /* owned */
     json_t *refused;            /* owned */
     uint64_t refused_more;
+    size_t capped_listed;       /* entries of `refused` for a count or total cap */
+    json_t *by_reason;          /* owned: {reason: every refusal of it, listed or not} */
     int cap_hit;
     uint32_t file_count;
     uint64_t total_bytes;
@@ -124,17 +127,21 @@ static int is_control(const unsigned char *s, size_t len)
     return (len == 1 && (s[0] < 0x20 || s[0] == 0x7F)) || (len == 2 && s[0] == 0xC2 && s[1] < 0xA0);
 }
 
-static int name_ok(const char *name)
+/* Why a name cannot be shown as it is, or NULL when it can. */
+static const char *name_problem(const char *name)
 {
     const unsigned char *s = (const unsigned char *)name;
     size_t n = strlen(name);
+    const char *problem = NULL;
     for (size_t i = 0; i < n;) {
         size_t len = utf8_seq_len(s + i, n - i);
-        if (len == 0 || is_control(s + i, len))
-            return 0;
-        i += len;
+        if (len == 0)
+            return R_NAME;
+        if (is_control(s + i, len))
+            problem = R_NAME_CONTROL;
+        i += len ? len : 1;
     }
-    return 1;
+    return problem;
 }
 
 /* A printable stand-in for a name that is not valid UTF-8: every bad byte
@@ -187,18 +194,51 @@ static kiln_status no_memory(collect_walk *w)
     return kiln_error_set(w->err, KILN_E_NOMEM, NULL, "out of memory while collecting files");
 }
 
-/* List a refusal, or count it once the list is full. */
+/* Refusals for the count and total caps are alike by the thousand (a job
+ * that writes 50,000 files): they give way in the list to any other, so a
+ * file refused for its own size, a symlink or a bad name is always listed
+ * while there is room for it, whatever came first. */
+static int is_capped_reason(const char *reason)
+{
+    return reason && (strcmp(reason, R_COUNT) == 0 || strcmp(reason, R_TOTAL) == 0);
+}
+
+/* The index of the last listed refusal for a count or total cap. */
+static size_t last_capped(const collect_walk *w)
+{
+    size_t i = json_array_size(w->refused);
+    while (i-- > 0)
+        if (is_capped_reason(json_string_value(
+                json_object_get(json_array_get(w->refused, i), "reason"))))
+            return i;
+    return SIZE_MAX;
+}
+
+/* List a refusal (or count it once the list is full), and count it by its
+ * reason either way. */
 static kiln_status refuse(collect_walk *w, const char *name, const char *reason, int is_cap)
 {
     if (is_cap)
         w->cap_hit = 1;
+    json_t *n = json_object_get(w->by_reason, reason);
+    if (json_object_set_new(w->by_reason, reason,
+                            json_integer(n ? json_integer_value(n) + 1 : 1)) != 0)
+        return no_memory(w);
+    int capped = is_capped_reason(reason);
     if (json_array_size(w->refused) >= w->lim.max_refused) {
+        if (capped || w->capped_listed == 0) {
+            w->refused_more++;
+            return KILN_E_OK;
+        }
+        /* A refusal of its own reason takes a capped one's place. */
+        json_array_remove(w->refused, last_capped(w));
+        w->capped_listed--;
         w->refused_more++;
-        return KILN_E_OK;
     }
     json_t *item = json_pack("{s:s,s:s}", "name", name, "reason", reason);
     if (!item || json_array_append_new(w->refused, item) != 0)
         return no_memory(w);
+    w->capped_listed += capped;
     return KILN_E_OK;
 }
 
@@ -207,7 +247,7 @@ static kiln_status refuse_bad_name(collect_walk *w, const char *prefix, const ch
 {
     char *shown = name_display(name);
     char *full = shown ? path_join(prefix, shown) : NULL;
-    kiln_status st = full ? refuse(w, full, R_NAME, 0) : no_memory(w);
+    kiln_status st = full ? refuse(w, full, name_problem(name), 0) : no_memory(w);
     free(full);
     free(shown);
     return st;
@@ -574,7 +614,7 @@ static kiln_status walk_dir(collect_walk *w, int dir_fd, const char *prefix, uin
 static kiln_status walk_entry(collect_walk *w, int dir_fd, const char *prefix, uint32_t depth,
                               const char *name)
 {
-    if (!name_ok(name))
+    if (name_problem(name))
         return refuse_bad_name(w, prefix, name);
     char *rel = path_join(prefix, name);
     if (!rel)
@@ -721,8 +761,13 @@ static kiln_status walk_dir(collect_walk *w, int dir_fd, const char *prefix, uin
     w->entries += (uint32_t)count;
     if (count > 1)
         qsort(names, count, sizeof *names, entry_cmp);
-    for (size_t i = 0; i < count && st == KILN_E_OK; i++)
-        st = walk_entry(w, dirfd(d), prefix, depth, names[i]->name);
+    /* A directory's own entries before its subdirectories' (readdir's type,
+     * a hint that only orders: each entry is judged by what it opens as),
+     * so the files at the top of /mnt/data are the first the caps meet. */
+    for (int dirs = 0; dirs < 2; dirs++)
+        for (size_t i = 0; i < count && st == KILN_E_OK; i++)
+            if ((names[i]->type == DT_DIR) == dirs)
+                st = walk_entry(w, dirfd(d), prefix, depth, names[i]->name);
 
 names_free:
     for (size_t i = 0; i < count; i++)
@@ -793,7 +838,8 @@ kiln_status kiln_collect(int job_dir_fd, const char *out_dir, const kiln_collect
     kiln_status st;
     w.files = json_array();
     w.refused = json_array();
-    if (!w.files || !w.refused) {
+    w.by_reason = json_object();
+    if (!w.files || !w.refused || !w.by_reason) {
         st = no_memory(&w);
         goto arrays_free;
     }
@@ -814,6 +860,7 @@ kiln_status kiln_collect(int job_dir_fd, const char *out_dir, const kiln_collect
         goto arrays_free;
     res->files = w.files;     /* new references, handed to the caller */
     res->refused = w.refused;
+    res->refused_by_reason = w.by_reason;
     /* Entries not examined are refused entries not listed. */
     res->refused_more = w.refused_more + w.not_examined;
     res->cap_hit = w.cap_hit;
@@ -825,6 +872,7 @@ kiln_status kiln_collect(int job_dir_fd, const char *out_dir, const kiln_collect
 arrays_free:
     json_decref(w.files);
     json_decref(w.refused);
+    json_decref(w.by_reason);
     free(w.stopped_in);
     return st;
 }
@@ -833,6 +881,7 @@ void kiln_collect_result_release(kiln_collect_result *res)
 {
     json_decref(res->files);
     json_decref(res->refused);
+    json_decref(res->refused_by_reason);
     free(res->stopped_in);
     memset(res, 0, sizeof *res);
 }

@@ -206,7 +206,9 @@ typedef struct kiln_collect_limits {
  * not_examined entries). */
 typedef struct kiln_collect_result {
     json_t *files;          /* [{"name","bytes","media_type","sha256"}], by name */
-    json_t *refused;        /* [{"name","reason"}], by name, at most max_refused */
+    json_t *refused;        /* [{"name","reason"}], by name, at most max_refused; refusals
+                               for the count and total caps give way to any other */
+    json_t *refused_by_reason; /* {reason: every refusal of it, listed or not} */
     uint64_t refused_more;  /* refused entries not listed, not_examined included */
     int cap_hit;            /* a count or size cap, or max_entries, refused something */
     uint64_t not_examined;  /* entries past max_entries: counted, never opened */

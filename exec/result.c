@@ -164,6 +164,8 @@ json_t *kiln_result_build(const kiln_run_report *r)
         split_documents(r, files, documents, render_errors);
 
     json_t *refused = c ? json_incref(c->refused) : json_array();
+    json_t *by_reason = c && c->refused_by_reason ? json_incref(c->refused_by_reason)
+                                                  : json_object();
     /* Say so when the collection stopped early, and why: the entries it did
      * not examine are only counted (in refused_more too). */
     json_t *incomplete = c && c->not_examined > 0
@@ -177,7 +179,7 @@ json_t *kiln_result_build(const kiln_run_report *r)
                                                        : json_null();
     json_t *root = json_pack(
         "{s:s, s:s, s:o, s:o, s:o, s:f, s:f, s:o, s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:I, s:o,"
-        " s:o, s:o}",
+        " s:o, s:o, s:o}",
         "status", status,
         "message", message,
         "exit_code", exited_normally ? json_integer(exit_code) : json_null(),
@@ -195,6 +197,7 @@ json_t *kiln_result_build(const kiln_run_report *r)
         "documents", documents,
         "refused", refused,
         "refused_more", (json_int_t)(c ? c->refused_more : 0),
+        "refused_by_reason", by_reason,
         "collection_incomplete", incomplete,
         "render_errors", render_errors,
         "out_dir", r->out_dir ? json_string(r->out_dir) : json_null());

@@ -283,6 +283,9 @@ kiln_status pdf_layout_item(pdf_ctx *ctx, const kiln_flow_item *item, const kiln
  * for each of `slides`). A 20,000-page PDF is refused at once instead of
  * after 20,000 pages of layout. */
 kiln_status pdf_check_page_limit(pdf_ctx *ctx, const kiln_flow *flow, size_t slides);
+/* The least height, in points, the table's rows in the spec (and its header)
+ * can take, whatever their text: for pdf_check_page_limit. */
+double pdf_table_min_height(const kiln_table_data *d);
 /* The TOC block: reserves its lines during layout, fills page numbers and
  * links in at the end (pdf_layout.c). */
 kiln_status pdf_toc_finish(pdf_ctx *ctx);

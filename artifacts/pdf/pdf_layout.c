@@ -45,6 +45,11 @@ typedef struct pdf_toc_entry {
 #define CODE_FILL 0xF5F5F5
 #define CODE_BORDER 0xD9D9D9
 #define LIST_INDENT 18.0
+/* Code is set in the mono face at this share of the body size, its lines
+ * this far apart (every line: the face is one). */
+#define CODE_SIZE 0.85
+#define CODE_LEADING 1.25
+#define CODE_PAD 6.0 /* inside the frame, above and below */
 #define TOC_NUMBER_WIDTH 36.0
 
 /* ------------------------------------------------------------------ pages */
@@ -478,9 +483,9 @@ static kiln_status layout_list(pdf_ctx *ctx, const kiln_list *list, int depth, d
 
 static kiln_status layout_code(pdf_ctx *ctx, const kiln_block *b)
 {
-    pdf_para_style st = {ctx->mono_family, 0, ctx->body_size * 0.85, 1.25, 0x1F1F1F,
+    pdf_para_style st = {ctx->mono_family, 0, ctx->body_size * CODE_SIZE, CODE_LEADING, 0x1F1F1F,
                          KILN_ALIGN_LEFT, 1};
-    const double pad = 6;
+    const double pad = CODE_PAD;
     pdf_para para = {0};
     size_t done = 0;
     kiln_status rc;
@@ -866,23 +871,39 @@ kiln_status pdf_toc_finish(pdf_ctx *ctx)
 
 /* ------------------------------------------------------------------ the page limit, early */
 
-/* The smallest size any run of text is set in (size_pt when none sets its own). */
+/* The smallest size any run of text is set in (size_pt for a run that sets
+ * none, and for no runs). */
 static double smallest_run(const kiln_text *t, double size_pt)
 {
-    double least = size_pt;
-    for (size_t i = 0; i < t->run_count; i++)
-        if (t->runs[i].size > 0 && t->runs[i].size < least)
-            least = t->runs[i].size;
+    double least = t->run_count ? HUGE_VAL : size_pt;
+    for (size_t i = 0; i < t->run_count; i++) {
+        double size = t->runs[i].size > 0 ? t->runs[i].size : size_pt;
+        if (size < least)
+            least = size;
+    }
     return least;
 }
 
 /* The least height a block can take, in points: the lines it certainly has
- * (one per paragraph, heading, quote and list item) at the smallest size its
- * text is set in, at single spacing, and the space after it. Tables, images,
- * charts and code count for nothing: they only make more pages. */
+ * (one per paragraph, heading, quote and list item, one per line of code) at
+ * the smallest size its text is set in, at single spacing, and the space
+ * after it; a table's rows in the spec at the least a row can be
+ * (pdf_table_min_height). Images, charts and a data file's rows count for
+ * nothing: they only make more pages. */
 static double block_min_height(const pdf_ctx *ctx, const kiln_block *b)
 {
     switch (b->kind) {
+    case KILN_BLOCK_TABLE:
+        return b->table ? pdf_table_min_height(&b->table->data) : 0;
+    case KILN_BLOCK_CODE: {
+        size_t lines = 1;
+        for (const char *p = b->code; p && (p = strchr(p, '\n')); p++)
+            lines++;
+        /* ... and each page's part of the block has its padding. */
+        double text = (double)lines * ctx->body_size * CODE_SIZE * CODE_LEADING;
+        double room = ctx->top - ctx->bottom - 2 * CODE_PAD;
+        return text + (room > 0 ? ceil(text / room) : 1) * 2 * CODE_PAD;
+    }
     case KILN_BLOCK_PARAGRAPH:
         return smallest_run(&b->text, ctx->body_size) + ctx->body_size * 0.6;
     case KILN_BLOCK_HEADING:

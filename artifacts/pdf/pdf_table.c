@@ -103,6 +103,15 @@
 #define DEFAULT_HEADER_FILL 0xD9D9D9
 #define TEXT_COLOR 0x000000
 
+double pdf_table_min_height(const kiln_table_data *d)
+{
+    /* A row is at least its padding and one line of a number shrunk to its
+     * floor; only the rows in the spec are known before they are read. */
+    double rows = (double)(d->source == KILN_ROWS_INLINE ? d->inline_row_count : 0) +
+                  (d->header ? 1 : 0);
+    return rows * (2.0 * PAD_Y + MIN_NUMBER_SIZE * CELL_LEADING);
+}
+
 /* ------------------------------------------------------------------ model */
 
 typedef struct table_col {

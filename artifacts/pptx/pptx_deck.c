@@ -92,25 +92,27 @@ static pptx_paras take_paras(deck_builder *b)
     return out;
 }
 
-/* Items of list (and their children) as paragraphs at their levels. */
-static void add_list(deck_builder *b, const kiln_list *list, int level)
+/* Items of list (and their children) as paragraphs at their levels;
+ * pointer: the list's block or slide. */
+static void add_list(deck_builder *b, const kiln_list *list, int level, const char *pointer)
 {
     for (size_t i = 0; i < list->item_count && !b->failed; i++) {
         pptx_para *p = new_para(b);
         if (!p)
             return;
+        p->pointer = pointer;
         p->text = &list->items[i].text;
         p->level = level > 8 ? 8 : level;
         p->bullet = list->ordered ? PPTX_BULLET_NUMBER : PPTX_BULLET_CHAR;
         p->number = (int64_t)list->start + (int64_t)i;
         if (list->items[i].children)
-            add_list(b, list->items[i].children, level + 1);
+            add_list(b, list->items[i].children, level + 1, pointer);
     }
 }
 
-static pptx_paras list_paras(deck_builder *b, const kiln_list *list)
+static pptx_paras list_paras(deck_builder *b, const kiln_list *list, const char *pointer)
 {
-    add_list(b, list, 0);
+    add_list(b, list, 0, pointer);
     return take_paras(b);
 }
 
@@ -152,10 +154,10 @@ static void map_slides(deck_builder *b)
         it->subtitle = sl->subtitle;
         it->notes = sl->notes;
         if (sl->layout == KILN_LAYOUT_TWO_COLUMN) {
-            it->body = list_paras(b, &sl->left);
-            it->right = list_paras(b, &sl->right);
+            it->body = list_paras(b, &sl->left, sl->pointer);
+            it->right = list_paras(b, &sl->right, sl->pointer);
         } else if (sl->layout == KILN_LAYOUT_CONTENT) {
-            it->body = list_paras(b, &sl->bullets);
+            it->body = list_paras(b, &sl->bullets, sl->pointer);
         }
         if (sl->table)
             it->table = &sl->table->data;
@@ -239,6 +241,7 @@ static void collect_para(deck_builder *b, const kiln_block *bl, const kiln_text 
     pptx_para *p = new_para(b);
     if (!p)
         return;
+    p->pointer = bl->pointer;
     p->text = text;
     p->plain = plain;
     p->plain_len = plain ? strlen(plain) : 0;
@@ -279,6 +282,7 @@ static void add_agenda(deck_builder *b, const kiln_block *toc)
         pptx_para *p = new_para(b);
         if (!p)
             return;
+        p->pointer = h->pointer;
         p->text = &h->text;
         p->level = h->level - 1;
         p->bullet = PPTX_BULLET_CHAR;
@@ -359,7 +363,7 @@ static void map_blocks(deck_builder *b)
                 b->pending_pointer = bl->pointer;
             if (bl->list.ordered && b->para_count && last_top_numbered(b))
                 collect_para(b, bl, NULL, "", 0); /* see last_top_numbered */
-            add_list(b, &bl->list, 0);
+            add_list(b, &bl->list, 0, bl->pointer);
             break;
         case KILN_BLOCK_PAGE_BREAK:
             flush_bullets(b);

@@ -146,6 +146,7 @@ typedef struct pptx_para {
                                 at 2147483647, so its items count past int) */
     unsigned flags;          /* KILN_RUN_* laid over every run (quotes: italic; code:
                                 KILN_RUN_CODE, set in the mono font) */
+    const char *pointer;     /* the block (or slide) it came from, for errors */
 } pptx_para;
 #define PPTX_BULLET_NONE 0   /* a paragraph: no bullet, no hanging indent */
 #define PPTX_BULLET_CHAR 1   /* the level's bullet from the master */

@@ -606,9 +606,20 @@ kiln_status pptx_deck_plan(pptx_ctx *c, pptx_deck *deck)
                 return st;
             n = it->plan_count;
         }
+        if (total + n > PPTX_MAX_SLIDES) {
+            /* Name the block the first slide past the limit starts with. */
+            const char *where = it->pointer;
+            size_t k = PPTX_MAX_SLIDES - total; /* that slide, in the item's plan */
+            if (it->plan && k < it->plan_count) {
+                const struct pptx_text_slide *sl = &it->plan[k];
+                const pptx_paras *col = sl->fit[0].count ? &it->body : &it->right;
+                size_t from = sl->fit[0].count ? sl->from[0] : sl->from[1];
+                if (from < col->count && col->items[from].pointer)
+                    where = col->items[from].pointer;
+            }
+            return too_many_slides(c, where, total + n);
+        }
         total += n;
-        if (total > PPTX_MAX_SLIDES)
-            return too_many_slides(c, it->pointer, total);
     }
     return KILN_E_OK;
 }

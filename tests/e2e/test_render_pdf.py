@@ -1975,3 +1975,32 @@ def test_line_breaks_are_one_rule(tmp_path, kiln_bin):
     if "Head line" not in lines:
         errs.append("the page header should read 'Head line' on one line")
     assert not errs, "\n".join(errs)
+
+
+# =========================================================================== the page limit, early
+
+@pytest.mark.parametrize("kind", ["paragraphs", "code"])
+def test_page_limit_met_before_layout(tmp_path, kind):
+    """A PDF that certainly needs more than 20,000 pages is refused before any page is laid
+    out (issue 15 item 1): its text at the least height it can take is counted first, so
+    the error comes at once, names the block where the count passes the limit, and says
+    how many pages it needs at least; nothing is written. (A table's rows count at the
+    least a row can be, 7.2 pt: a million rows of ordinary text pass the limit only as
+    they are laid out, docs/spec.md "Limits".)"""
+    if kind == "paragraphs":
+        # 24 pt text: at most about 22 lines a page, 500,000 lines
+        spec = {"blocks": [{"type": "paragraph", "runs": [{"text": "p%d" % i, "size": 24}]}
+                           for i in range(500000)]}
+    elif kind == "code":
+        spec = {"blocks": [{"type": "paragraph", "text": "before"},
+                           {"type": "code", "text": "\n".join("line %d" % i for i in range(1300000))}]}
+    out = tmp_path / "big.pdf"
+    proc = run_kiln("render", write_spec(tmp_path, spec), "-o", out, "--json", timeout=300)
+    assert proc.returncode == 3, describe(proc)
+    e = json.loads(proc.stdout)["errors"][0]
+    assert e["code"] == "limit_exceeded" and e["limit"] == 20000 and e["actual"] > 20000, e
+    assert "at least" in e["message"], "refused during layout, not before it: %s" % e
+    assert e["pointer"].startswith("/blocks/"), e
+    if kind != "paragraphs":
+        assert e["pointer"] == "/blocks/1", e
+    assert not out.exists()

@@ -1817,6 +1817,56 @@ def chk_many_and_large(r, ctx):
     assert_all_accounted(r, 50000 + 5)
 
 
+# Issue 15 item 8, the issue's own case: a directory of 50,000 files beside a large file
+# and a small one at the top. The top's files come first (a directory's own entries
+# before its subdirectories'), and the large file's own refusal is listed however many
+# count-cap refusals came before: those give way in the list, and every refusal is
+# counted by its reason.
+DIR_AND_LARGE = py(r'''
+os.makedirs('many')
+for i in range(50000):
+    os.close(os.open('many/f%05d' % i, os.O_WRONLY | os.O_CREAT, 0o644))
+with open('zbig.bin', 'wb') as f:
+    f.truncate(40 << 20)
+open('report.csv', 'w').write('a,b\n1,2\n')
+say('MADE')
+''')
+
+
+def chk_dir_and_large(r, ctx):
+    assert "MADE" in stdout_of(r), "the job could not make the files: " + short(r)
+    listed = {f["name"] for f in r["files"]}
+    assert "report.csv" in listed, "a file at the top lost to a subdirectory's: %r" % sorted(listed)[:3]
+    refused = refused_map(r)
+    assert refused.get("zbig.bin") == "file over the per-file limit", refused.get("zbig.bin")
+    by = r["refused_by_reason"]
+    assert by["file over the per-file limit"] == 1 and by["over the file count limit"] >= 9000, by
+    listed_refusals = sum(1 for _ in r["refused"])
+    assert sum(by.values()) == listed_refusals + r["refused_more"] - r["collection_incomplete"]["not_examined"], (by, r["refused_more"])
+    assert_all_accounted(r, 50000 + 2)  # the directory itself is walked, not a file
+
+
+# A refusal of its own reason is listed even after the list is full of count-cap ones:
+# 300 small files sort first and fill the 100 files and the 100 refusals listed; the
+# large file, last, takes a count-cap refusal's place.
+FULL_LIST_THEN_LARGE = py(r'''
+for i in range(300):
+    open('a%03d' % i, 'w').write('x')
+with open('zz.bin', 'wb') as f:
+    f.truncate(40 << 20)
+say('MADE')
+''')
+
+
+def chk_full_list_then_large(r, ctx):
+    assert "MADE" in stdout_of(r), short(r)
+    refused = refused_map(r)
+    assert refused.get("zz.bin") == "file over the per-file limit", sorted(refused.items())[-3:]
+    assert len(r["refused"]) == 100 and r["refused_by_reason"] == {
+        "over the file count limit": 200, "file over the per-file limit": 1}, r["refused_by_reason"]
+    assert_all_accounted(r, 301)
+
+
 # Issue 15 item 9: a path is refused for its length, not as "too deep". Fifteen levels
 # of 255-byte names (the depth limit is 16), then files whose names (paths relative to
 # /mnt/data) are exactly the limit and one byte over: DIR/NAME at most 4095 bytes for
@@ -2101,6 +2151,10 @@ CASES = [
          args=["--disk", "512M", "--timeout", "60"], timeout=180),
     dict(id="collect-50k-files-and-large-ones", code=MANY_AND_LARGE, status="output_limit",
          check=chk_many_and_large, args=["--disk", "512M", "--timeout", "60"], timeout=180),
+    dict(id="collect-dir-of-50k-and-a-large-file", code=DIR_AND_LARGE, status="output_limit",
+         check=chk_dir_and_large, args=["--disk", "512M", "--timeout", "60"], timeout=180),
+    dict(id="collect-full-list-then-large", code=FULL_LIST_THEN_LARGE, status="output_limit",
+         check=chk_full_list_then_large, args=["--disk", "128M"]),
     dict(id="collect-path-too-long", code=LONG_PATHS, status="ok", check=chk_long_paths),
     # ---- limits in force
     dict(id="limit-processes-16", code=PROC_COUNT, args=["--processes", "16"], status="ok", check=chk_proc_count),

@@ -206,6 +206,20 @@ def test_run_renders_saved_specs_unless_told_not_to(server):
     assert r.json["files"][0]["file"]["source"] == "output"
 
 
+def test_run_file_too_large_to_store_is_listed_with_why(serve_factory):
+    """A run may be allowed a bigger file than the store takes (--run-max-file-bytes past
+    --max-upload): such a file is listed with "file": null and its file_error, as the API
+    document says (every response is checked against it)."""
+    s = serve_factory("--run-max-file-bytes", "60M", name="bigfile")
+    code = "open('big.bin', 'wb').write(b'x' * (40 << 20))\nopen('small.txt', 'w').write('s')\n"
+    r = run(s, code, limits={"output_file_bytes": 60 << 20})
+    assert r.status == 200 and r.json["status"] == "ok", r.json
+    files = {f["name"]: f for f in r.json["files"]}
+    assert files["big.bin"]["file"] is None and "larger" in files["big.bin"]["file_error"], files
+    assert files["small.txt"]["file"]["source"] == "output"
+    s.stop()
+
+
 def test_run_reads_input(server):
     data = SALES_CSV.read_bytes()
     f = server.upload("sales.csv", data, media_type="text/csv")

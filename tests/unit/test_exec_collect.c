@@ -486,6 +486,38 @@ static void test_count_cap_and_refused_list_cap(void **state)
     assert_int_equal(out_entries(), 100);
 }
 
+/* Count-cap refusals give way in the list to a refusal of another reason,
+ * however many came first; every refusal is counted by its reason; a
+ * directory's own files are met before its subdirectories'. */
+static void test_refusals_of_their_own_reason_are_listed(void **state)
+{
+    (void)state;
+    for (int i = 0; i < 40; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "a_cache/f%03d.txt", i);
+        put_str(name, "abc");
+    }
+    put_str("report.csv", "a,b\n");
+    put_str("zz_big.bin", "0123456789");       /* over file_bytes below */
+    put_str("zz_link_target", "t");
+    assert_int_equal(symlink("zz_link_target", in_job("zz_link")), 0);
+    kiln_collect_limits lim = {.files = 10, .file_bytes = 5, .max_refused = 4};
+    assert_int_equal(collect(&lim, NULL, out), KILN_E_OK);
+    /* the top's files first: report.csv and zz_link_target are collected */
+    assert_non_null(entry(files, "report.csv"));
+    assert_non_null(entry(files, "zz_link_target"));
+    assert_int_equal(json_array_size(files), 10);
+    /* listed: the two of their own reason, and two count-cap ones */
+    assert_int_equal(json_array_size(refused), 4);
+    assert_string_equal(reason("zz_big.bin"), "file over the per-file limit");
+    assert_string_equal(reason("zz_link"), "symlink");
+    json_t *by = res.refused_by_reason;
+    assert_int_equal(json_integer_value(json_object_get(by, "over the file count limit")), 32);
+    assert_int_equal(json_integer_value(json_object_get(by, "file over the per-file limit")), 1);
+    assert_int_equal(json_integer_value(json_object_get(by, "symlink")), 1);
+    assert_int_equal(refused_more, 34 - 4);
+}
+
 static void test_total_cap(void **state)
 {
     (void)state;
@@ -683,7 +715,7 @@ static void test_names_not_utf8(void **state)
     assert_int_equal(json_array_size(files), 1);
     assert_file("caf\xc3\xa9.txt", 3, "text/plain", SHA_ABC);
     assert_string_equal(reason("bad\xef\xbf\xbd.txt"), "name not UTF-8");
-    assert_string_equal(reason("ctl\xef\xbf\xbd.txt"), "name not UTF-8");
+    assert_string_equal(reason("ctl\xef\xbf\xbd.txt"), "name with a control character");
     assert_string_equal(reason("overlong\xef\xbf\xbd\xef\xbf\xbd.txt"), "name not UTF-8");
     assert_string_equal(reason("baddir\xef\xbf\xbd"), "name not UTF-8");
     assert_int_equal(json_array_size(refused), 4);
@@ -796,6 +828,7 @@ int main(void)
         T(test_sparse_terabyte_refused_instantly),
         T(test_per_file_limit_exact),
         T(test_count_cap_and_refused_list_cap),
+        T(test_refusals_of_their_own_reason_are_listed),
         T(test_total_cap),
         T(test_depth_cap),
         T(test_entry_cap),
