@@ -313,6 +313,25 @@ static int has_category_axis(const kiln_chart *chart)
            chart->kind == KILN_CHART_LINE || chart->kind == KILN_CHART_AREA;
 }
 
+/* A date axis has one format: every label is its date shown in it, as
+ * Excel and LibreOffice label the axis, however each cell showed its own. */
+static kiln_status label_dates(resolver *rs)
+{
+    kiln_chart_data *out = rs->out;
+    for (size_t i = 0; i < out->point_count; i++) {
+        kiln_cell cell = {.kind = KILN_CELL_DATE, .number = out->category_numbers[i],
+                          .number_format = out->category_format};
+        char buf[KILN_NUMFMT_MAX];
+        size_t len = 0;
+        const char *text = kiln_cell_display(&cell, NULL, buf, sizeof buf, &len);
+        char *copy = kiln_arena_strndup(rs->arena, text ? text : "", text ? len : 0);
+        if (!copy)
+            return nomem(rs->err, rs->chart);
+        out->categories[i] = copy;
+    }
+    return KILN_E_OK;
+}
+
 /* Decide how the categories read from cells are kept. */
 static kiln_status finish_ref_categories(resolver *rs)
 {
@@ -340,7 +359,7 @@ static kiln_status finish_ref_categories(resolver *rs)
     out->categories_numeric = numeric;
     out->categories_dates = dates;
     out->category_format = dates ? rs->cats[0].format : NULL;
-    return KILN_E_OK;
+    return dates ? label_dates(rs) : KILN_E_OK;
 }
 
 static kiln_status copy_literal_categories(resolver *rs)

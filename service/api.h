@@ -94,6 +94,11 @@ kiln_status kiln_jobs_init(kiln_jobs **jobs, unsigned workers, unsigned queue_ma
 /* Queue fn(arg) for a worker: 0, or -1 when the queue is full or the pool
  * is shutting down (the caller answers 429 / 503 and still owns arg). */
 int kiln_jobs_submit(kiln_jobs *jobs, void (*fn)(void *arg), void *arg);
+/* Take every waiting job whose gone(arg) is true out of the queue and run
+ * dropped(arg) for it instead of its fn (outside the pool's lock; gone is
+ * called under it, so it must not block). Returns how many. A job whose
+ * requester left gives its place back at once, not when a worker meets it. */
+unsigned kiln_jobs_drop_gone(kiln_jobs *jobs, int (*gone)(void *arg), void (*dropped)(void *arg));
 /* Jobs running and waiting now (for /metrics and Retry-After). */
 void kiln_jobs_counts(kiln_jobs *jobs, unsigned *running, unsigned *queued);
 /* Stop taking jobs; jobs still queued run `cancel(arg)` instead of fn (the

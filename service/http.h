@@ -280,6 +280,9 @@ enum MHD_Result download_content(kiln_req *req);
 /* Last call of POST /v1/render or /v1/runs: parse, submit, suspend; on the
  * call after the worker resumed the connection, queue its reply. */
 enum MHD_Result jobs_request(kiln_req *req);
+/* Answer, without running them, the queued renders and runs whose clients
+ * have left (the reaper calls it as it goes round). */
+void jobs_drop_gone(kiln_server *srv);
 /* kiln_jobs_shutdown's cancel: queued jobs answer 503. */
 void jobs_cancel(void *arg);
 

@@ -113,6 +113,19 @@ static void task_run(void *arg)
     task_finish(t);
 }
 
+static int task_client_gone(void *arg)
+{
+    const struct job_task *t = arg;
+    return kiln_api_client_gone(t->client_fd);
+}
+
+void jobs_drop_gone(kiln_server *srv)
+{
+    /* task_run sees the client gone again and begins nothing: the request is
+     * logged client_abort and counted, its inputs released. */
+    kiln_jobs_drop_gone(srv->jobs, task_client_gone, task_run);
+}
+
 void jobs_cancel(void *arg)
 {
     struct job_task *t = arg;

@@ -118,6 +118,38 @@ int kiln_jobs_submit(kiln_jobs *jobs, void (*fn)(void *arg), void *arg)
     return 0;
 }
 
+unsigned kiln_jobs_drop_gone(kiln_jobs *jobs, int (*gone)(void *arg), void (*dropped)(void *arg))
+{
+    job *out = NULL, **at;
+    unsigned n = 0;
+    pthread_mutex_lock(&jobs->lock);
+    at = &jobs->head;
+    jobs->tail = NULL;
+    while (*at) {
+        job *j = *at;
+        if (gone(j->arg)) {
+            *at = j->next;
+            jobs->queued--;
+            j->next = out;
+            out = j;
+            n++;
+        } else {
+            jobs->tail = j;
+            at = &j->next;
+        }
+    }
+    pthread_mutex_unlock(&jobs->lock);
+    /* Outside the lock: what a dropped job does (answering its request)
+     * may need the pool. */
+    while (out) {
+        job *j = out;
+        out = j->next;
+        dropped(j->arg);
+        free(j);
+    }
+    return n;
+}
+
 void kiln_jobs_counts(kiln_jobs *jobs, unsigned *running, unsigned *queued)
 {
     pthread_mutex_lock(&jobs->lock);

@@ -353,7 +353,30 @@ static void *reaper_main(void *arg)
                 next = c->deadline;
             }
         }
-        pthread_cond_timedwait(&r->wake, &r->lock, &next);
+        /* Queued jobs whose clients left give their places back; looked at
+         * four times a second while any waits (outside the reaper's lock:
+         * answering a request may take it). */
+        unsigned queued = 0;
+        pthread_mutex_unlock(&r->lock);
+        pthread_mutex_lock(&srv->jobs_lock); /* the stop takes the pool away under it */
+        if (srv->jobs)
+            kiln_jobs_counts(srv->jobs, NULL, &queued);
+        if (queued)
+            jobs_drop_gone(srv);
+        pthread_mutex_unlock(&srv->jobs_lock);
+        pthread_mutex_lock(&r->lock);
+        if (queued) {
+            struct timespec soon = now;
+            soon.tv_nsec += 250000000L;
+            if (soon.tv_nsec >= 1000000000L) {
+                soon.tv_sec++;
+                soon.tv_nsec -= 1000000000L;
+            }
+            if (ts_before(&soon, &next))
+                next = soon;
+        }
+        if (!r->quit)
+            pthread_cond_timedwait(&r->wake, &r->lock, &next);
     }
     pthread_mutex_unlock(&r->lock);
     return NULL;

@@ -1935,7 +1935,7 @@ def test_date_categories_in_date_order(tmp_path, kiln_bin):
     assert [w[4] for w in labels] == sorted(DATES_OUT_OF_ORDER), [w[4] for w in labels]
     got = [w[4] for w in sorted((w for w in pages[1][2] if w[4] in mixed), key=lambda w: w[0])]
     assert got == mixed, "a text axis keeps the order given: %r" % got
-    proc = subprocess.run([shutil.which("pdftoppm"), "-r", "100", "-f", "1", "-l", "1", "-png", str(pdf),
+    proc = subprocess.run([pdf_tool("pdftoppm"), "-r", "100", "-f", "1", "-l", "1", "-png", str(pdf),
                            str(tmp_path / "pg")], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     assert proc.returncode == 0, proc.stderr.decode("utf-8", "replace")
     img = Image.open(next(tmp_path.glob("pg-*.png"))).convert("RGB")
@@ -2004,3 +2004,21 @@ def test_page_limit_met_before_layout(tmp_path, kind):
     if kind != "paragraphs":
         assert e["pointer"] == "/blocks/1", e
     assert not out.exists()
+
+
+def test_date_axis_labels_in_one_format(tmp_path, kiln_bin):
+    """A date axis has one format, the first category cell's (as in the xlsx, docx and pptx
+    charts): every label is its date shown in it, whatever format each cell has."""
+    spec = {"sheets": [{"name": "S", "columns": [{"header": "When", "type": "date", "number_format": "dd/mm/yy"},
+                                                  {"header": "V"}],
+                        "rows": [["2026-04-01", 1],
+                                 [{"date": "2026-05-01", "number_format": "yyyy-mm-dd"}, 2],
+                                 [{"date": "2026-06-01", "number_format": "mmm yy"}, 3]],
+                        "charts": [{"kind": "line", "categories": "A2:A4",
+                                    "series": [{"name": "V", "values": "B2:B4"}]}]}]}
+    pdf = render_ok(write_spec(tmp_path, spec), tmp_path / "dates.pdf")
+    # the table shows each cell in its own format (2026-05-01, Jun 26); only the chart's
+    # labels show May and June as 01/05/26 and 01/06/26
+    words = [w[4] for _pw, _ph, ws in pdf_words(pdf) for w in ws]
+    for label in ("01/04/26", "01/05/26", "01/06/26"):
+        assert label in words, "no chart label %s: %r" % (label, words)

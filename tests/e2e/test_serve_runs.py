@@ -499,6 +499,26 @@ def test_queued_jobs_of_a_gone_client_never_start(serve_factory):
     assert s.request("GET", "/v1/files").json["total"] == 0
 
 
+def test_a_gone_client_gives_its_queue_place_back_at_once(serve_factory):
+    """A queued job whose client leaves is answered (client_abort) as soon as the server
+    sees it, not when the worker comes free: its place in the queue is free for the next
+    client at once (with --queue 1, a 429 otherwise), while the first run still runs."""
+    s = serve_factory("--max-jobs", "1", "--queue", "1", name="queueback")
+    busy = Background(run, s, "import time; time.sleep(8)")
+    wait_for(lambda: descendants(s.proc.pid), 15, "the first run starting")
+    sock = post_and_leave(s, "/v1/runs", {"code": "print(1)"})
+    wait_for(lambda: re.search(r"^kiln_jobs_queued 1$", s.metrics(), re.M), 5, "the second queued")
+    sock.close()
+    wait_for(lambda: abort_lines(s, "/v1/runs"), 3, "the gone client's line, while the first runs")
+    assert re.search(r"^kiln_jobs_queued 0$", s.metrics(), re.M), s.metrics()
+    assert re.search(r"^kiln_jobs_running 1$", s.metrics(), re.M), "the first run ended meanwhile"
+    third = Background(run, s, "print('third')")
+    r = busy.result(60)
+    assert r.status == 200 and r.json["status"] == "ok", r
+    r3 = third.result(60)
+    assert r3.status == 200 and r3.json["stdout"]["text"] == "third\n", r3
+
+
 # --------------------------------------------------------------------------- run maxima
 
 def _limit_errors(r):

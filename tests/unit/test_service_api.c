@@ -155,6 +155,39 @@ static void test_jobs_no_queue(void **state)
     kiln_jobs_shutdown(jobs, NULL);
 }
 
+static int odd_gone(void *arg)
+{
+    return (int)(intptr_t)arg % 2;
+}
+
+/* Queued jobs whose requester left are taken out and answered at once; the
+ * others keep their places and their order. */
+static void test_jobs_drop_gone(void **state)
+{
+    (void)state;
+    gate_reset();
+    kiln_jobs *jobs;
+    kiln_error err;
+    assert_int_equal(kiln_jobs_init(&jobs, 1, 10, &err), KILN_E_OK);
+    assert_int_equal(kiln_jobs_submit(jobs, job_record, (void *)(intptr_t)0), 0);
+    wait_counts(jobs, 1, 0);
+    for (int i = 1; i <= 6; i++)
+        assert_int_equal(kiln_jobs_submit(jobs, job_record, (void *)(intptr_t)i), 0);
+    assert_int_equal(kiln_jobs_drop_gone(jobs, odd_gone, job_cancel), 3);
+    wait_counts(jobs, 1, 3);
+    assert_int_equal(cancelled, 3);
+    /* room again: the queue holds 10 */
+    for (int i = 7; i <= 13; i += 2)
+        assert_int_equal(kiln_jobs_submit(jobs, job_record, (void *)(intptr_t)(i + 1)), 0);
+    gate_release();
+    wait_counts(jobs, 0, 0);
+    kiln_jobs_shutdown(jobs, NULL);
+    int want[] = {0, 2, 4, 6, 8, 10, 12, 14};
+    assert_int_equal(order_len, 8);
+    for (int i = 0; i < 8; i++)
+        assert_int_equal(order[i], want[i]);
+}
+
 static void *shutdown_thread(void *arg)
 {
     kiln_jobs_shutdown(arg, job_cancel);
@@ -1034,6 +1067,7 @@ int main(void)
         cmocka_unit_test(test_jobs_order),
         cmocka_unit_test(test_jobs_queue_full),
         cmocka_unit_test(test_jobs_no_queue),
+        cmocka_unit_test(test_jobs_drop_gone),
         cmocka_unit_test(test_jobs_shutdown_cancels),
         cmocka_unit_test(test_jobs_concurrent),
         cmocka_unit_test(test_inuse),
