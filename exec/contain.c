@@ -160,6 +160,9 @@ int kiln_contain(void *arg)
     close(job->stdout_fd);
     close(job->stderr_fd);
     close(job->filter_fd);
+    /* Nothing of the host's command line for the job to read in /proc/1. */
+    if (kiln_pid_init_hide_command_line() < 0)
+        setup_failed(job, "hide the host's command line from /proc/1", errno);
 
     /* 7. Reap until the job's process ends, then end everything else. */
     kiln_contain_report r;

@@ -102,6 +102,10 @@ int kiln_uts_set(const char **what);
  * then kill everything left in the namespace and reap it. Returns main's
  * wait status. */
 int kiln_pid_init_wait(pid_t main_child);
+/* Zero the init's copy of the supervisor's command line and environment, so
+ * /proc/1/cmdline and /proc/1/environ show the job nothing of the host's
+ * command. 0, or -1 when /proc/self/stat cannot be read (nothing changed). */
+int kiln_pid_init_hide_command_line(void);
 
 /* ---- cgroup.c ---------------------------------------------------------- */
 

@@ -898,6 +898,28 @@ def chk_host_read(r, ctx):
 
 # Issue 15 item 12: what the job sees of the host. The job reports names, types and
 # sizes only (never contents); the check compares them with the host.
+# The sandbox's init is a fork of the supervisor: its memory held the host's command line
+# (kiln run's arguments, the service's data directory), which /proc/1/cmdline shows to the
+# job. It reads "kiln-init" and nothing else; /proc/1/environ is not the job's to read.
+INIT_CMDLINE = py(r'''
+raw = open('/proc/1/cmdline', 'rb').read()
+say('CMDLINE', repr(raw.rstrip(b'\0')))
+try:
+    env = open('/proc/1/environ', 'rb').read()
+    say('ENVIRON', repr(env.rstrip(b'\0')))
+except OSError as e:
+    say('ENVIRON-DENIED', e.errno)
+''')
+
+
+def chk_init_cmdline(r, ctx):
+    out = stdout_of(r)
+    assert "CMDLINE b'kiln-init'" in out, out
+    assert "ENVIRON-DENIED" in out or "ENVIRON b''" in out, out
+    for host in (str(ctx.out), "kiln run", "--timeout", ctx.secret):
+        assert host not in out, "the host's %r is readable in /proc/1: %s" % (host, out)
+
+
 VISIBLE_TREE = py(r"""
 import json, stat
 def kind(p):
@@ -2107,6 +2129,7 @@ CASES = [
          teardown=teardown_job_a),
     dict(id="host-write-outside", code=HOST_WRITE, status="ok", check=chk_host_write),
     dict(id="host-visible-tree", code=VISIBLE_TREE, status="ok", check=chk_visible_tree),
+    dict(id="host-init-cmdline", code=INIT_CMDLINE, status="ok", check=chk_init_cmdline),
     dict(id="host-ro-bind", code=RO_BIND, status="ok", check=chk_ro_bind, setup=setup_ro_bind,
          args_fn=ro_bind_args),
     # ---- links
