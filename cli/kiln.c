@@ -20,6 +20,7 @@
 
 #include "artifacts/render.h"
 #include "artifacts/spec.h"
+#include "common/dirs.h"
 #include "common/error.h"
 #include "common/units.h"
 #include "common/version.h"
@@ -630,7 +631,7 @@ static int cmd_run(int argc, char **argv)
      * own mount namespace and needs a path that does not depend on cwd. */
     char out_abs[PATH_MAX];
     if (!no_copy) {
-        if (mkdir(out_dir, 0755) < 0 && errno != EEXIST) {
+        if (kiln_mkdir_p(out_dir, 0755, 0755) < 0) {
             fprintf(stderr, "kiln: error: cannot create %s: %s\n", out_dir, strerror(errno));
             status = kiln_status_exit(KILN_E_WRITE);
             goto free_code;

@@ -30,6 +30,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "common/dirs.h"
 #include "exec/exec_internal.h"
 
 /* Where the new root is built. Any directory would do since the mount is
@@ -107,17 +108,7 @@ static int make_dirs(const char *path, mode_t mode)
         errno = ENAMETOOLONG;
         return -1;
     }
-    for (char *p = buf + strlen(NEWROOT) + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = '\0';
-        if (mkdir(buf, 0755) < 0 && errno != EEXIST)
-            return -1;
-        *p = '/';
-    }
-    if (mkdir(buf, mode) < 0 && errno != EEXIST)
-        return -1;
-    return 0;
+    return kiln_mkdir_p(buf, 0755, mode);
 }
 
 static int write_file(const char *path, const char *data, size_t len, mode_t mode)

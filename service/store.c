@@ -53,6 +53,7 @@
 #include <nettle/sha2.h>
 #include <sqlite3.h>
 
+#include "common/dirs.h"
 #include "common/output.h"
 #include "common/utf8.h"
 
@@ -370,22 +371,6 @@ static void private_db_files(const char *db_path)
 
 /* ---- open, orphan pass, close -------------------------------------------- */
 
-/* mkdir -p, mode 0700: the store is the server's alone. */
-static int mkdir_p(const char *path)
-{
-    char buf[PATH_MAX];
-    snprintf(buf, sizeof buf, "%s", path);
-    for (char *p = buf + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = '\0';
-        if (mkdir(buf, 0700) != 0 && errno != EEXIST)
-            return -1;
-        *p = '/';
-    }
-    return mkdir(buf, 0700) == 0 || errno == EEXIST ? 0 : -1;
-}
-
 /* Is there a live (not expired) row for this id? 1, 0, -1 on error. */
 static int live_row(kiln_store *store, const char *id)
 {
@@ -533,7 +518,7 @@ kiln_status kiln_store_open(kiln_store **out, const kiln_store_options *opt, kil
 
     char path[PATH_MAX];
     snprintf(path, sizeof path, "%s/content", opt->dir);
-    if (mkdir_p(opt->dir) != 0 || mkdir_p(path) != 0) {
+    if (kiln_mkdir_p(opt->dir, 0700, 0700) != 0 || kiln_mkdir_p(path, 0700, 0700) != 0) {
         st = kiln_error_set(err, KILN_E_WRITE, NULL, "cannot create the store directory '%s': %s",
                             path, strerror(errno));
         goto fail_close;

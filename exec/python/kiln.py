@@ -86,6 +86,8 @@ COLUMN_TYPES = ("auto", "string", "number", "integer", "currency", "percent", "d
 
 # Characters XML 1.0 forbids; the spec rejects them in every string.
 _XML_BAD = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+# What a file name may not hold: every C0 and C1 control and DEL (exec/collect.c).
+_NAME_BAD = re.compile("[\x00-\x1f\x7f-\x9f\ufffe\uffff]")
 _SHEET_BAD = re.compile(r"[\[\]:*?/\\\x00-\x1f\ufffe\uffff]")
 _COLOR = re.compile(r"^#?[0-9A-Fa-f]{6}$")
 _LENGTH = re.compile(r"^[0-9]+(?:\.[0-9]+)?(?:pt|mm|cm|in)$")
@@ -117,6 +119,9 @@ def _name_in_job_dir(out):
         raise ValueError("out: %r names a directory; give a file name such as 'report.docx'"
                          % (out,))
     full = os.path.normpath(os.path.abspath(out))
+    if full == jd:
+        raise ValueError("out: %r is the job directory itself; give a file name in it such as "
+                         "%r" % (out, os.path.join(jd, "report.docx")))
     parent, name = os.path.split(full)
     if parent == jd and name:
         return name
@@ -144,7 +149,9 @@ def _check_out_name(out):
                          "(not starting with '.'), or a path in the job directory such as "
                          "'/mnt/data/report.docx': the document is written to the job directory"
                          % (given,))
-    if _XML_BAD.search(out) or len(out.encode("utf-8", "surrogatepass")) > 200:
+    # A file name takes no control character at all (a line feed either: the collector
+    # would refuse the document), as the runner's own rule for names says.
+    if _NAME_BAD.search(out) or len(out.encode("utf-8", "surrogatepass")) > 200:
         raise ValueError("out: %r has control characters or is too long (200 bytes at most)" % (out,))
     try:
         out.encode("utf-8")

@@ -144,7 +144,11 @@ def test_save_to_a_path_in_the_job_dir(kiln, monkeypatch):
                      (str(job) + "/", "names a directory"),
                      (str(job / ".hidden.docx"), "not a simple file name"),
                      (str(job / "report.txt"), "must end in one of"),
-                     ("../report.docx", "not in the job directory")]:
+                     ("../report.docx", "not in the job directory"),
+                     (str(job), "is the job directory itself"),
+                     ("a\nb.docx", "control characters"),
+                     ("tab\tname.xlsx", "control characters"),
+                     ("del\x7f.pdf", "control characters")]:
         with pytest.raises(ValueError, match=msg):
             doc.save(out)
     assert sorted(p.name for p in (job / ".kiln").glob("*.spec.json")) == [

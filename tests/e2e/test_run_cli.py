@@ -252,6 +252,13 @@ def test_saved_specs_render_by_default(tmp_path):
     assert [d["name"] for d in r["documents"]] == ["a.xlsx"], describe(proc)
 
 
+def test_out_dir_made_with_its_parents(tmp_path):
+    out = tmp_path / "not" / "there" / "yet"
+    proc, r = run_json("-o", out, "-c", "open('a.txt', 'w').write('x')")
+    assert proc.returncode == 0 and r["out_dir"] == str(out), describe(proc)
+    assert (out / "a.txt").read_text() == "x"
+
+
 def test_without_render_specs_are_plain_files(tmp_path):
     code = ("import os, json\nos.makedirs('.kiln', exist_ok=True)\n"
             "json.dump({'sheets': [{'name': 'S', 'rows': [[1]]}]}, "

@@ -1,0 +1,15 @@
+/*
+ * dirs.h - directories made with their parents (mkdir -p), for the CLI's
+ * output directory, the service's store and the sandbox's root.
+ */
+#ifndef KILN_DIRS_H
+#define KILN_DIRS_H
+
+#include <sys/types.h>
+
+/* Make path and every missing directory above it: the parents with
+ * parents_mode, path itself with mode; an existing one is left as it is.
+ * 0, or -1 with errno (ENAMETOOLONG past PATH_MAX). */
+int kiln_mkdir_p(const char *path, mode_t parents_mode, mode_t mode);
+
+#endif
