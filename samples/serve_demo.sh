@@ -13,10 +13,11 @@
 # opened only once this server has started and so holds that directory: a
 # start that fails (the address or the directory in use by another server)
 # writes nothing anywhere, and the demo stops with the server's one line.
+# What the demo downloads and the requests it sends go to DATA_DIR/demo/, so
+# two demos on two data directories never overwrite each other's files.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 KILN=${KILN:-bin/kiln}
-OUT=out/served
 
 die() {
 	echo "serve-demo: $*" >&2
@@ -61,6 +62,7 @@ URL=http://$(jq -r 'if (.address | contains(":")) then "[\(.address)]" else .add
 	+ ":\(.port)"' <<<"$first")
 DATA=$(jq -r .data_dir <<<"$first")
 LOG=$DATA/access.log
+OUT=$DATA/demo
 printf '%s\n' "$first" >>"$LOG"
 # The copy ignores the signals that stop the demo (Ctrl-C reaches the whole
 # process group): it ends when the server's last line is in.

@@ -1,8 +1,8 @@
 """`make serve` (samples/serve_demo.sh) and the curl commands the documentation shows.
 
 The demo is run from a copy of the tree's layout in a temporary directory (samples/ a link
-to the repository's), so what it writes (out/served/) stays there, with KILN_LISTEN and
-KILN_DATA_DIR pointing at a port and a directory of the test's. Beside a running server
+to the repository's), with KILN_LISTEN and KILN_DATA_DIR pointing at a port and a directory
+of the test's; what it downloads goes to DATA_DIR/demo/. Beside a running server
 (same address, same data directory) and with its address taken by a listener the test
 holds, it stops at once with one line and touches nothing of the other's. Run through, under
 a terminal, it renders, downloads, uploads a report's images and table and renders it with
@@ -43,7 +43,7 @@ READY = b"Ctrl-C stops the server."
 @pytest.fixture
 def demo_root(tmp_path):
     """A directory laid out like the tree: samples/ (a link to the repository's) and
-    nothing else. The demo cds to samples/.. and writes out/served/ there."""
+    nothing else. The demo cds to samples/.. and must write nothing there."""
     root = tmp_path / "tree"
     root.mkdir()
     (root / "samples").symlink_to(SAMPLES)
@@ -86,6 +86,7 @@ def test_demo_beside_a_running_server(serve_factory, demo_root):
     assert snapshot(first.data_dir) == before, "the demo changed the running server's files"
     assert not (first.data_dir / "access.log").exists()
     assert not (demo_root / "out").exists(), "the demo wrote output without a server of its own"
+    assert not (first.data_dir / "demo").exists(), "the demo wrote into the other's directory"
     assert len(first.lines) == lines, "the demo talked to the other server: %s" % first.lines[lines:]
     assert first.request("GET", "/healthz", key=None).status == 200
 
@@ -172,7 +173,8 @@ def test_demo_runs_through_and_stops_on_ctrl_c(demo_root, tmp_path):
     for c in commands:
         assert c.startswith("$ curl ") and checks_status(c.split()[2:]), c
 
-    out = demo_root / "out" / "served"
+    out = data / "demo"
+    assert sorted(p.name for p in demo_root.iterdir()) == ["samples"], "the demo wrote in the tree"
     wb = openpyxl.load_workbook(out / "sales.xlsx")
     visible = [ws.title for ws in wb.worksheets if ws.sheet_state == "visible"]
     assert visible == [s["name"] for s in load_json(SAMPLES / "sales_workbook.json")["sheets"]]
