@@ -36,6 +36,7 @@
 #include "../../common/arena.h"
 #include "../../common/error.h"
 #include "../flow.h"
+#include "../list_marker.h"
 #include "../opc/opc.h"
 #include "../render.h"
 #include "../spec.h"
@@ -46,6 +47,9 @@
 #define DOCX_EMU_PER_PT 12700
 /* Twentieths of a point: what WordprocessingML measures most lengths in. */
 #define DOCX_TWIPS_PER_PT 20
+/* The body text size without a theme font_size (templates/docx/styles.xml),
+ * what every other size scales with. */
+#define DOCX_BODY_DEFAULT_PT 11.0
 
 /* Style ids of templates/docx/styles.xml the body refers to. */
 #define DOCX_STYLE_TITLE "Title"
@@ -69,7 +73,10 @@ typedef struct docx_num {
     unsigned num_id;       /* w:numId, from 1 */
     int ordered;           /* abstract numbering: DOCX_ABSTRACT_BULLET or _ORDERED */
     int start;             /* ordered: the first number */
+    int64_t last;          /* ordered: the last number (start + items - 1) */
     int level;             /* 0-based w:ilvl the instance's items sit at */
+    kiln_list_marks marks; /* ordered: its numbers' scheme, the level's own (1. a. i.)
+                              unless that cannot number the whole list */
 } docx_num;
 #define DOCX_ABSTRACT_BULLET 0
 #define DOCX_ABSTRACT_ORDERED 1
@@ -133,7 +140,7 @@ kiln_status docx_collect_headings(docx_ctx *c);
 
 /* ---- lists (docx_lists.c) ---- */
 /* A new list instance; returns its numId, 0 when out of memory. */
-unsigned docx_num_new(docx_ctx *c, int ordered, int start, int level);
+unsigned docx_num_new(docx_ctx *c, const kiln_list *list, int level);
 kiln_status docx_write_list(docx_ctx *c, const kiln_list *list, const char *pointer);
 
 /* ---- tables (docx_table.c) ---- */

@@ -16,7 +16,7 @@
 
 #define DOCX_MAX_LEVEL 8 /* w:ilvl is 0..8 */
 
-unsigned docx_num_new(docx_ctx *c, int ordered, int start, int level)
+unsigned docx_num_new(docx_ctx *c, const kiln_list *list, int level)
 {
     if (c->num_count == c->num_cap) {
         /* Instances live in the render's arena; doubling keeps the copies
@@ -34,9 +34,11 @@ unsigned docx_num_new(docx_ctx *c, int ordered, int start, int level)
     }
     docx_num *n = &c->nums[c->num_count++];
     n->num_id = (unsigned)c->num_count;
-    n->ordered = ordered ? DOCX_ABSTRACT_ORDERED : DOCX_ABSTRACT_BULLET;
-    n->start = start;
+    n->ordered = list->ordered ? DOCX_ABSTRACT_ORDERED : DOCX_ABSTRACT_BULLET;
+    n->start = list->start;
     n->level = level < 0 ? 0 : level > DOCX_MAX_LEVEL ? DOCX_MAX_LEVEL : level;
+    n->last = (int64_t)list->start + (int64_t)list->item_count - 1;
+    n->marks = kiln_list_marks_for(list->ordered, n->level, list->start, n->last);
     return n->num_id;
 }
 
@@ -60,7 +62,7 @@ static kiln_status write_list_at(docx_ctx *c, const kiln_list *list, int depth)
     if (list->item_count == 0)
         return KILN_E_OK;
     int level = depth > DOCX_MAX_LEVEL ? DOCX_MAX_LEVEL : depth;
-    unsigned num_id = docx_num_new(c, list->ordered, list->start, level);
+    unsigned num_id = docx_num_new(c, list, level);
     if (num_id == 0)
         return KILN_E_NOMEM;
     for (size_t i = 0; i < list->item_count; i++) {

@@ -28,7 +28,6 @@
 #include "../../common/color.h"
 
 /* Sizes relative to the body, from Word's defaults over an 11 pt body. */
-#define BODY_DEFAULT_PT 11.0
 #define TITLE_PT 28.0
 #define SUBTITLE_PT 14.0
 #define CODE_PT 10.0
@@ -69,7 +68,7 @@ kiln_status docx_template_part(docx_ctx *c, const char *template_name, const opc
 /* body_pt * (pt / 11) in half-points, as text. */
 static void scaled_size(char *buf, size_t cap, double body_pt, double pt)
 {
-    long half = lround(body_pt * pt / BODY_DEFAULT_PT * 2.0);
+    long half = lround(body_pt * pt / DOCX_BODY_DEFAULT_PT * 2.0);
     if (half < 2)
         half = 2;
     if (half > HALF_POINTS_MAX)
@@ -92,11 +91,11 @@ kiln_status docx_styles_add(docx_ctx *c)
 {
     const kiln_theme *t = &c->doc->theme;
     const kiln_page *pg = &c->doc->page;
-    double body = t->font_size > 0 ? t->font_size : BODY_DEFAULT_PT;
+    double body = t->font_size > 0 ? t->font_size : DOCX_BODY_DEFAULT_PT;
 
     char sz_body[12], sz_title[12], sz_subtitle[12], sz_code[12], sz_caption[12],
         sz_small[12], sz_h[6][12];
-    scaled_size(sz_body, sizeof sz_body, body, BODY_DEFAULT_PT);
+    scaled_size(sz_body, sizeof sz_body, body, DOCX_BODY_DEFAULT_PT);
     scaled_size(sz_title, sizeof sz_title, body, TITLE_PT);
     scaled_size(sz_subtitle, sizeof sz_subtitle, body, SUBTITLE_PT);
     scaled_size(sz_code, sizeof sz_code, body, CODE_PT);

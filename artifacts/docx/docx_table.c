@@ -105,8 +105,6 @@
 /* Bold header text is wider than regular. */
 #define BOLD_FACTOR 1.05
 
-#define BASE_SIZE_PT 11.0
-
 typedef struct column_layout {
     double text_want_pt; /* widest line (measured at the body size) */
     double text_need_pt; /* widest word (measured at the body size) */
@@ -272,7 +270,7 @@ static void measure_text(column_layout *col, const char *s, size_t len, double f
 {
     uint32_t line, word;
     text_units(s, len, &line, &word);
-    double to_pt = factor * scale * BASE_SIZE_PT / KILN_METRIC_UNITS_PER_EM;
+    double to_pt = factor * scale * DOCX_BODY_DEFAULT_PT / KILN_METRIC_UNITS_PER_EM;
     double want = line * to_pt, need = word * to_pt;
     if (want > col->text_want_pt)
         col->text_want_pt = want;
@@ -293,7 +291,7 @@ static void measure_cell(column_layout *into, double scale, const kiln_cell *cel
     const char *text = kiln_cell_display(cell, col, buf, sizeof buf, &len);
     double factor = header || (cell->style && cell->style->bold) ? BOLD_FACTOR : 1.0;
     if (cell->style && cell->style->size > 0)
-        scale = cell->style->size / BASE_SIZE_PT;
+        scale = cell->style->size / DOCX_BODY_DEFAULT_PT;
     measure_text(into, text, len, factor, scale);
     if (header)
         return;
@@ -868,8 +866,8 @@ kiln_status docx_write_table(docx_ctx *c, const kiln_table *table, const kiln_sh
                              const char *pointer)
 {
     const kiln_table_data *d = &table->data;
-    double size = c->doc->theme.font_size > 0 ? c->doc->theme.font_size : BASE_SIZE_PT;
-    table_layout lay = {.scale = size / BASE_SIZE_PT, .margin_twips = CELL_MARGIN_TWIPS,
+    double size = c->doc->theme.font_size > 0 ? c->doc->theme.font_size : DOCX_BODY_DEFAULT_PT;
+    table_layout lay = {.scale = size / DOCX_BODY_DEFAULT_PT, .margin_twips = CELL_MARGIN_TWIPS,
                         .body_pt = size, .factor = 1.0};
 
     table_merges merges;

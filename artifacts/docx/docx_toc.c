@@ -60,7 +60,6 @@
 #define ESTIMATE_ROWS_MAX 20000
 /* A TOC field's result without entries, as Word (English) writes it. */
 #define NO_ENTRIES_TEXT "No table of contents entries found."
-#define DEFAULT_FONT_SIZE 11.0
 
 /* Font metrics. Calibri (Carlito, which LibreOffice uses in its place, has
  * the same metrics): a line is (usWinAscent 1950 + usWinDescent 550) / 2048
@@ -389,7 +388,7 @@ static double half_points(double pt)
 /* A size of docx_styles.c: pt at an 11 pt body, scaled, in half points. */
 static double scaled_size(const layout *l, double pt)
 {
-    return half_points(l->body * pt / DEFAULT_FONT_SIZE);
+    return half_points(l->body * pt / DOCX_BODY_DEFAULT_PT);
 }
 
 static text_font body_font(const layout *l, double size)
@@ -673,7 +672,7 @@ static void column_fit(const table_estimate *t, size_t i, double margins, double
     *want = fmax(t->want[i] * t->font_factor + margins + slack, least);
     *need = fmax(t->need[i] * t->font_factor + margins + slack, least);
     if (col && col->width > 0) /* Excel characters: 7 px each and 5 px of padding */
-        *want = (col->width * 7.0 + 5.0) * 0.75 * t->l->body / DEFAULT_FONT_SIZE *
+        *want = (col->width * 7.0 + 5.0) * 0.75 * t->l->body / DOCX_BODY_DEFAULT_PT *
                 t->font_factor;
     *need = fmin(*need, *want);
 }
@@ -1361,7 +1360,7 @@ kiln_status docx_collect_headings(docx_ctx *c)
 
     l.c = c;
     l.body = half_points(c->doc->theme.font_size > 0 ? c->doc->theme.font_size
-                                                     : DEFAULT_FONT_SIZE);
+                                                     : DOCX_BODY_DEFAULT_PT);
     l.body_other = !is_calibri(c->doc->theme.font);
     l.heading_other = !is_calibri(c->doc->theme.heading_font);
     l.width = c->text_width_pt > 72 ? c->text_width_pt : 72;

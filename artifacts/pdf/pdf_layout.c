@@ -18,6 +18,7 @@
  *   - space before a block is dropped at the top of a page.
  */
 #include "pdf_internal.h"
+#include "../list_marker.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -355,62 +356,6 @@ static kiln_status layout_text(pdf_ctx *ctx, const kiln_text *text, pdf_para_sty
 
 /* ------------------------------------------------------------------ lists */
 
-static void roman(int n, char *buf, size_t cap)
-{
-    static const int values[] = {1000, 900, 500, 400, 100, 90, 50, 40, 10, 9, 5, 4, 1};
-    static const char *const digits[] = {"m", "cm", "d", "cd", "c", "xc", "l", "xl", "x",
-                                         "ix", "v", "iv", "i"};
-    size_t at = 0;
-    buf[0] = '\0';
-    for (int i = 0; i < 13 && n > 0; i++) {
-        while (n >= values[i] && at + 3 < cap) {
-            size_t dl = strlen(digits[i]);
-            memcpy(buf + at, digits[i], dl);
-            at += dl;
-            n -= values[i];
-        }
-    }
-    buf[at] = '\0';
-}
-
-static void list_marker(int ordered, int depth, int64_t number, char *buf, size_t cap)
-{
-    static const char *const bullets[3] = {"\xE2\x80\xA2", "\xE2\x97\xA6", "\xE2\x96\xAA"};
-    if (!ordered) {
-        snprintf(buf, cap, "%s", bullets[depth % 3]);
-        return;
-    }
-    switch (depth % 3) {
-    case 0:
-        snprintf(buf, cap, "%lld.", (long long)number);
-        break;
-    case 1: {
-        /* a, b, ..., z, aa, ab ... */
-        char letters[16];
-        int64_t n = number;
-        int at = 15;
-        letters[at] = '\0';
-        while (n > 0 && at > 0) {
-            n--;
-            letters[--at] = (char)('a' + n % 26);
-            n /= 26;
-        }
-        snprintf(buf, cap, "%s.", letters + at);
-        break;
-    }
-    default: {
-        char r[32];
-        if (number > 3999) { /* past what roman numerals write */
-            snprintf(buf, cap, "%lld.", (long long)number);
-            break;
-        }
-        roman((int)number, r, sizeof r);
-        snprintf(buf, cap, "%s.", r);
-        break;
-    }
-    }
-}
-
 /* A list whose markers hang from left; nested lists hang from their item's
  * text. The hanging indent is wide enough for the list's widest marker
  * ("100000." in a list that starts at 99998), so a marker never runs into
@@ -422,7 +367,9 @@ static kiln_status layout_list(pdf_ctx *ctx, const kiln_list *list, int depth, d
     double hang = LIST_INDENT * st.size / 11.0, text_x, width;
     pdf_para para = {0};
     kiln_status rc = KILN_E_OK;
-    char marker[48];
+    char marker[KILN_LIST_MARKER_MAX];
+    kiln_list_marks marks = kiln_list_marks_for(
+        list->ordered, depth, list->start, (int64_t)list->start + (int64_t)list->item_count - 1);
 
     if (!face)
         return ctx->err->code;
@@ -431,8 +378,8 @@ static kiln_status layout_list(pdf_ctx *ctx, const kiln_list *list, int depth, d
     for (size_t i = 0; i < list->item_count; i++) {
         double mw;
         /* start + i in 64 bits: a list may start at 2147483647 */
-        list_marker(list->ordered, depth, (int64_t)list->start + (int64_t)i, marker,
-                    sizeof marker);
+        kiln_list_marker(marks, depth, (int64_t)list->start + (int64_t)i, marker,
+                         sizeof marker);
         mw = pdf_text_width(&ctx->fonts, face, marker, strlen(marker), st.size) + st.size * 0.5;
         if (mw + 4 > hang)
             hang = mw + 4;
@@ -446,8 +393,8 @@ static kiln_status layout_list(pdf_ctx *ctx, const kiln_list *list, int depth, d
     for (size_t i = 0; i < list->item_count; i++) {
         const kiln_list_item *item = &list->items[i];
 
-        list_marker(list->ordered, depth, (int64_t)list->start + (int64_t)i, marker,
-                    sizeof marker);
+        kiln_list_marker(marks, depth, (int64_t)list->start + (int64_t)i, marker,
+                         sizeof marker);
         rc = pdf_para_layout(ctx, &item->text, &st, width, &para);
         if (rc != KILN_E_OK)
             break;

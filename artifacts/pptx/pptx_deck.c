@@ -96,6 +96,8 @@ static pptx_paras take_paras(deck_builder *b)
  * pointer: the list's block or slide. */
 static void add_list(deck_builder *b, const kiln_list *list, int level, const char *pointer)
 {
+    kiln_list_marks marks = kiln_list_marks_for(
+        list->ordered, level, list->start, (int64_t)list->start + (int64_t)list->item_count - 1);
     for (size_t i = 0; i < list->item_count && !b->failed; i++) {
         pptx_para *p = new_para(b);
         if (!p)
@@ -105,6 +107,7 @@ static void add_list(deck_builder *b, const kiln_list *list, int level, const ch
         p->level = level > 8 ? 8 : level;
         p->bullet = list->ordered ? PPTX_BULLET_NUMBER : PPTX_BULLET_CHAR;
         p->number = (int64_t)list->start + (int64_t)i;
+        p->marks = marks;
         if (list->items[i].children)
             add_list(b, list->items[i].children, level + 1, pointer);
     }

@@ -39,6 +39,7 @@
 
 #include "../../common/arena.h"
 #include "../../common/error.h"
+#include "../list_marker.h"
 #include "../opc/opc.h"
 #include "../render.h"
 #include "../spec.h"
@@ -144,6 +145,8 @@ typedef struct pptx_para {
     int bullet;              /* PPTX_BULLET_* */
     int64_t number;          /* PPTX_BULLET_NUMBER: this item's number (a list may start
                                 at 2147483647, so its items count past int) */
+    kiln_list_marks marks;   /* PPTX_BULLET_NUMBER: its list's scheme (1. a. i. by level,
+                                digits where the level's cannot number the whole list) */
     unsigned flags;          /* KILN_RUN_* laid over every run (quotes: italic; code:
                                 KILN_RUN_CODE, set in the mono font) */
     const char *pointer;     /* the block (or slide) it came from, for errors */

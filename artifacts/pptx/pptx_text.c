@@ -429,7 +429,13 @@ static void write_rtl(opc_xml *x, int centred)
     opc_xml_attr(x, "rtl", "1");
 }
 
-static const char *const autonum_types[3] = {"arabicPeriod", "alphaLcPeriod", "romanLcPeriod"};
+/* The autonumbering scheme (ST_TextAutonumberScheme) of a list's marks. */
+static const char *autonum_type(kiln_list_marks marks)
+{
+    return marks == KILN_MARKS_LETTERS ? "alphaLcPeriod"
+           : marks == KILN_MARKS_ROMAN ? "romanLcPeriod"
+                                       : "arabicPeriod";
+}
 
 /* The numbers PowerPoint's autonumbering counts (ST_TextBulletStartAtNum). */
 #define AUTONUM_MIN 1
@@ -462,7 +468,7 @@ static void write_para(pptx_slide *s, const pptx_para *p, int64_t start_at)
             opc_xml_attr(x, "typeface", "+mj-lt");
             opc_xml_end(x);
             opc_xml_start(x, "a:buAutoNum");
-            opc_xml_attr(x, "type", autonum_types[level % 3]);
+            opc_xml_attr(x, "type", autonum_type(p->marks));
             if (start_at != 1)
                 opc_xml_attr_int(x, "startAt", start_at);
             opc_xml_end(x);
@@ -471,8 +477,9 @@ static void write_para(pptx_slide *s, const pptx_para *p, int64_t start_at)
     }
     run_props rp = {p->flags, KILN_COLOR_NONE, 0, NULL, 0};
     if (literal) {
-        char number[32];
-        int n = snprintf(number, sizeof number, "%lld. ", (long long)p->number);
+        char marker[KILN_LIST_MARKER_MAX], number[KILN_LIST_MARKER_MAX + 1];
+        kiln_list_marker(p->marks, level, p->number, marker, sizeof marker);
+        int n = snprintf(number, sizeof number, "%s ", marker);
         write_runs_text(s, number, (size_t)n, &rp);
     }
     if (p->text) {

@@ -62,6 +62,7 @@
 #include <unistd.h>
 
 #include "../../common/output.h"
+#include "../list_marker.h"
 #include "../render.h"
 #include "xlsx_internal.h"
 
@@ -998,12 +999,13 @@ static lxw_error text_list(textw *t, const kiln_list *l, int depth)
         f = t->indent[depth];
         f_wrap = t->indent_wrap[depth];
     }
+    kiln_list_marks marks = kiln_list_marks_for(l->ordered, depth, l->start,
+                                                (int64_t)l->start + (int64_t)l->item_count - 1);
     for (size_t i = 0; i < l->item_count; i++) {
-        char prefix[32];
-        if (l->ordered)
-            snprintf(prefix, sizeof prefix, "%lld. ", (long long)l->start + (long long)i);
-        else
-            snprintf(prefix, sizeof prefix, "\xE2\x80\xA2 ");
+        char marker[KILN_LIST_MARKER_MAX], prefix[KILN_LIST_MARKER_MAX + 1];
+        kiln_list_marker(marks, depth, (int64_t)l->start + (int64_t)i, marker,
+                         sizeof marker);
+        snprintf(prefix, sizeof prefix, "%s ", marker);
         lxw_error e = text_runs(t, &l->items[i].text, prefix, f, f_wrap);
         if (!e && l->items[i].children && depth + 1 < TEXT_MAX_DEPTH)
             e = text_list(t, l->items[i].children, depth + 1);

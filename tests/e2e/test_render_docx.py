@@ -3643,18 +3643,16 @@ def roman(n):
 
 
 def list_marker(level, number):
-    """The marker the docx and pdf writers show: bullets •, ◦, ▪ and numbers 1., a., i. by level."""
+    """The marker every writer shows for an item of a list its level's scheme can number:
+    bullets •, ◦, ▪ and numbers 1., a., i. by level, letters repeating past z (aa., bb.) as
+    Word's lowerLetter does."""
     if number is None:
         return "•◦▪"[level % 3]
     kind = level % 3
     if kind == 0:
         return "%d." % number
     if kind == 1:
-        s, n = "", number
-        while n > 0:
-            n, r = divmod(n - 1, 26)
-            s = chr(ord("a") + r) + s
-        return s + "."
+        return chr(ord("a") + (number - 1) % 26) * ((number - 1) // 26 + 1) + "."
     return roman(number) + "."
 
 
@@ -3681,6 +3679,105 @@ def test_nested_lists_number_for_themselves(tmp_path, kiln_bin):
             if overrides.get(ilvl, 1) != number:
                 errs.append("%r starts numId %d at %r, want %d" % (text, nid, overrides.get(ilvl), number))
     assert not errs, "\n".join(errs)
+
+
+# Lists whose numbers their level's letters or roman numerals cannot all write: one from 0,
+# one reaching past 3999 in roman numerals, one past zzz (the 78th letter marker).
+SCHEME_LISTS_SPEC = {"metadata": {"created": "2026-01-01"}, "blocks": [
+    {"type": "list", "ordered": True, "items": [
+        {"text": "top", "items": {"ordered": True, "start": 0, "items": [
+            "zero", "one", {"text": "two", "items": {"ordered": True, "start": 3998,
+                                                     "items": ["r1", "r2", "r3"]}}]}},
+        {"text": "next", "items": {"ordered": True, "start": 27, "items": [
+            "aa", {"text": "bb", "items": {"ordered": True, "start": 14, "items": ["xiv"]}}]}},
+        {"text": "long", "items": {"ordered": True, "start": 76, "items": ["p76", "p77", "p78"]}},
+        {"text": "longer", "items": {"ordered": True, "start": 77, "items": ["q77", "q78", "q79"]}}]}]}
+# (text, level, marker) in reading order.
+SCHEME_LIST_ITEMS = [
+    ("top", 0, "1."), ("zero", 1, "0."), ("one", 1, "1."), ("two", 1, "2."),
+    ("r1", 2, "3998."), ("r2", 2, "3999."), ("r3", 2, "4000."),
+    ("next", 0, "2."), ("aa", 1, "aa."), ("bb", 1, "bb."), ("xiv", 2, "xiv."),
+    ("long", 0, "3."), ("p76", 1, "xxx."), ("p77", 1, "yyy."), ("p78", 1, "zzz."),
+    ("longer", 0, "4."), ("q77", 1, "77."), ("q78", 1, "78."), ("q79", 1, "79."),
+]
+
+
+def test_list_numbers_outside_a_levels_scheme_agree_in_every_format(tmp_path):
+    """One scheme in every writer: a list its level's letters or roman numerals cannot
+    number throughout (from 0, past 3999 in roman, past zzz) counts in digits, the
+    whole list, never "0." then "a."; letters past z repeat (aa., bb.) as Word's do. The
+    .docx redefines such a level as decimal in the list's own w:num (LibreOffice draws
+    the numbers so); the .xlsx and PDF write the markers; the .pptx autonumbers in the
+    list's scheme, or writes the numbers out where autonumbering cannot count."""
+    spec = write_spec(tmp_path, SCHEME_LISTS_SPEC)
+    outs = {ext: render_ok(spec, tmp_path / ("lists." + ext)) for ext in ("docx", "xlsx", "pdf", "pptx")}
+    want = ["%s %s" % (m, t) for t, _l, m in SCHEME_LIST_ITEMS]
+
+    import openpyxl
+    ws = openpyxl.load_workbook(outs["xlsx"])["Sheet1"]
+    assert [c.value for c in ws["A"] if c.value is not None] == want
+
+    d = DocxDoc(outs["docx"])
+    root = d.xml("word/numbering.xml")
+    formats, indents = {}, {}   # numId -> {ilvl: numFmt / (left, hanging) its override gives}
+    for n in root.findall(w("num")):
+        nid = int(n.get(w("numId")))
+        formats[nid], indents[nid] = {}, {}
+        for o in n.findall(w("lvlOverride")):
+            lvl = o.find(w("lvl"))
+            if lvl is not None:
+                ind = lvl.find(w("pPr")).find(w("ind"))
+                formats[nid][int(o.get(w("ilvl")))] = lvl.find(w("numFmt")).get(w("val"))
+                indents[nid][int(o.get(w("ilvl")))] = (int(ind.get(w("left"))), int(ind.get(w("hanging"))))
+    nums, abstracts = d.numbering()
+    paras = [p for p in d.paragraphs if d.num(p) is not None]
+    assert [xml_text(p) for p in paras] == [t for t, _l, _m in SCHEME_LIST_ITEMS]
+    got = []
+    for p, (text, level, marker) in zip(paras, SCHEME_LIST_ITEMS):
+        ilvl, nid = d.num(p)
+        fmt = formats[nid].get(ilvl) or abstracts[nums[nid][0]][ilvl][0]
+        got.append((text, ilvl, fmt))
+    assert got == [(t, l, "decimal" if m[:-1].isdigit() else ("decimal", "lowerLetter", "lowerRoman")[l % 3])
+                   for t, l, m in SCHEME_LIST_ITEMS]
+    # the lists with wide markers ("3998.", "xxx.") hang them further into the indent, the
+    # marker where the level's own starts (720 twips a level, 360 in), the text moved right;
+    # the others keep the definition's 360
+    hang = {xml_text(p): indents[d.num(p)[1]].get(d.num(p)[0], (None, 360)) for p in paras}
+    for text in ("r1", "p76"):
+        left, hanging = hang[text]
+        level = next(l for t, l, _m in SCHEME_LIST_ITEMS if t == text)
+        assert hanging >= 430 and left - hanging == 720 * level + 360, (text, hang[text])
+    assert all(hang[t][1] == 360 for t in ("top", "zero", "aa", "xiv", "q77")), hang
+
+    deck = zipfile.ZipFile(outs["pptx"])
+    a = "{http://schemas.openxmlformats.org/drawingml/2006/main}"
+    slide = etree.fromstring(deck.read("ppt/slides/slide1.xml"))
+    marks = []
+    for p in slide.iter(a + "p"):
+        text = "".join(t.text or "" for t in p.iter(a + "t"))
+        auto = p.find(a + "pPr/" + a + "buAutoNum")
+        if text:
+            marks.append((text, None if auto is None else (auto.get("type"), int(auto.get("startAt", "1")))))
+    items = {t for t, _l, _m in SCHEME_LIST_ITEMS}
+    marks = [m for m in marks if m[0] in items or m[0].split(" ", 1)[-1] in items]
+    assert marks == [
+        ("top", ("arabicPeriod", 1)), ("0. zero", None), ("1. one", None), ("2. two", None),
+        ("r1", ("arabicPeriod", 3998)), ("r2", ("arabicPeriod", 3998)), ("r3", ("arabicPeriod", 3998)),
+        ("next", ("arabicPeriod", 1)), ("aa", ("alphaLcPeriod", 27)), ("bb", ("alphaLcPeriod", 27)),
+        ("xiv", ("romanLcPeriod", 14)),
+        ("long", ("arabicPeriod", 1)), ("p76", ("alphaLcPeriod", 76)), ("p77", ("alphaLcPeriod", 76)),
+        ("p78", ("alphaLcPeriod", 76)),
+        ("longer", ("arabicPeriod", 1)), ("q77", ("arabicPeriod", 77)), ("q78", ("arabicPeriod", 77)),
+        ("q79", ("arabicPeriod", 77))], marks
+    for ext in ("docx", "pptx"):
+        assert_ooxml_ok(outs[ext])
+
+    text = pdf_text(outs["pdf"], layout=True)
+    lines = [re.sub(r"\s+", " ", x).strip() for x in text.splitlines() if x.strip()]
+    assert [x for x in lines if x in want] == want, lines
+    _proc, pdfs = soffice_convert([outs["docx"]], tmp_path / "lo")
+    drawn = [re.sub(r"\s+", " ", x).strip() for x in pdf_text(pdfs[outs["docx"]], layout=True).splitlines()]
+    assert [x for x in drawn if x in want] == want, drawn
 
 
 # =========================================================================== gaps in charts (issue 15)

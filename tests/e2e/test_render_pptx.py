@@ -1318,7 +1318,11 @@ def test_numbering_past_what_autonumbering_counts(tmp_path, kiln_bin):
     spec = write_spec(tmp_path, {"slides": [
         {"title": "From zero", "bullets": {"ordered": True, "start": 0, "items": ["zero", "one", "two"]}},
         {"title": "Far", "bullets": {"ordered": True, "start": 32766, "items": ["a", "b", "c", "d"]}},
-        {"title": "Huge", "bullets": {"ordered": True, "start": 2147483647, "items": ["max", "past"]}}]})
+        {"title": "Huge", "bullets": {"ordered": True, "start": 2147483647, "items": ["max", "past"]}},
+        {"title": "Nested", "bullets": {"ordered": True, "items": [
+            {"text": "top", "items": {"ordered": True, "start": 40000, "items": [
+                {"text": "far", "items": {"ordered": True, "start": 0, "items": ["digits"]}}]}},
+            {"text": "again", "items": {"ordered": True, "start": 0, "items": ["nought"]}}]}}]})
     out = tmp_path / "n.pptx"
     proc = run_kiln("render", spec, "-o", out)
     assert proc.returncode == 0, describe(proc)
@@ -1336,6 +1340,11 @@ def test_numbering_past_what_autonumbering_counts(tmp_path, kiln_bin):
     assert marks(2) == [("auto", 32766, "a"), ("auto", 32766, "b"), ("none", None, "32768. c"),
                         ("none", None, "32769. d")]
     assert marks(3) == [("none", None, "2147483647. max"), ("none", None, "2147483648. past")]
+    # written out in digits where the level's scheme cannot number the list: 40000 one level
+    # down (letters stop at zzz), 0 (no letter or roman numeral)
+    assert marks(4) == [("auto", 1, "top"), ("none", None, "40000. far"),
+                        ("none", None, "0. digits"), ("auto", 1, "again"),
+                        ("none", None, "0. nought")], marks(4)
 
     spec = write_spec(tmp_path, {"blocks": [
         {"type": "heading", "level": 2, "text": "Lists"},

@@ -1604,13 +1604,14 @@ def test_page_setup_reaches_every_sheet(tmp_path):
 
 def test_nested_lists_number_for_themselves(tmp_path):
     """A spec of text only lists its lists down column A of Sheet1: each nested list
-    numbers for itself ("ordered" and "start" given per list), nesting as the indent."""
-    from test_render_docx import MIXED_LISTS_SPEC, MIXED_LIST_ITEMS
+    numbers for itself ("ordered" and "start" given per list), nesting as the indent, with
+    the markers the .docx and PDF writers show (1. a. i. and \u2022 \u25e6 \u25aa by level)."""
+    from test_render_docx import MIXED_LISTS_SPEC, MIXED_LIST_ITEMS, list_marker
     out = render_ok(write_spec(tmp_path, MIXED_LISTS_SPEC), tmp_path / "lists.xlsx")
     assert_ooxml_ok(out)
     ws = openpyxl.load_workbook(out)["Sheet1"]
     got = [(c.value, int(c.alignment.indent or 0)) for c in ws["A"] if c.value is not None]
-    want = [("%s %s" % ("\u2022" if n is None else "%d." % n, t), 2 * level)
+    want = [("%s %s" % (list_marker(level, n), t), 2 * level)
             for t, level, n in MIXED_LIST_ITEMS]
     assert got == want
 

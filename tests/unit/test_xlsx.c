@@ -478,7 +478,7 @@ static void test_mapping_blocks(void **state)
               "text.xlsx");
     check_py("ws = openpyxl.load_workbook(f).active\n"
              "vals = [r[0] for r in ws.iter_rows(values_only=True)]\n"
-             "assert vals == ['Title', 'Body text.', '\\u2022 one', '\\u2022 two', '\\u2022 two.a'], vals\n"
+             "assert vals == ['Title', 'Body text.', '\\u2022 one', '\\u2022 two', '\\u25e6 two.a'], vals\n"
              "assert ws['A1'].font.b and ws['A5'].alignment.indent == 2\n");
 
     render_ok("{'slides': [{'title': 'Numbers', 'layout': 'table',"
