@@ -1,11 +1,14 @@
-"""Every `kiln render`, `kiln validate` and `kiln run` command line README.md and
-docs/run.md show in their shell blocks, run exactly as written (issue 15 item 11).
+"""Every `kiln render`, `kiln validate` and `kiln run` command line README.md,
+docs/run.md and samples/jobs/README.md show in their shell blocks, run exactly as written
+(issue 15 item 11).
 
 Each runs with bash in a scratch directory that holds what the lines name: `bin/kiln`
-and `kiln` on PATH are the binary under test ($KILN_BIN), `samples/` is the
-repository's, and the files the examples take for granted (my-spec.json, spec.json,
-analysis.py, sales.csv, job.py) are small stand-ins. A line must exit 0; the files it
-says it makes must be there. The curl and `kiln serve` lines are run by
+and `kiln` on PATH are the binary under test ($KILN_BIN), `samples/` and `exec/` are the
+repository's, `python3` is Debian's, and the files the examples take for granted
+(my-spec.json, spec.json, analysis.py, sales.csv, job.py) are small stand-ins. A line
+must exit 0; the files it says it makes must be there. In samples/jobs/README.md, whose
+blocks are steps in order (make a directory, run a job in it, render what it saved), each
+block with a kiln line runs as one script. The curl and `kiln serve` lines are run by
 test_serve_demo.py (they need a server).
 """
 import json
@@ -19,29 +22,43 @@ import pytest
 
 from conftest import KILN_BIN, REPO, SAMPLES
 
-DOCS = [REPO / "README.md", REPO / "docs" / "run.md"]
+LINE_DOCS = [REPO / "README.md", REPO / "docs" / "run.md"]
+BLOCK_DOCS = [REPO / "samples" / "jobs" / "README.md"]
 KILN_LINE = re.compile(r"(^|\|\s*)(bin/)?kiln (render|validate|run)\b")
 
 
-def shell_lines(path):
-    """(line number, text) of each command line in path's ```sh blocks."""
+def shell_blocks(path):
+    """[(line number, [command lines])] of path's ```sh blocks, comments left out."""
     out, inside = [], False
     for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
         if line.startswith("```"):
             inside = not inside and line.strip() in ("```sh", "```bash", "```")
+            if inside:
+                out.append((n + 1, []))
             continue
         if inside and line.strip() and not line.lstrip().startswith("#"):
-            out.append((n, line.strip()))
+            out[-1][1].append(line.strip())
     return out
 
 
-COMMANDS = [(p.name, n, line) for p in DOCS for n, line in shell_lines(p)
+def shell_lines(path):
+    """(line number, text) of each command line in path's ```sh blocks."""
+    return [(n, line) for n, lines in shell_blocks(path) for line in lines]
+
+
+def doc_name(path):
+    return str(path.relative_to(REPO))
+
+
+COMMANDS = [(doc_name(p), n, line) for p in LINE_DOCS for n, line in shell_lines(p)
             if KILN_LINE.search(line)]
+COMMANDS += [(doc_name(p), n, "\n".join(lines)) for p in BLOCK_DOCS for n, lines in shell_blocks(p)
+             if any(KILN_LINE.search(line) for line in lines)]
 
 
 def test_the_docs_show_commands():
     names = {name for name, _n, _l in COMMANDS}
-    assert names == {"README.md", "run.md"}, COMMANDS
+    assert names == {"README.md", "docs/run.md", "samples/jobs/README.md"}, COMMANDS
     assert any("-- " in line and "-c" in line for _d, _n, line in COMMANDS), \
         "docs/run.md shows -c CODE -- ARGS"
 
@@ -52,6 +69,8 @@ def docs_dir(tmp_path_factory, kiln_bin, sample_data_ready):
     (d / "bin").mkdir()
     os.symlink(KILN_BIN, d / "bin" / "kiln")
     os.symlink(SAMPLES, d / "samples")
+    os.symlink(REPO / "exec", d / "exec")
+    os.symlink("/usr/bin/python3", d / "bin" / "python3")   # Debian's, with pandas
     shutil.copy(SAMPLES / "sales_workbook.json", d / "my-spec.json")
     (d / "spec.json").write_text(json.dumps({"sheets": [{"name": "S", "rows": [["a", 1]]}]}))
     shutil.copy(SAMPLES / "jobs" / "data" / "sales.csv", d / "sales.csv")
@@ -71,29 +90,46 @@ def made_files(line):
     return files
 
 
+def json_values(text):
+    """The JSON values text holds one after another (each `kiln run` prints one)."""
+    decoder, values, at = json.JSONDecoder(), [], 0
+    while True:
+        while at < len(text) and text[at].isspace():
+            at += 1
+        if at == len(text):
+            return values
+        value, at = decoder.raw_decode(text, at)
+        values.append(value)
+
+
 @pytest.mark.parametrize("doc,lineno,line", COMMANDS,
                          ids=["%s:%d" % (d, n) for d, n, _l in COMMANDS])
 def test_documented_command_works(docs_dir, doc, lineno, line):
-    if " run " in " %s " % line.split("#")[0] and os.geteuid() != 0:
+    commands = [c.split("#")[0] for c in line.splitlines()]
+    runs = [c for c in commands if re.search(r"\bkiln run\b", c)]
+    if runs and os.geteuid() != 0:
         pytest.fail("kiln run needs root; run the tests as root")
     env = dict(os.environ, PATH="%s:%s" % (docs_dir / "bin", os.environ.get("PATH", "")))
-    proc = subprocess.run(["bash", "-c", "set -o pipefail; " + line], cwd=docs_dir, env=env,
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=300)
+    proc = subprocess.run(["bash", "-c", "set -eo pipefail\n" + line], cwd=docs_dir, env=env,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=600)
     assert proc.returncode == 0, "%s line %d: %s\nexit %d\n%s\n%s" % (
         doc, lineno, line, proc.returncode, proc.stdout.decode()[-2000:],
         proc.stderr.decode()[-2000:])
-    for name in made_files(line.split("#")[0]):
+    for name in [f for c in commands for f in made_files(c)]:
         path = docs_dir / name
         assert path.is_file() and path.stat().st_size > 0, "%s did not make %s" % (line, name)
         if name.endswith((".xlsx", ".docx", ".pptx")):
             assert zipfile.is_zipfile(path), name
-    if re.search(r"\bkiln run\b", line):
-        result = json.loads(proc.stdout)
+    if not runs:
+        return
+    results = json_values(proc.stdout.decode())
+    assert len(results) == len(runs), (runs, proc.stdout.decode()[-2000:])
+    for command, result in zip(runs, results):
         assert result["status"] == "ok" and not result["render_errors"], result
-        if "csv_to_spreadsheet" in line:
-            # saved specs are rendered without asking (item 15)
+        if "samples/jobs/" in command:
+            # a sample job's saved specs are rendered without asking (item 15)
             assert result["documents"], result
             for d in result["documents"]:
                 assert (docs_dir / "out" / d["name"]).is_file()
-        if "-- " in line:
+        if "-- " in command:
             assert "args:" in result["stdout"]["text"] or "[" in result["stdout"]["text"], result

@@ -13,7 +13,7 @@ import zipfile
 import pytest
 
 from conftest import SAMPLES, assert_ooxml_ok, describe, load_json, out_text, run_kiln, soffice_convert
-from serve_helpers import MEDIA_TYPES, serve_factory, server  # noqa: F401 (fixtures)
+from serve_helpers import MEDIA_TYPES, serve_factory, server, validate_component  # noqa: F401 (fixtures)
 
 try:
     import openpyxl
@@ -181,6 +181,21 @@ def test_format_from_filename(server):
     assert r.status == 201 and r.json["media_type"] == MEDIA_TYPES["xlsx"], r
     r = server.request("POST", "/v1/render", body={"spec": spec, "format": "xlsx"})
     assert r.status == 201 and r.json["filename"] == "document.xlsx", r
+
+
+def test_render_null_members_are_left_out(server):
+    """format, filename and inputs given as null are as if left out, as docs/openapi.json's
+    RenderRequest says (and the requests validate against it): the format from the file
+    name, the default name for the format; and neither is still a 400 naming /format."""
+    spec = {"version": 1, "sheets": [{"name": "S", "rows": [["a", 1]]}]}
+    for body, name in (({"format": None, "filename": "n.docx", "inputs": None}, "n.docx"),
+                       ({"format": "pdf", "filename": None, "inputs": None}, "document.pdf")):
+        body["spec"] = spec
+        validate_component(body, "RenderRequest")
+        r = server.request("POST", "/v1/render", body=body)
+        assert r.status == 201 and r.json["filename"] == name, r
+    r = server.request("POST", "/v1/render", body={"spec": spec, "format": None, "filename": None})
+    assert r.status == 400 and r.json["error"]["details"]["pointer"] == "/format", r
 
 
 def test_render_csv_input(server, tmp_path):

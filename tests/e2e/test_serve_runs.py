@@ -23,7 +23,7 @@ import pytest
 
 from conftest import KILN_BIN, SAMPLES, err_text, run_kiln
 from serve_helpers import (API_KEYS, MEDIA_TYPES, MIB, check_response, need_root,  # noqa: F401
-                           request_on, serve_factory, server)
+                           request_on, serve_factory, server, validate_component)
 
 try:
     import openpyxl
@@ -204,6 +204,24 @@ def test_run_renders_saved_specs_unless_told_not_to(server):
     assert r.status == 200 and r.json["documents"] == [], r.json
     assert [f["name"] for f in r.json["files"]] == [".kiln/a.xlsx.spec.json"], r.json
     assert r.json["files"][0]["file"]["source"] == "output"
+
+
+def test_run_null_members_are_left_out(server):
+    """Every optional member given as null is as if left out, as docs/openapi.json's
+    RunRequest says (and the request validates against it): python, no inputs or args,
+    the server's limits, the saved spec rendered."""
+    body = {"code": "import sys, kiln\nprint(len(sys.argv))\nwb = kiln.Workbook()\n"
+                    "wb.sheet([{'a': 1}], name='S')\nwb.save('n.xlsx')\n",
+            "language": None, "inputs": None, "args": None, "render": None, "limits": None}
+    validate_component(body, "RunRequest")
+    r = server.request("POST", "/v1/runs", body=body, timeout=180)
+    assert r.status == 200 and r.json["status"] == "ok", r.json
+    assert r.json["stdout"]["text"] == "1\n"
+    assert [d["name"] for d in r.json["documents"]] == ["n.xlsx"], r.json
+    for member, value in (("render", 0), ("language", False), ("limits", [])):
+        bad = dict(body, **{member: value})
+        r = server.request("POST", "/v1/runs", body=bad, timeout=60)
+        assert r.status == 422 and r.json["error"]["details"]["errors"][0]["pointer"] == "/" + member, r.json
 
 
 def test_run_file_too_large_to_store_is_listed_with_why(serve_factory):
