@@ -1,6 +1,6 @@
 """Checks of the documents the sample jobs (samples/jobs/*.py) produce, shared by
 test_kiln_py.py (jobs run directly, specs rendered with `kiln render`) and
-test_run_samples.py (jobs run through `kiln run --render`).
+test_run_samples.py (jobs run through `kiln run`, which renders their saved specs).
 
 What each document must hold is computed here with pandas from the job's input CSV,
 independently of the job's own code, and compared with what independent readers

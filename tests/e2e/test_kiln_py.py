@@ -6,7 +6,7 @@ Every spec the module saves must pass `kiln validate`; each is rendered with
 `kiln render` and read back with independent readers (openpyxl, python-docx,
 pdftotext, the unzipped pptx XML), values compared with what pandas computes. The
 sample jobs (samples/jobs/*.py) are run directly too, their documents checked as in
-test_run_samples.py (which runs them through `kiln run --render`).
+test_run_samples.py (which runs them through `kiln run`).
 """
 import datetime as dt
 import importlib.util

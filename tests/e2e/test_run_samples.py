@@ -1,6 +1,6 @@
 """End-to-end tests of the sample jobs (samples/jobs/*.py) through the sandbox:
 
-    kiln run --render -i samples/jobs/data/sales.csv -o OUT samples/jobs/csv_to_spreadsheet.py
+    kiln run -i samples/jobs/data/sales.csv -o OUT samples/jobs/csv_to_spreadsheet.py
 
 Each job must end with status "ok", list its documents (name, format, size, media type,
 SHA-256 matching the copy in OUT), and each document must pass the writer tests' checks:
@@ -34,11 +34,12 @@ STDOUT_SAYS = {"csv_to_spreadsheet.py": "total revenue: ", "report.py": "Revenue
 
 @pytest.fixture(scope="module")
 def run_results(tmp_path_factory, kiln_bin):
-    """{job: (result JSON, out dir)} for every sample job, run once with --render."""
+    """{job: (result JSON, out dir)} for every sample job, run once as the README runs it
+    (its saved specs rendered by default)."""
     results = {}
     for job, (inputs, _) in sorted(JOB_OUTPUTS.items()):
         out = tmp_path_factory.mktemp("run-" + Path(job).stem) / "out"
-        args = ["run", "--render"]
+        args = ["run"]
         for f in inputs:
             args += ["-i", f]
         args += ["-o", out, JOBS / job]
@@ -140,7 +141,7 @@ def test_libreoffice_opens(run_results, lo_pdfs, job, name):
 def test_readme_lists_every_job():
     readme = (JOBS / "README.md").read_text(encoding="utf-8")
     for job, (inputs, outputs) in JOB_OUTPUTS.items():
-        cmd = "kiln run --render %s -o out samples/jobs/%s" % (
+        cmd = "kiln run %s -o out samples/jobs/%s" % (
             " ".join("-i samples/jobs/data/%s" % f.name for f in inputs), job)
         assert cmd in readme, "README does not show: " + cmd
         for o in outputs:
