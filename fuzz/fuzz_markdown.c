@@ -13,6 +13,45 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
+/* Every run is NUL-terminated at its length. */
+static void check_text(const kiln_text *t)
+{
+    for (size_t k = 0; k < t->run_count; k++)
+        if (strlen(t->runs[k].text) != t->runs[k].len)
+            abort();
+}
+
+static void check_list(const kiln_list *l)
+{
+    for (size_t i = 0; i < l->item_count; i++) {
+        check_text(&l->items[i].text);
+        if (l->items[i].children)
+            check_list(l->items[i].children);
+    }
+}
+
+/* What came out, each block by its kind (a block's members share a union). */
+static void check_block(const kiln_block *b)
+{
+    switch (b->kind) {
+    case KILN_BLOCK_HEADING:
+    case KILN_BLOCK_PARAGRAPH:
+    case KILN_BLOCK_QUOTE:
+        check_text(&b->text);
+        break;
+    case KILN_BLOCK_LIST:
+        check_list(&b->list);
+        break;
+    case KILN_BLOCK_TABLE:
+        if (((const kiln_inline_rows *)b->table->data.private_rows)->count !=
+            b->table->data.inline_row_count)
+            abort();
+        break;
+    default:
+        break;
+    }
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     kiln_limits lim;
@@ -31,17 +70,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     kiln_status st = kiln_markdown_to_blocks(&arena, (const char *)data, size, "/blocks/0",
                                              &lim, &blocks, &count, &err);
     if (st == KILN_E_OK) {
-        /* walk what came out: every run is NUL-terminated at its length */
-        for (size_t i = 0; i < count; i++) {
-            const kiln_text *t = &blocks[i].text;
-            for (size_t k = 0; k < t->run_count; k++)
-                if (strlen(t->runs[k].text) != t->runs[k].len)
-                    abort();
-            if (blocks[i].kind == KILN_BLOCK_TABLE &&
-                ((const kiln_inline_rows *)blocks[i].table->data.private_rows)->count !=
-                    blocks[i].table->data.inline_row_count)
-                abort();
-        }
+        for (size_t i = 0; i < count; i++)
+            check_block(&blocks[i]);
     } else if (err.code != st || st == KILN_E_INTERNAL || strcmp(err.pointer, "/blocks/0/text") != 0) {
         abort();
     }
