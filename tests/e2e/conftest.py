@@ -46,16 +46,21 @@ SANITIZED = "ASAN_OPTIONS" in os.environ
 SANDBOX_FILES = {"test_sandbox.py", "test_run_cli.py", "test_run_samples.py", "test_kiln_py.py",
                  "test_serve_runs.py", "test_serve_files.py", "test_serve_demo.py",
                  "test_docs_commands.py"}
+# Fixtures that mount something on the host (a small tmpfs for a full disk): a test using
+# one runs with the sandbox files, whose host checks would see its mount as the sandbox's.
+HOST_MOUNT_FIXTURES = {"small_disk"}
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's own, which reads the groups
 def pytest_collection_modifyitems(config, items):
-    """xdist groups (`make e2e` runs `--dist loadgroup`): the sandbox files share one; every
-    other file is a group of its own, so its module and session fixtures (a LibreOffice run
-    over every sample, say) are made once, in one worker."""
+    """xdist groups (`make e2e` runs `--dist loadgroup`): the sandbox files, and the tests
+    that mount on the host, share one; every other file is a group of its own, so its
+    module and session fixtures (a LibreOffice run over every sample, say) are made once,
+    in one worker."""
     for item in items:
         name = item.path.name
-        group = "sandbox" if name in SANDBOX_FILES else name
+        group = ("sandbox" if name in SANDBOX_FILES or HOST_MOUNT_FIXTURES & set(item.fixturenames)
+                 else name)
         item.add_marker(pytest.mark.xdist_group(group))
 
 
