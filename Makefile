@@ -177,7 +177,7 @@ check:
 # scan then crashes ("Tracer caught signal 11"), as the heap's layout happens to
 # fall (a .pptx whose output name is 32 bytes long, say; valgrind finds the same
 # run clean). Not scanning those blocks can only report more leaks, never hide one.
-SAN_ENV := ASAN_OPTIONS=fast_unwind_on_malloc=0:detect_leaks=1:intercept_tls_get_addr=0 \
+SAN_ENV := ASAN_OPTIONS=fast_unwind_on_malloc=1:detect_leaks=1:intercept_tls_get_addr=0 \
 	LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp:print_suppressions=0 \
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 

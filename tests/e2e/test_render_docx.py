@@ -23,7 +23,6 @@ import datetime as dt
 import io
 import json
 import math
-import os
 import posixpath
 import re
 import shutil
@@ -2721,18 +2720,8 @@ def render_docx(name, spec_path, out, *extra, timeout=1200):
     """Render once; a failure (or a render slower than timeout) is kept for the tests that
     need the file, rather than failing the whole module's fixture."""
     before = utcnow().replace(microsecond=0)
-    env = None
-    if name in BIG_SAMPLES and "ASAN_OPTIONS" in os.environ:
-        # Under `make asan`, malloc stacks are unwound the slow, exact way (for the
-        # leak suppressions of libxlsxwriter, tests/lsan.supp). The 200,000-row table
-        # makes hundreds of millions of libxml2 allocations and no libxlsxwriter
-        # ones, so it takes the fast unwinder: minutes instead of a quarter-hour,
-        # with every check of AddressSanitizer still on.
-        env = dict(os.environ)
-        env["ASAN_OPTIONS"] = env["ASAN_OPTIONS"].replace("fast_unwind_on_malloc=0",
-                                                          "fast_unwind_on_malloc=1")
     try:
-        proc = run_kiln("render", spec_path, "-o", out, *extra, timeout=timeout, env=env)
+        proc = run_kiln("render", spec_path, "-o", out, *extra, timeout=timeout)
     except subprocess.TimeoutExpired:
         return Rendered(name, Path(spec_path), load_json(spec_path), None, None,
                         "no result after %d s" % timeout)
