@@ -87,15 +87,23 @@ static void wait_counts(kiln_jobs *jobs, unsigned running, unsigned queued)
     fail_msg("the pool never reached %u running, %u queued", running, queued);
 }
 
+/* A pool of one worker, held at the gate by job 0, with room for queue_max
+ * more: the state every queue test starts from. */
+static kiln_jobs *one_worker_held(unsigned queue_max)
+{
+    kiln_jobs *jobs;
+    kiln_error err;
+    gate_reset();
+    assert_int_equal(kiln_jobs_init(&jobs, 1, queue_max, &err), KILN_E_OK);
+    assert_int_equal(kiln_jobs_submit(jobs, job_record, (void *)(intptr_t)0), 0);
+    wait_counts(jobs, 1, 0);
+    return jobs;
+}
+
 static void test_jobs_order(void **state)
 {
     (void)state;
-    gate_reset();
-    kiln_jobs *jobs;
-    kiln_error err;
-    assert_int_equal(kiln_jobs_init(&jobs, 1, 10, &err), KILN_E_OK);
-    assert_int_equal(kiln_jobs_submit(jobs, job_record, (void *)(intptr_t)0), 0);
-    wait_counts(jobs, 1, 0);
+    kiln_jobs *jobs = one_worker_held(10);
     for (int i = 1; i <= 5; i++)
         assert_int_equal(kiln_jobs_submit(jobs, job_record, (void *)(intptr_t)i), 0);
     wait_counts(jobs, 1, 5);
@@ -111,12 +119,7 @@ static void test_jobs_order(void **state)
 static void test_jobs_queue_full(void **state)
 {
     (void)state;
-    gate_reset();
-    kiln_jobs *jobs;
-    kiln_error err;
-    assert_int_equal(kiln_jobs_init(&jobs, 1, 2, &err), KILN_E_OK);
-    assert_int_equal(kiln_jobs_submit(jobs, job_record, (void *)(intptr_t)0), 0);
-    wait_counts(jobs, 1, 0);
+    kiln_jobs *jobs = one_worker_held(2);
     assert_int_equal(kiln_jobs_submit(jobs, job_record, (void *)(intptr_t)1), 0);
     assert_int_equal(kiln_jobs_submit(jobs, job_record, (void *)(intptr_t)2), 0);
     /* Two wait: the third is refused, and the caller keeps its argument. */
@@ -145,10 +148,7 @@ static void test_jobs_no_queue(void **state)
         wait_counts(jobs, 0, 0);
         kiln_jobs_shutdown(jobs, NULL);
     }
-    gate_reset();
-    assert_int_equal(kiln_jobs_init(&jobs, 1, 0, &err), KILN_E_OK);
-    assert_int_equal(kiln_jobs_submit(jobs, job_record, (void *)(intptr_t)0), 0);
-    wait_counts(jobs, 1, 0);
+    jobs = one_worker_held(0);
     assert_int_equal(kiln_jobs_submit(jobs, job_record, (void *)(intptr_t)1), -1);
     gate_release();
     wait_counts(jobs, 0, 0);
@@ -165,12 +165,7 @@ static int odd_gone(void *arg)
 static void test_jobs_drop_gone(void **state)
 {
     (void)state;
-    gate_reset();
-    kiln_jobs *jobs;
-    kiln_error err;
-    assert_int_equal(kiln_jobs_init(&jobs, 1, 10, &err), KILN_E_OK);
-    assert_int_equal(kiln_jobs_submit(jobs, job_record, (void *)(intptr_t)0), 0);
-    wait_counts(jobs, 1, 0);
+    kiln_jobs *jobs = one_worker_held(10);
     for (int i = 1; i <= 6; i++)
         assert_int_equal(kiln_jobs_submit(jobs, job_record, (void *)(intptr_t)i), 0);
     assert_int_equal(kiln_jobs_drop_gone(jobs, odd_gone, job_cancel), 3);
@@ -197,12 +192,7 @@ static void *shutdown_thread(void *arg)
 static void test_jobs_shutdown_cancels(void **state)
 {
     (void)state;
-    gate_reset();
-    kiln_jobs *jobs;
-    kiln_error err;
-    assert_int_equal(kiln_jobs_init(&jobs, 1, 5, &err), KILN_E_OK);
-    assert_int_equal(kiln_jobs_submit(jobs, job_record, (void *)(intptr_t)0), 0);
-    wait_counts(jobs, 1, 0);
+    kiln_jobs *jobs = one_worker_held(5);
     assert_int_equal(kiln_jobs_submit(jobs, job_record, (void *)(intptr_t)1), 0);
     assert_int_equal(kiln_jobs_submit(jobs, job_record, (void *)(intptr_t)2), 0);
     pthread_t t;
