@@ -831,8 +831,40 @@ static double smallest_run(const kiln_text *t, double size_pt)
     return least;
 }
 
+/* The lines a text certainly has: one, and one more for each line break
+ * (LF or U+2028) with something other than white space after it; breaks in
+ * a row make empty lines, each a line high. A break with nothing after it
+ * starts no line. */
+static double forced_lines(const kiln_text *t)
+{
+    size_t lines = 1, pending = 0;
+    for (size_t i = 0; i < t->run_count; i++) {
+        const unsigned char *s = (const unsigned char *)t->runs[i].text;
+        size_t len = t->runs[i].len;
+        for (size_t j = 0; j < len; j++) {
+            if (s[j] == '\n') {
+                pending++;
+            } else if (s[j] == 0xE2 && j + 2 < len && s[j + 1] == 0x80 && s[j + 2] == 0xA8) {
+                pending++;
+                j += 2;
+            } else if (s[j] != ' ' && s[j] != '\t' && s[j] != '\r') {
+                lines += pending;
+                pending = 0;
+            }
+        }
+    }
+    return (double)lines;
+}
+
+/* The least height of a text: its forced lines at the smallest size it is set
+ * in, at single spacing. */
+static double text_min_height(const kiln_text *t, double size_pt)
+{
+    return forced_lines(t) * smallest_run(t, size_pt);
+}
+
 /* The least height a block can take, in points: the lines it certainly has
- * (one per paragraph, heading, quote and list item, one per line of code) at
+ * (those of each paragraph, heading, quote and list item, one per line of code) at
  * the smallest size its text is set in, at single spacing, and the space
  * after it; a table's rows in the spec at the least a row can be
  * (pdf_table_min_height). Images, charts and a data file's rows count for
@@ -852,15 +884,15 @@ static double block_min_height(const pdf_ctx *ctx, const kiln_block *b)
         return text + (room > 0 ? ceil(text / room) : 1) * 2 * CODE_PAD;
     }
     case KILN_BLOCK_PARAGRAPH:
-        return smallest_run(&b->text, ctx->body_size) + ctx->body_size * 0.6;
+        return text_min_height(&b->text, ctx->body_size) + ctx->body_size * 0.6;
     case KILN_BLOCK_HEADING:
-        return smallest_run(&b->text, heading_size(ctx, b->level));
+        return text_min_height(&b->text, heading_size(ctx, b->level));
     case KILN_BLOCK_QUOTE:
-        return smallest_run(&b->text, ctx->body_size) + ctx->body_size * 0.8;
+        return text_min_height(&b->text, ctx->body_size) + ctx->body_size * 0.8;
     case KILN_BLOCK_LIST: {
         double h = ctx->body_size * 0.5;
         for (size_t i = 0; i < b->list.item_count; i++)
-            h += smallest_run(&b->list.items[i].text, ctx->body_size);
+            h += text_min_height(&b->list.items[i].text, ctx->body_size);
         return h;
     }
     default:

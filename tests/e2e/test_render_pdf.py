@@ -1999,7 +1999,7 @@ def test_line_breaks_are_one_rule(tmp_path, kiln_bin):
 
 # =========================================================================== the page limit, early
 
-@pytest.mark.parametrize("kind", ["paragraphs", "code"])
+@pytest.mark.parametrize("kind", ["paragraphs", "code", "line_breaks"])
 def test_page_limit_met_before_layout(tmp_path, kind):
     """A PDF that certainly needs more than 20,000 pages is refused before any page is laid
     out (issue 15 item 1): its text at the least height it can take is counted first, so
@@ -2014,6 +2014,14 @@ def test_page_limit_met_before_layout(tmp_path, kind):
     elif kind == "code":
         spec = {"blocks": [{"type": "paragraph", "text": "before"},
                            {"type": "code", "text": "\n".join("line %d" % i for i in range(1300000))}]}
+    elif kind == "line_breaks":
+        # each paragraph, list item and heading 700 lines by its breaks (LF, U+2028): the
+        # estimate counted one line a paragraph, and laid out 200 MB of pages first
+        lines = ["x\n" * 699 + "y", "x\u2028" * 699 + "y"]
+        spec = {"blocks": [{"type": "paragraph", "text": lines[i % 2]} if i % 3 else
+                           {"type": "list", "items": [lines[0], lines[1]]} if i % 2 else
+                           {"type": "heading", "level": 3, "text": lines[0]}
+                           for i in range(1600)]}
     out = tmp_path / "big.pdf"
     proc = run_kiln("render", write_spec(tmp_path, spec), "-o", out, "--json", timeout=300)
     assert proc.returncode == 3, describe(proc)
@@ -2021,7 +2029,7 @@ def test_page_limit_met_before_layout(tmp_path, kind):
     assert e["code"] == "limit_exceeded" and e["limit"] == 20000 and e["actual"] > 20000, e
     assert "at least" in e["message"], "refused during layout, not before it: %s" % e
     assert e["pointer"].startswith("/blocks/"), e
-    if kind != "paragraphs":
+    if kind == "code":
         assert e["pointer"] == "/blocks/1", e
     assert not out.exists()
 
