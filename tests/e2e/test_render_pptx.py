@@ -1510,11 +1510,21 @@ def test_missing_output_directory(tmp_path, kiln_bin):
 def test_nested_lists_number_for_themselves(tmp_path, kiln_bin):
     """Bullets and numbers mix across levels (each nested list says "ordered" and "start"
     for itself): a numbered item is autonumbered in its level's scheme (1., a., i.),
-    counting from its own list's start, and a bullet under a number is a bullet."""
-    from test_render_docx import MIXED_LISTS_SPEC, MIXED_LIST_ITEMS
+    counting from its own list's start, and a bullet under a number is a bullet, its
+    level's (•, ◦, ▪) as in every format."""
+    from test_render_docx import MIXED_LISTS_SPEC, MIXED_LIST_ITEMS, list_marker
     out = render_ok(write_spec(tmp_path, MIXED_LISTS_SPEC), tmp_path / "lists.pptx")
     assert_ooxml_ok(out)
     deck = Deck(out)
+    body_style = deck.xml("ppt/slideMasters/slideMaster1.xml").find("p:txStyles/p:bodyStyle", NS)
+
+    def bullet_glyph(p, level):
+        """The bullet PowerPoint draws: the paragraph's own a:buChar, else its level's
+        in the master's body style (the list is in a body placeholder)."""
+        own = p.find("a:pPr/a:buChar", NS)
+        if own is None:
+            own = body_style.find("a:lvl%dpPr/a:buChar" % (level + 1), NS)
+        return None if own is None else own.get("char")
     paras = []
     for s in deck.slides():
         for sp in shapes(deck.xml(s)):
@@ -1532,6 +1542,9 @@ def test_nested_lists_number_for_themselves(tmp_path, kiln_bin):
         if number is None:
             if auto is not None or p.find("a:pPr/a:buNone", NS) is not None:
                 errs.append("%r should be a bullet: %s" % (text, etree.tostring(p.find("a:pPr", NS))))
+            elif bullet_glyph(p, level) != list_marker(level, None):
+                errs.append("%r at level %d shows %r, want %r as every format" % (
+                    text, level, bullet_glyph(p, level), list_marker(level, None)))
         else:
             kind = ("arabicPeriod", "alphaLcPeriod", "romanLcPeriod")[level % 3]
             if auto is None or auto.get("type") != kind:
