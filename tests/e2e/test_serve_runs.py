@@ -151,6 +151,23 @@ def test_run_bash_and_args(server):
     assert r.json["stdout"]["text"] == "args: a b c\n"
 
 
+def test_a_spec_that_cannot_render_is_under_render_errors(server):
+    """docs/serve.md: a saved spec that cannot be rendered is listed under render_errors
+    with each error's code, JSON pointer and message, not under documents; the run's
+    other specs still render."""
+    code = "\n".join([
+        "mkdir -p .kiln",
+        "echo '{\"blocks\": [{\"type\": \"paragraph\", \"text\": \"fine\"}]}' > .kiln/good.pdf.spec.json",
+        "echo '{\"blocks\": [{\"type\": \"nosuch\"}]}' > .kiln/bad.docx.spec.json"])
+    r = run(server, code, language="bash")
+    assert r.status == 200, r
+    res = r.json
+    assert [d["name"] for d in res["documents"]] == ["good.pdf"], res
+    assert [e["spec"] for e in res["render_errors"]] == [".kiln/bad.docx.spec.json"], res
+    errs = res["render_errors"][0]["errors"]
+    assert errs and errs[0]["pointer"] == "/blocks/0/type" and errs[0]["code"] and errs[0]["message"], errs
+
+
 def test_run_produces_file_and_document(server, tmp_path):
     code = "\n".join([
         "import pandas as pd",
