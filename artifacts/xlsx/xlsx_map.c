@@ -216,6 +216,20 @@ static xlsx_plan_sheet *add_table_sheet(builder *b, const kiln_table *t, const c
     return s;
 }
 
+/* A table maps to a sheet only while the workbook has room for one more:
+ * the sheet limit holds for mapped sheets as for a spec's own (and naming a
+ * sheet uniquely compares it with those before it, so it also bounds that
+ * work). */
+static kiln_status check_sheet_room(const builder *b, const char *pointer, kiln_error *err)
+{
+    if (b->plan->count < KILN_LIMIT_SHEETS)
+        return KILN_E_OK;
+    return kiln_error_limit(err, KILN_E_LIMIT, pointer, KILN_LIMIT_SHEETS, b->plan->count + 1,
+                            "the workbook would have more than %u sheets (a sheet for each "
+                            "table)",
+                            (unsigned)KILN_LIMIT_SHEETS);
+}
+
 static int attach(builder *b, xlsx_plan_sheet *s, const kiln_chart *c)
 {
     if (s)
@@ -240,6 +254,9 @@ static kiln_status map_content(builder *b, kiln_error *err)
             const kiln_table *t = bl->table;
             const char *nm = t->name ? t->name : have_heading ? heading : NULL;
             size_t nl = t->name ? strlen(t->name) : heading_len;
+            kiln_status st = check_sheet_room(b, bl->pointer, err);
+            if (st != KILN_E_OK)
+                return st;
             current = add_table_sheet(b, t, nm, nl, bl->pointer);
             if (!current)
                 goto fail_oom;
@@ -253,6 +270,9 @@ static kiln_status map_content(builder *b, kiln_error *err)
     for (size_t i = 0; doc->block_count == 0 && i < doc->slide_count; i++) {
         const kiln_slide *sl = &doc->slides[i];
         if (sl->table) {
+            kiln_status st = check_sheet_room(b, sl->pointer, err);
+            if (st != KILN_E_OK)
+                return st;
             const char *nm = sl->table->name ? sl->table->name : sl->title;
             current = add_table_sheet(b, sl->table, nm, nm ? strlen(nm) : 0, sl->pointer);
             if (!current)

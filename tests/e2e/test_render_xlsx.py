@@ -1840,3 +1840,28 @@ def test_line_breaks_are_one_rule(tmp_path):
             if "%s-%s one two-%s" % (what, k, k) not in got:
                 errs.append("%s text with %s should be one line: %r" % (what, k, got))
     assert not errs, "\n".join(errs)
+
+
+@pytest.mark.parametrize("where", ["blocks", "slides"])
+def test_tables_past_the_sheet_limit_are_refused(tmp_path, where):
+    """A table becomes a sheet, and the workbook holds at most 256 (docs/spec.md
+    "Limits"), mapped sheets as a spec's own: 256 tables make 256 sheets; the 257th is
+    refused, naming its block or slide, before a sheet is written."""
+    def spec(n):
+        if where == "blocks":
+            return {"blocks": [{"type": "table", "columns": [{"header": "n"}], "rows": [[i]]}
+                               for i in range(n)]}
+        return {"slides": [{"layout": "table", "title": "S%d" % i, "table": {"columns": [{"header": "n"}], "rows": [[i]]}}
+                           for i in range(n)]}
+    ok = render_ok(write_spec(tmp_path, spec(256), "fits.json"), tmp_path / "fits.xlsx")
+    wb = openpyxl.load_workbook(ok, read_only=True)
+    assert len([ws for ws in wb.worksheets if ws.sheet_state == "visible"]) == 256
+    assert wb.worksheets[255]["A2"].value == 255
+    wb.close()
+    out = tmp_path / "over.xlsx"
+    proc = run_kiln("render", write_spec(tmp_path, spec(257), "over.json"), "-o", out, "--json")
+    assert proc.returncode == 3, describe(proc)
+    e = json.loads(proc.stdout)["errors"][0]
+    assert e["code"] == "limit_exceeded" and e["limit"] == 256 and e["actual"] == 257, e
+    assert e["pointer"] == "/%s/256" % where, e
+    assert not out.exists()
