@@ -52,7 +52,7 @@ UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 TEMPLATES := $(shell find templates -type f) exec/python/kiln.py
 
-.PHONY: all deps check unit unit-bins e2e asan fuzz fuzz-check fuzz-targets bench samples demo serve clean
+.PHONY: all deps check unit unit-bins e2e asan asan-bins fuzz fuzz-check fuzz-targets bench samples demo serve clean
 all: $(BIN)
 
 $(BUILD)/libkiln.a: $(LIB_OBJS)
@@ -160,15 +160,23 @@ unit: $(UNIT_BINS)
 e2e: $(BIN) samples
 	KILN_BIN=$(BIN) $(PYTHON) -m pytest -q -n $(E2E_WORKERS) --dist loadgroup tests/e2e
 
-# Builds first, NPROC compilers at a time; then the tests.
+# Builds first, NPROC compilers at a time; then the tests. Each part is timed
+# (mk/timed.sh) and the times printed at the end (tests/README.md).
+CHECK_TIMES := $(BUILD)/check-times.log
+TIMED := mk/timed.sh $(CHECK_TIMES)
 check:
-	$(MAKE) -j$(NPROC) all unit-bins
-	$(MAKE) samples
-	$(MAKE) unit
-	$(MAKE) e2e
-	$(MAKE) -j$(NPROC) fuzz-targets
-	$(MAKE) fuzz-check
-	$(MAKE) asan
+	@mk/timed.sh --start $(CHECK_TIMES)
+	$(TIMED) build $(MAKE) -j$(NPROC) all unit-bins
+	$(TIMED) samples $(MAKE) samples
+	$(TIMED) unit $(MAKE) unit
+	$(TIMED) e2e $(MAKE) e2e
+	$(TIMED) fuzz-build $(MAKE) -j$(NPROC) fuzz-targets
+	$(TIMED) fuzz-check $(MAKE) fuzz-check
+	$(TIMED) asan-build $(MAKE) asan-bins
+	$(TIMED) asan-unit env $(SAN_ENV) $(ASAN_MAKE) unit
+	$(TIMED) asan-e2e env $(SAN_ENV) $(ASAN_MAKE) e2e
+	@echo "make check: every part passed; wall time by part:"
+	@mk/timed.sh --report $(CHECK_TIMES)
 
 # Sanitizer runtime settings for every instrumented run (tests/lsan.supp says why).
 # intercept_tls_get_addr=0: clang 14's LeakSanitizer tracks the thread-local blocks
@@ -187,8 +195,10 @@ SAN_ENV := ASAN_OPTIONS=fast_unwind_on_malloc=1:detect_leaks=1:intercept_tls_get
 ASAN_MAKE := $(MAKE) BUILD=build-asan BIN=build-asan/bin/kiln CC=clang \
 	OPT="-O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" \
 	LDFLAGS="-fsanitize=address,undefined"
-asan:
+asan-bins:
 	$(ASAN_MAKE) -j$(NPROC) all unit-bins
+
+asan: asan-bins
 	$(SAN_ENV) $(ASAN_MAKE) unit e2e
 
 # Fuzzing (fuzz/README.md). The library is compiled once with the sanitizers
