@@ -167,6 +167,7 @@ TIMED := mk/timed.sh $(CHECK_TIMES)
 check:
 	@mk/timed.sh --start $(CHECK_TIMES)
 	$(TIMED) build $(MAKE) -j$(NPROC) all unit-bins
+	$(TIMED) banned tests/check_banned.sh
 	$(TIMED) samples $(MAKE) samples
 	$(TIMED) unit $(MAKE) unit
 	$(TIMED) e2e $(MAKE) e2e

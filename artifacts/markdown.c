@@ -42,6 +42,7 @@
 
 #include "../common/utf8.h"
 #include "spec_internal.h"
+#include "../common/banned.h"
 
 #define MD_FLAGS                                                                          \
     (MD_FLAG_TABLES | MD_FLAG_STRIKETHROUGH | MD_FLAG_PERMISSIVEAUTOLINKS | MD_FLAG_NOHTML)

@@ -11,6 +11,7 @@
 
 #include "markdown.h"
 #include "spec_internal.h"
+#include "../common/banned.h"
 
 /* ---- text and runs ---- */
 
@@ -354,7 +355,8 @@ static const char *quote_sheet(kiln_pctx *c, const char *sheet, const char *rest
     size_t n = strlen(sheet), q = 0;
     for (size_t i = 0; i < n; i++)
         q += sheet[i] == '\'';
-    char *out = kiln_arena_alloc(c->arena, n + q + strlen(rest) + 4);
+    size_t rest_len = strlen(rest);
+    char *out = kiln_arena_alloc(c->arena, n + q + rest_len + 4);
     if (!out) {
         kiln_pnomem(c);
         return NULL;
@@ -368,7 +370,7 @@ static const char *quote_sheet(kiln_pctx *c, const char *sheet, const char *rest
     }
     *p++ = '\'';
     *p++ = '!';
-    strcpy(p, rest);
+    memcpy(p, rest, rest_len + 1);
     return out;
 }
 

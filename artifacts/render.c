@@ -9,6 +9,7 @@
 
 #include <string.h>
 #include <strings.h>
+#include "../common/banned.h"
 
 static const kiln_writer writers[KILN_FORMAT__COUNT] = {
     {KILN_FORMAT_XLSX, "xlsx", ".xlsx",

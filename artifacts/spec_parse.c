@@ -29,6 +29,7 @@
 #include "../common/templates.h"
 #include "markdown.h"
 #include "spec_internal.h"
+#include "../common/banned.h"
 
 kiln_limits kiln_limits_default(void)
 {

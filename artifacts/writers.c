@@ -6,6 +6,7 @@
  * fuzzers link, writers_static.c reads it directly.
  */
 #include "render.h"
+#include "../common/banned.h"
 
 const kiln_write_fn kiln_write_fns[KILN_FORMAT__COUNT] = {
     [KILN_FORMAT_XLSX] = kiln_xlsx_write,

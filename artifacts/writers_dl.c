@@ -23,12 +23,13 @@
 #include <unistd.h>
 
 #include "render.h"
+#include "../common/banned.h"
 
 #define KILN_WRITERS_SO "kiln-writers.so"
 
 static pthread_once_t load_once = PTHREAD_ONCE_INIT;
 static const kiln_write_fn *table;
-static char load_error[512];
+static char load_error[PATH_MAX + 64]; /* a path and a few words */
 
 /* $KILN_WRITERS, else kiln-writers.so in the executable's directory. */
 static void load(void)
@@ -37,19 +38,20 @@ static void load(void)
     const char *env = getenv("KILN_WRITERS");
     if (env && env[0]) {
         if (strlen(env) >= sizeof path) {
-            strcpy(load_error, "KILN_WRITERS is too long");
+            snprintf(load_error, sizeof load_error, "KILN_WRITERS is too long");
             return;
         }
-        strcpy(path, env);
+        snprintf(path, sizeof path, "%s", env);
     } else {
         ssize_t n = readlink("/proc/self/exe", path, sizeof path - sizeof KILN_WRITERS_SO - 1);
         if (n <= 0 || (size_t)n >= sizeof path - sizeof KILN_WRITERS_SO - 1) {
-            strcpy(load_error, "cannot find the kiln executable's directory");
+            snprintf(load_error, sizeof load_error, "cannot find the kiln executable's directory");
             return;
         }
         path[n] = '\0';
         char *slash = strrchr(path, '/');
-        strcpy(slash ? slash + 1 : path, KILN_WRITERS_SO);
+        char *name = slash ? slash + 1 : path;
+        snprintf(name, sizeof path - (size_t)(name - path), "%s", KILN_WRITERS_SO);
     }
     void *handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (!handle) {

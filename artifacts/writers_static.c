@@ -4,6 +4,7 @@
  * uses writers_dl.c instead.
  */
 #include "render.h"
+#include "../common/banned.h"
 
 extern const kiln_write_fn kiln_write_fns[KILN_FORMAT__COUNT];
 

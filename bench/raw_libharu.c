@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "../common/banned.h"
 
 #define FONT_DIR "/usr/share/fonts/truetype/dejavu/"
 #define MARGIN 72.0 /* docs/spec.md "page": the default margins */

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <xlsxwriter.h>
+#include "../common/banned.h"
 
 #define MAX_FIELDS 10
 #define LINE_MAX_BYTES (1 << 16)

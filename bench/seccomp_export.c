@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "exec/exec_internal.h"
+#include "../common/banned.h"
 
 int main(int argc, char **argv)
 {

@@ -27,6 +27,7 @@
 #include "exec/run.h"
 
 #include <xlsxwriter.h> /* LXW_VERSION, for --version */
+#include "../common/banned.h"
 
 static const char usage_main[] =
     "usage: kiln COMMAND [OPTIONS]\n"

@@ -29,6 +29,7 @@
 #include "service/auth.h"
 #include "service/server.h"
 #include "service/store.h"
+#include "../common/banned.h"
 
 int kiln_serve_main(int argc, char **argv);
 

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "banned.h"
 
 #define CHUNK_MIN (64u * 1024u)
 #define ALIGN 16u

@@ -4,6 +4,7 @@
 #include "color.h"
 
 #include <math.h>
+#include "banned.h"
 
 static double hue_to_channel(double p, double q, double t)
 {

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include "banned.h"
 
 int kiln_mkdir_p(const char *path, mode_t parents_mode, mode_t mode)
 {

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <string.h>
 #include <strings.h>
+#include "banned.h"
 
 static const struct {
     const char *ext;

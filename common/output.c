@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include "banned.h"
 
 static void output_reset(kiln_output *out)
 {

@@ -2,6 +2,7 @@
 #include "templates.h"
 
 #include <string.h>
+#include "banned.h"
 
 /* KILN_EMBED(sym, path): defines sym_start/sym_end around the file's bytes
  * plus a terminating NUL, in read-only data. */

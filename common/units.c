@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <strings.h>
+#include "banned.h"
 
 int kiln_parse_size(const char *text, uint64_t *out)
 {

@@ -2,6 +2,7 @@
  * utf8.c - UTF-8 encoding (utf8.h).
  */
 #include "utf8.h"
+#include "banned.h"
 
 size_t kiln_utf8_encode(uint32_t cp, char out[4])
 {

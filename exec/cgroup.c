@@ -53,6 +53,7 @@
 #include <unistd.h>
 
 #include "exec/exec_internal.h"
+#include "../common/banned.h"
 
 #define CG_PATH_MAX 512
 /* The v2 leaf our own processes move into when our group must delegate

@@ -45,6 +45,7 @@
 #include "common/media_type.h"
 #include "common/output.h"
 #include "exec/exec_internal.h"
+#include "../common/banned.h"
 
 #define RESOLVE_JOB (RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV)
 

@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "exec/exec_internal.h"
+#include "../common/banned.h"
 
 #define KILN_SANDBOX_NAMESPACES \
     (CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS)
@@ -39,7 +40,8 @@ static _Noreturn void setup_failed(const kiln_contain_job *job, const char *what
     memset(&r, 0, sizeof r);
     r.kind = KILN_REPORT_SETUP;
     r.err_no = err_no;
-    strncpy(r.what, what, sizeof r.what - 1);
+    /* r is zeroed: the copy ends with a NUL. */
+    memcpy(r.what, what, strnlen(what, sizeof r.what - 1));
     ssize_t ignored = write(job->report_fd, &r, sizeof r);
     (void)ignored;
     _exit(127);

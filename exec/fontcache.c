@@ -30,6 +30,7 @@
 
 #include "common/output.h"
 #include "exec/exec_internal.h"
+#include "../common/banned.h"
 
 #define KILN_FONTCACHE_MAX_BYTES (8u << 20)
 #define KILN_FONTCACHE_JOB_SUBDIR ".kiln-fontcache" /* under /mnt/data, during warm-up only */

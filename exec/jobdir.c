@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "exec/exec_internal.h"
+#include "../common/banned.h"
 
 /* Mount points a killed supervisor left: "kiln-job-PID-XXXXXX" whose PID
  * is gone. The tmpfs went with the supervisor's mount namespace, so the

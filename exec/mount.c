@@ -32,6 +32,7 @@
 
 #include "common/dirs.h"
 #include "exec/exec_internal.h"
+#include "../common/banned.h"
 
 /* Where the new root is built. Any directory would do since the mount is
  * private to the sandbox; /tmp exists everywhere. The job directory lives

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "exec/exec_internal.h"
+#include "../common/banned.h"
 
 int kiln_net_check_isolated(const char **what)
 {

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "exec/exec_internal.h"
+#include "../common/banned.h"
 
 /*
  * The init is a fork of the supervisor, not an exec: its memory holds the

@@ -31,6 +31,7 @@
 #include "artifacts/render.h"
 #include "artifacts/spec.h"
 #include "exec/exec_internal.h"
+#include "../common/banned.h"
 
 /* Specs rendered per job; more are listed as errors, not rendered. */
 #define KILN_RUN_MAX_DOCUMENTS 20

@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 
 #include "exec/exec_internal.h"
+#include "../common/banned.h"
 
 static json_t *signal_name(int sig)
 {

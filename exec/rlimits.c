@@ -19,6 +19,7 @@
 #include <sys/resource.h>
 
 #include "exec/exec_internal.h"
+#include "../common/banned.h"
 
 /* Set soft = hard = value. A value above the current hard limit cannot be
  * set without CAP_SYS_RESOURCE in the initial user namespace (which the

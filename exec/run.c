@@ -36,6 +36,7 @@
 
 #include "common/templates.h"
 #include "exec/exec_internal.h"
+#include "../common/banned.h"
 
 /* How often the supervisor reads the cgroup's CPU time: a job can overrun
  * its CPU limit by this much at most. */

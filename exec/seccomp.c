@@ -55,6 +55,7 @@
 #include <unistd.h>
 
 #include "exec/exec_internal.h"
+#include "../common/banned.h"
 
 #define KILN_COUNT(a) (sizeof(a) / sizeof((a)[0]))
 

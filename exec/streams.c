@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "exec/exec_internal.h"
+#include "../common/banned.h"
 
 kiln_status kiln_stream_init(kiln_stream *s, size_t keep_max, kiln_error *err)
 {

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "exec/exec_internal.h"
+#include "../common/banned.h"
 
 /* Far above any uid a distribution hands out (systemd's dynamic users stop
  * at 0x7FFFFFFF but start at 61184; containers commonly use 100000+65536*n

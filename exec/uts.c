@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "exec/exec_internal.h"
+#include "../common/banned.h"
 
 int kiln_uts_set(const char **what)
 {

@@ -56,6 +56,7 @@
 #include "common/media_type.h"
 #include "common/utf8.h"
 #include "service/http.h"
+#include "../common/banned.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -418,17 +419,18 @@ static void check_disposition_filename(const char *h, const char *name)
      * quoted-string can carry it: no control but HTAB) */
     size_t nlen = strlen(name);
     if (nlen > 0 && nlen < cap) {
-        char *hdr = malloc(nlen * 3 + 64);
+        size_t hcap = nlen * 3 + 64;
+        char *hdr = malloc(hcap);
         if (!hdr)
             abort();
-        size_t w = (size_t)sprintf(hdr, "attachment; filename*=UTF-8''");
+        size_t w = (size_t)snprintf(hdr, hcap, "attachment; filename*=UTF-8''");
         for (const unsigned char *p = (const unsigned char *)name; *p; p++)
-            w += http_is_attr_char(*p) ? (size_t)sprintf(hdr + w, "%c", *p)
-                                       : (size_t)sprintf(hdr + w, "%%%02x", *p);
+            w += http_is_attr_char(*p) ? (size_t)snprintf(hdr + w, hcap - w, "%c", *p)
+                                       : (size_t)snprintf(hdr + w, hcap - w, "%%%02x", *p);
         int r = http_disposition_filename(hdr, out, cap);
         CHECK(kiln_utf8_valid(name, strlen(name)) ? r == 0 && strcmp(out, name) == 0 : r != 0);
 
-        w = (size_t)sprintf(hdr, "form-data; name=\"file\"; filename=\"");
+        w = (size_t)snprintf(hdr, hcap, "form-data; name=\"file\"; filename=\"");
         int quotable = 1;
         for (const char *p = name; *p; p++) {
             unsigned char c = (unsigned char)*p;

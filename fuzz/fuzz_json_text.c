@@ -22,6 +22,7 @@
 #include <jansson.h>
 
 #include "artifacts/spec_internal.h"
+#include "../common/banned.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

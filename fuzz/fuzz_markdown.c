@@ -10,6 +10,7 @@
 
 #include "artifacts/markdown.h"
 #include "artifacts/spec_internal.h"
+#include "../common/banned.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "fuzz_common.h"
+#include "../common/banned.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

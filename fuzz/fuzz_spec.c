@@ -9,6 +9,7 @@
 
 #include "artifacts/spec.h"
 #include "fuzz_common.h"
+#include "../common/banned.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

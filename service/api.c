@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include "../common/banned.h"
 
 /* ---- the shared JSON ---- */
 

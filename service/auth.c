@@ -25,6 +25,7 @@
 #include <nettle/sha2.h>
 
 #include "service/auth.h"
+#include "../common/banned.h"
 
 #define HASH_BYTES SHA256_DIGEST_SIZE
 /* A keys-file line is a tenant, a space and 64 digits: anything far longer

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "service/http.h"
+#include "../common/banned.h"
 
 int http_is_attr_char(unsigned char c)
 {

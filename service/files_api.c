@@ -15,6 +15,7 @@
 #include "common/utf8.h"
 #include "service/api_internal.h"
 #include "service/http.h"
+#include "../common/banned.h"
 
 /* ---- upload ---- */
 

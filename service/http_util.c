@@ -13,6 +13,7 @@
 
 #include "service/http.h"
 #include "service/json_budget.h"
+#include "../common/banned.h"
 
 /* A freed request text or refused parse this big is worth malloc_trim:
  * glibc keeps freed heap memory, and raises its mmap threshold to the

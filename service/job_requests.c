@@ -15,6 +15,7 @@
 #include <strings.h>
 
 #include "service/http.h"
+#include "../common/banned.h"
 
 struct job_task {
     kiln_server *srv;

@@ -16,6 +16,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include "../common/banned.h"
 
 typedef struct job {
     struct job *next;

@@ -12,6 +12,7 @@
 
 #include <stdint.h>
 #include <stdlib.h>
+#include "../common/banned.h"
 
 struct budget {
     int active;

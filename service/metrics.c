@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "service/api.h"
+#include "../common/banned.h"
 
 /* The most series of each family; updates past it are dropped (and
  * counted in kiln_metrics_dropped_total). */

@@ -36,6 +36,7 @@
 
 #include "artifacts/render.h"
 #include "artifacts/spec.h"
+#include "../common/banned.h"
 
 static void bad_request(kiln_api_reply *reply, const char *pointer, const char *message)
 {

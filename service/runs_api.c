@@ -38,6 +38,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include "../common/banned.h"
 
 /* The most program text a run takes (as `kiln run` does). */
 #define KILN_API_RUN_CODE_MAX (16u << 20)

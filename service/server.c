@@ -30,6 +30,7 @@
 
 #include "service/http.h"
 #include "service/json_budget.h"
+#include "../common/banned.h"
 
 /* A JSON body over this leaves glibc's heap holding its parse tree's pages
  * once freed (in arenas that never shrink on their own): on_completed gives

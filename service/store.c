@@ -56,6 +56,7 @@
 #include "common/dirs.h"
 #include "common/output.h"
 #include "common/utf8.h"
+#include "../common/banned.h"
 
 #define GRACE_SECONDS (7 * 24 * 3600) /* an expired row answers 410 this long */
 #define TEMP_PREFIX ".tmp-"

@@ -34,6 +34,7 @@
 #include <strings.h>
 
 #include "docx_internal.h"
+#include "../../common/banned.h"
 
 #define NS_W "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
 #define NS_WP "http://schemas.openxmlformats.org/drawingml/2006/wordprocessingDrawing"

@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "docx_internal.h"
+#include "../../common/banned.h"
 
 #define NS_A "http://schemas.openxmlformats.org/drawingml/2006/main"
 #define NS_PIC "http://schemas.openxmlformats.org/drawingml/2006/picture"

@@ -11,6 +11,7 @@
  * w:id is ST_DecimalNumber, so -1 is valid; it is what Word itself uses.
  */
 #include "docx_internal.h"
+#include "../../common/banned.h"
 
 #define NS_W "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
 

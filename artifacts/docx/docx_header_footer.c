@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "docx_internal.h"
+#include "../../common/banned.h"
 
 #define NS_W "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
 

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "docx_internal.h"
+#include "../../common/banned.h"
 
 #define DOCX_MAX_LEVEL 8 /* w:ilvl is 0..8 */
 

@@ -27,6 +27,7 @@
 #include <math.h>
 
 #include "docx_internal.h"
+#include "../../common/banned.h"
 
 #define NS_W "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
 #define LEVELS 9

@@ -7,6 +7,7 @@
  * any package this adds settings to.
  */
 #include "docx_internal.h"
+#include "../../common/banned.h"
 
 kiln_status docx_settings_add(docx_ctx *c)
 {

@@ -26,6 +26,7 @@
 #include "docx_internal.h"
 
 #include "../../common/color.h"
+#include "../../common/banned.h"
 
 /* Sizes relative to the body, from Word's defaults over an 11 pt body. */
 #define TITLE_PT 28.0

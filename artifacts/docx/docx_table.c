@@ -89,6 +89,7 @@
 #include "../merge_walk.h"
 #include "../numfmt.h"
 #include "docx_internal.h"
+#include "../../common/banned.h"
 
 /* Left and right cell margins: the KilnTable style's, and the narrower ones
  * a table gets when its columns do not fit otherwise. */

@@ -5,6 +5,7 @@
  * Word's Design tab restyles a Kiln document the way it does its own.
  */
 #include "docx_internal.h"
+#include "../../common/banned.h"
 
 kiln_status docx_theme_add(docx_ctx *c)
 {

@@ -56,6 +56,7 @@
 
 #include "../numfmt.h"
 #include "docx_internal.h"
+#include "../../common/banned.h"
 
 #define ESTIMATE_ROWS_MAX 20000
 /* A TOC field's result without entries, as Word (English) writes it. */

@@ -25,6 +25,7 @@
 #include "../../common/output.h"
 #include "../render.h"
 #include "docx_internal.h"
+#include "../../common/banned.h"
 
 static uint64_t flow_image_bytes(const kiln_flow *flow, int *has_chart)
 {

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "../../common/version.h"
+#include "../../common/banned.h"
 
 #define OPC_APP_PART "docProps/app.xml"
 #define OPC_APPLICATION "Kiln"

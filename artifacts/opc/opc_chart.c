@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "opc.h"
+#include "../../common/banned.h"
 
 /* Any positive numbers unique within the chart do: the schema types axis
  * ids as unsigned (Word's own negative ids are out of the schema). */

@@ -25,6 +25,7 @@
 
 #include "../xlsx/xlsx_xstring.h"
 #include "opc.h"
+#include "../../common/banned.h"
 
 /* Excel's longest cell text, in characters. */
 #define MAX_CELL_CHARS 32767u

@@ -17,6 +17,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include "../../common/banned.h"
 
 #define OPC_NS_CONTENT_TYPES "http://schemas.openxmlformats.org/package/2006/content-types"
 
@@ -66,8 +67,7 @@ kiln_status opc_content_types_build(const opc_package *pkg, unsigned char **data
         const opc_part *part = &pkg->parts[i];
         if (!needs_override(pkg, part))
             continue;
-        part_uri[0] = '/';
-        strcpy(part_uri + 1, part->name);
+        snprintf(part_uri, longest + 2, "/%s", part->name);
         opc_xml_start(x, "Override");
         opc_xml_attr(x, "PartName", part_uri);
         opc_xml_attr(x, "ContentType", part->content_type);

@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include "../../common/banned.h"
 
 #define OPC_CORE_PART "docProps/core.xml"
 #define OPC_NS_CP "http://schemas.openxmlformats.org/package/2006/metadata/core-properties"

@@ -36,6 +36,7 @@
 
 #include <zip.h>
 #include <zlib.h>
+#include "../../common/banned.h"
 
 /* Bytes handed to kiln_output_write at a time. */
 #define OPC_COPY_CHUNK (64 * 1024)

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "../../common/banned.h"
 
 #define OPC_NS_RELATIONSHIPS "http://schemas.openxmlformats.org/package/2006/relationships"
 

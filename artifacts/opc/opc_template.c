@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "../../common/templates.h"
+#include "../../common/banned.h"
 
 static const opc_var *find_var(const opc_var *vars, size_t var_count, const char *name,
                                size_t len)

@@ -56,6 +56,7 @@
 #include <libxml/xmlwriter.h>
 #define ZLIB_CONST
 #include <zlib.h>
+#include "../../common/banned.h"
 
 #define OPC_XML_DECLARATION "<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"yes\"?>\n"
 /*

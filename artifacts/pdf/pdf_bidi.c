@@ -20,6 +20,7 @@
 #include <fribidi.h>
 #include <stdlib.h>
 #include <string.h>
+#include "../../common/banned.h"
 
 static int is_rtl_char(uint32_t cp)
 {

@@ -64,6 +64,7 @@
 #include "pdf_internal.h"
 
 #include "../../common/color.h"
+#include "../../common/banned.h"
 
 #define PAD 4.0                  /* inside the box, around everything */
 #define GRID_COLOR 0xD9D9D9

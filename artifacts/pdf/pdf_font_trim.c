@@ -24,6 +24,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include "../../common/banned.h"
 
 /* The tables libharu 2.3.0 copies into the PDF (REQUIRED_TAGS in
  * hpdf_fontdef_tt.c); anything else is left out of the copy. */

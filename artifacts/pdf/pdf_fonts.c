@@ -31,6 +31,7 @@
 #include <string.h>
 #include <strings.h>
 #include <unistd.h>
+#include "../../common/banned.h"
 
 #ifndef KILN_PDF_FONT_DIR
 #define KILN_PDF_FONT_DIR "/usr/share/fonts/truetype/dejavu"

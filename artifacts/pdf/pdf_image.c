@@ -48,6 +48,7 @@
 #include <hpdf_objects.h>
 
 #include "pdf_internal.h"
+#include "../../common/banned.h"
 
 /* The most pixels one image may have (docs/spec.md "Limits"). A PNG of a few
  * kilobytes can declare a billion pixels; decoding it here (or in the

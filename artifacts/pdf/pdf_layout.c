@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include "../../common/banned.h"
 
 typedef struct pdf_toc_entry {
     size_t page;              /* where the entry's last line is */

@@ -72,6 +72,7 @@
 #include "../merge_walk.h"
 #include "../numfmt.h"
 #include "pdf_internal.h"
+#include "../../common/banned.h"
 
 /* Rows measured for the column widths (see the comment at the top). */
 #define MEASURE_ROWS 2000u

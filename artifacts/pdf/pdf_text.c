@@ -18,6 +18,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include "../../common/banned.h"
 
 #define LINK_COLOR 0x0563C1     /* Word's Hyperlink blue, as in the .docx */
 #define CODE_BACKGROUND 0xF2F2F2

@@ -22,6 +22,7 @@
 #include <hpdf_doc.h>
 
 #include "../../common/version.h"
+#include "../../common/banned.h"
 
 #define FURNITURE_COLOR 0x7F7F7F
 

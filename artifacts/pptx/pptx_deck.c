@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "pptx_internal.h"
+#include "../../common/banned.h"
 
 typedef struct deck_builder {
     const kiln_doc *doc;

@@ -13,6 +13,7 @@
 #include <stdio.h>
 
 #include "pptx_internal.h"
+#include "../../common/banned.h"
 
 /* Font sizes per level, 1/100 pt. The master's bodyStyle (content bodies):
  * 28, 24, then 20 pt. The title slide's subtitle and the section header's

@@ -10,6 +10,7 @@
 #include <stdio.h>
 
 #include "pptx_internal.h"
+#include "../../common/banned.h"
 
 static void notes_placeholder_start(opc_xml *x, unsigned id, const char *name, const char *type,
                                     int idx, int image)

@@ -11,6 +11,7 @@
 #include <stdio.h>
 
 #include "pptx_internal.h"
+#include "../../common/banned.h"
 
 static void write_rid(opc_xml *x, unsigned rid)
 {

@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "pptx_internal.h"
+#include "../../common/banned.h"
 
 #define CONTINUED " (continued)"
 /* The slide number field's id: PowerPoint gives a field the same id on every

@@ -27,6 +27,7 @@
 #include "pptx_internal.h"
 
 #include "../../common/utf8.h"
+#include "../../common/banned.h"
 
 /* Line height of a font at 100% line spacing, in em: Calibri's ascent and
  * descent with its line gap (2500/2048 = 1.22); PowerPoint's single spacing

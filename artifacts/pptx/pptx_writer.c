@@ -25,6 +25,7 @@
 
 #include "../../common/output.h"
 #include "pptx_internal.h"
+#include "../../common/banned.h"
 
 kiln_status pptx_nomem(pptx_ctx *c, const char *pointer)
 {

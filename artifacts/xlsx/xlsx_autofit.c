@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "xlsx_internal.h"
+#include "../../common/banned.h"
 
 #define DIGIT_PX 7
 #define MAX_COL_PX 1790 /* 255 characters */

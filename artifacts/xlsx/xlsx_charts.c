@@ -58,6 +58,7 @@
 
 #include "../chart_data.h"
 #include "xlsx_internal.h"
+#include "../../common/banned.h"
 
 int xlsx_chart_needs_data(const kiln_chart *chart)
 {

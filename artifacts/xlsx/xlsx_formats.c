@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "xlsx_internal.h"
+#include "../../common/banned.h"
 
 #define HYPERLINK_COLOR 0x0563C1 /* Excel's "Hyperlink" cell style */
 

@@ -31,6 +31,7 @@
 #include <string.h>
 
 #include "xlsx_internal.h"
+#include "../../common/banned.h"
 
 int xlsx_name_equal(const char *a, const char *b)
 {

@@ -65,6 +65,7 @@
 #include "../list_marker.h"
 #include "../render.h"
 #include "xlsx_internal.h"
+#include "../../common/banned.h"
 
 #define HEADER_ARROW_PX 16 /* an autofilter's drop-down button */
 #define ROW_PX 20          /* default row height in pixels */

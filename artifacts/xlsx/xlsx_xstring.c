@@ -3,6 +3,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include "../../common/banned.h"
 
 static int is_hex(unsigned char c)
 {

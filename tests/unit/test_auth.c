@@ -18,6 +18,7 @@
 
 #include "common/error.h"
 #include "service/auth.h"
+#include "common/banned.h"
 
 static char dir[256];
 
@@ -85,7 +86,7 @@ static void test_keys_file_good(void **state)
     (void)state;
     char text[1024] = "# Kiln API keys\n\n   \n";
     add_line(text, sizeof text, "acme", "key-one");
-    strcat(text, "  # indented comment\n");
+    test_append(text, sizeof text, "  # indented comment\n");
     add_line(text, sizeof text, "beta.corp_2-x", "key-two");
     add_line(text, sizeof text, "acme", "key-three"); /* a tenant may have several keys */
     /* Uppercase hex and CRLF, as a hand-edited file may have. */
@@ -162,19 +163,19 @@ static void test_keys_file_bad_hex(void **state)
     (void)state;
     char text[1024] = "\n";
     add_line(text, sizeof text, "acme", "k1");
-    strcat(text, "beta e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b8\n");
+    test_append(text, sizeof text, "beta e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b8\n");
     expect_bad_file(text, 3, "bad key hash"); /* 62 digits */
 
     char text2[1024] = "";
     add_line(text2, sizeof text2, "acme", "k1");
-    strcat(text2, "beta g3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855\n");
+    test_append(text2, sizeof text2, "beta g3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855\n");
     expect_bad_file(text2, 2, "bad key hash");
 
     expect_bad_file("# only a tenant\nacme\n", 2, "missing key hash");
     char text3[1024] = "";
     add_line(text3, sizeof text3, "acme", "k1");
     text3[strlen(text3) - 1] = '\0';
-    strcat(text3, " extra\n");
+    test_append(text3, sizeof text3, " extra\n");
     expect_bad_file(text3, 1, "unexpected text");
     /* The empty key's hash would let an empty bearer token in. */
     expect_bad_file("acme e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855\n", 1,
@@ -187,7 +188,7 @@ static void test_keys_file_duplicate(void **state)
     char text[1024] = "";
     add_line(text, sizeof text, "acme", "k1");
     add_line(text, sizeof text, "beta", "k2");
-    strcat(text, "# again\n");
+    test_append(text, sizeof text, "# again\n");
     add_line(text, sizeof text, "gamma", "k1");
     expect_bad_file(text, 4, "duplicate key");
 }

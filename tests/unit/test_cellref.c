@@ -9,6 +9,8 @@
 
 #include "artifacts/spec.h"
 #include "artifacts/spec_internal.h"
+#include "test_util.h"
+#include "common/banned.h"
 
 static void test_cell_refs(void **state)
 {
@@ -86,8 +88,8 @@ static void test_col_names(void **state)
         char ref[16];
         uint32_t r2, c2;
         kiln_col_name(c, buf);
-        strcpy(ref, buf);
-        strcat(ref, "7");
+        test_copy(ref, sizeof ref, buf);
+        test_append(ref, sizeof ref, "7");
         assert_int_equal(kiln_cell_ref_parse(ref, &r2, &c2), 0);
         assert_int_equal(c2, c);
     }

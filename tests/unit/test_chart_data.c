@@ -28,6 +28,7 @@
 #include "artifacts/opc/opc.h"
 #include "artifacts/opc/opc_internal.h"
 #include "artifacts/spec.h"
+#include "common/banned.h"
 
 static char tmpdir[256];
 

@@ -18,6 +18,7 @@
 
 #include "common/dirs.h"
 #include "tests/unit/test_util.h"
+#include "common/banned.h"
 
 static char dir[256];
 

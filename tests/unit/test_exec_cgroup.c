@@ -34,6 +34,7 @@
 
 #include "common/error.h"
 #include "exec/exec_internal.h"
+#include "common/banned.h"
 
 static char dir[256];
 

@@ -38,6 +38,7 @@
 
 #include "common/media_type.h"
 #include "exec/exec_internal.h"
+#include "common/banned.h"
 
 #define SHA_EMPTY "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 #define SHA_ABC "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"

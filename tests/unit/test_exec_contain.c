@@ -26,6 +26,7 @@
 #include "tests/unit/test_util.h"
 
 #include "exec/exec_internal.h"
+#include "common/banned.h"
 
 static void test_setup_failure_is_reported_not_sigpipe(void **state)
 {

@@ -49,6 +49,7 @@
 #include "artifacts/render.h"
 #include "artifacts/spec.h"
 #include "exec/exec_internal.h"
+#include "common/banned.h"
 
 enum { SETUP_FAILED = 254 };
 

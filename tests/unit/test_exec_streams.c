@@ -13,6 +13,7 @@
 #include "tests/unit/test_util.h"
 
 #include "exec/exec_internal.h"
+#include "common/banned.h"
 
 /* The stream's JSON, checked for its three members; returns the text
  * (valid until the json is released) and its length. */

@@ -18,6 +18,7 @@
 #include "service/api_internal.h"
 #include "service/http.h"
 #include "service/json_budget.h"
+#include "common/banned.h"
 
 /* The SHA-256 of nothing: our ETag in these tests. */
 static const char SHA[] = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";

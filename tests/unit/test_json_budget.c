@@ -10,13 +10,15 @@
 #include <cmocka.h>
 
 #include "service/json_budget.h"
+#include "test_util.h"
+#include "common/banned.h"
 
 /* "{"x": [ITEM,ITEM,...]}" of about len bytes. */
 static char *repeat(const char *item, size_t len, size_t *out_len)
 {
     char *text = malloc(len + 64);
     assert_non_null(text);
-    size_t n = (size_t)sprintf(text, "{\"x\": [");
+    size_t n = (size_t)snprintf(text, len + 64, "{\"x\": [");
     size_t item_len = strlen(item);
     while (n + item_len + 4 < len) {
         memcpy(text + n, item, item_len);
@@ -24,7 +26,7 @@ static char *repeat(const char *item, size_t len, size_t *out_len)
         text[n++] = ',';
     }
     n--; /* the last comma */
-    n += (size_t)sprintf(text + n, "]}");
+    n += (size_t)snprintf(text + n, len + 64 - n, "]}");
     *out_len = n;
     return text;
 }

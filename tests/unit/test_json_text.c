@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include "artifacts/spec_internal.h"
+#include "common/banned.h"
 
 static int check(const char *s, size_t len, kiln_json_syntax *e)
 {

@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "artifacts/list_marker.h"
+#include "common/banned.h"
 
 static const char *marker(kiln_list_marks marks, int depth, int64_t number)
 {

@@ -11,6 +11,7 @@
 
 #include "artifacts/markdown.h"
 #include "artifacts/spec_internal.h"
+#include "common/banned.h"
 
 typedef struct fixture {
     kiln_arena arena;

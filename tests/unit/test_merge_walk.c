@@ -19,6 +19,7 @@
 
 #include "artifacts/merge_walk.h"
 #include "artifacts/spec.h"
+#include "common/banned.h"
 
 #define NONE KILN_MERGE_NONE
 

@@ -16,6 +16,7 @@
 
 #include "common/error.h"
 #include "service/api.h"
+#include "common/banned.h"
 
 static kiln_metrics *make(void)
 {

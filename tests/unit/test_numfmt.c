@@ -21,6 +21,8 @@
 #include <cmocka.h>
 
 #include "artifacts/numfmt.h"
+#include "test_util.h"
+#include "common/banned.h"
 
 typedef struct fmt_case {
     double value;
@@ -627,10 +629,10 @@ static void test_buffer_limits(void **state)
     assert_int_equal(strlen(small), len);
     /* a long literal is cut whole, never mid-character */
     char fmt[400];
-    strcpy(fmt, "0 \"");
+    test_copy(fmt, sizeof fmt, "0 \"");
     for (int i = 0; i < 100; i++)
-        strcat(fmt, "é");
-    strcat(fmt, "\"");
+        test_append(fmt, sizeof fmt, "é");
+    test_append(fmt, sizeof fmt, "\"");
     len = kiln_format_number(5, fmt, buf, sizeof buf);
     assert_int_equal(strlen(buf), len);
     assert_string_equal(buf, "5");

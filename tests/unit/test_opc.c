@@ -27,6 +27,7 @@
 #include "artifacts/opc/opc_internal.h"
 #include "common/error.h"
 #include "common/output.h"
+#include "common/banned.h"
 
 static char dir[256];
 

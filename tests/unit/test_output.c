@@ -19,6 +19,7 @@
 #include "artifacts/render.h"
 #include "common/error.h"
 #include "common/output.h"
+#include "common/banned.h"
 
 static char dir[256];
 

@@ -24,6 +24,7 @@
 
 #include "artifacts/spec.h"
 #include "artifacts/spec_internal.h"
+#include "common/banned.h"
 
 static char tmpdir[256];
 static kiln_errors errs;
@@ -331,8 +332,8 @@ static void test_cell_errors_and_collection(void **state)
     (void)state;
     char spec[4096] = "{'sheets': [{'rows': [";
     for (int i = 0; i < 12; i++)
-        strcat(spec, "[1, 2, 3, 4],");
-    strcat(spec, "[1, 2, 3, [4]], [{'formula': 5}], [{'date': 'tomorrow'}], [{}],"
+        test_append(spec, sizeof spec, "[1, 2, 3, 4],");
+    test_append(spec, sizeof spec, "[1, 2, 3, [4]], [{'formula': 5}], [{'date': 'tomorrow'}], [{}],"
                  "[{'value': 1, 'date': '2026-01-01'}], [{'url': 'javascript:alert(1)'}],"
                  "[{'value': {'a': 1}}], [{'formula': '=A1', 'value': [1]}],"
                  "[{'value': 1, 'number_format': 5}], [{'text': 'x', 'value': 1}], 7]}]}");
@@ -545,10 +546,10 @@ static void test_limit_depth(void **state)
     /* The real limit: 65 nested arrays inside a cell. */
     char spec[512] = "{'sheets': [{'rows': [[";
     for (int i = 0; i < 61; i++)
-        strcat(spec, "[");
+        test_append(spec, sizeof spec, "[");
     for (int i = 0; i < 61; i++)
-        strcat(spec, "]");
-    strcat(spec, "]]}]}");
+        test_append(spec, sizeof spec, "]");
+    test_append(spec, sizeof spec, "]]}]}");
     kiln_parse_options d = dir_opts();
     fails_opt(spec, &d, KILN_E_LIMIT, NULL, NULL);
 }
@@ -586,13 +587,13 @@ static void test_limit_rows_real(void **state)
     size_t cap = n * 3 + 200;
     char *json = malloc(cap);
     assert_non_null(json);
-    strcpy(json, "{\"sheets\": [{\"columns\": [{\"header\": \"h\"}], \"rows\": [");
+    test_copy(json, cap, "{\"sheets\": [{\"columns\": [{\"header\": \"h\"}], \"rows\": [");
     size_t len = strlen(json);
     for (size_t i = 0; i < n; i++) {
         memcpy(json + len, i ? ",[]" : "[]", i ? 3 : 2);
         len += i ? 3 : 2;
     }
-    strcpy(json + len, "]}]}");
+    test_copy(json + len, cap - len, "]}]}");
     kiln_parse_options o = dir_opts();
     fails_raw_opt(json, &o, KILN_E_LIMIT, "/sheets/0/rows", "1048577 rows");
     char *hdr = strstr(json, "{\"header\": \"h\"}");
@@ -619,17 +620,17 @@ static void test_limit_columns(void **state)
     fails_opt("{'sheets': [{'freeze': {'columns': 3}}]}", &o, KILN_E_INVALID_SPEC,
               "/sheets/0/freeze/columns", "0 to 2");
     /* Real value: a row of 16,385 cells. */
-    size_t n = 16385;
-    char *json = malloc(n * 2 + 100);
+    size_t n = 16385, cap = n * 2 + 100;
+    char *json = malloc(cap);
     assert_non_null(json);
-    strcpy(json, "{\"sheets\": [{\"rows\": [[");
+    test_copy(json, cap, "{\"sheets\": [{\"rows\": [[");
     size_t len = strlen(json);
     for (size_t i = 0; i < n; i++) {
         json[len++] = '1';
         json[len++] = ',';
     }
     len--;
-    strcpy(json + len, "]]}]}");
+    test_copy(json + len, cap - len, "]]}]}");
     kiln_parse_options d = dir_opts();
     fails_raw_opt(json, &d, KILN_E_LIMIT, "/sheets/0/rows/0", "16385 cells");
     assert_int_equal(errs.items[0].limit, 16384);
@@ -652,13 +653,13 @@ static void test_limit_cell_chars(void **state)
     fails_opt("{'sheets': [{'merges': [{'range': 'A1:B1', 'value': 'long'}]}]}", &o,
               KILN_E_LIMIT, "/sheets/0/merges/0/value", "4 characters");
     /* Real value. */
-    size_t n = 32768;
-    char *json = malloc(n + 100);
+    size_t n = 32768, cap = n + 100;
+    char *json = malloc(cap);
     assert_non_null(json);
-    strcpy(json, "{\"sheets\": [{\"rows\": [[\"");
+    test_copy(json, cap, "{\"sheets\": [{\"rows\": [[\"");
     size_t len = strlen(json);
     memset(json + len, 'x', n);
-    strcpy(json + len + n, "\"]]}]}");
+    test_copy(json + len + n, cap - len - n, "\"]]}]}");
     kiln_parse_options d = dir_opts();
     fails_raw_opt(json, &d, KILN_E_LIMIT, "/sheets/0/rows/0/0", "32768 characters");
     json[len + n - 1] = '"';
@@ -675,28 +676,30 @@ static void test_limit_cell_chars(void **state)
 
     /* Formulas: Excel's 8,192 characters, counted as written (the '=' too). */
     n = 8192;
-    json = malloc(n + 100);
+    cap = n + 100;
+    json = malloc(cap);
     assert_non_null(json);
-    strcpy(json, "{\"sheets\": [{\"rows\": [[{\"formula\": \"=");
+    test_copy(json, cap, "{\"sheets\": [{\"rows\": [[{\"formula\": \"=");
     len = strlen(json);
     memset(json + len, '1', n - 1); /* "=111...1": 8,192 characters */
-    strcpy(json + len + n - 1, "\"}]]}]}");
+    test_copy(json + len + n - 1, cap - (len + n - 1), "\"}]]}]}");
     doc = NULL;
     assert_int_equal(parse_raw_opt(json, &d, &doc), KILN_E_OK);
     kiln_doc_free(doc);
     memset(json + len, '1', n); /* one more */
-    strcpy(json + len + n, "\"}]]}]}");
+    test_copy(json + len + n, cap - (len + n), "\"}]]}]}");
     fails_raw_opt(json, &d, KILN_E_LIMIT, "/sheets/0/rows/0/0/formula", "8193 characters");
     assert_int_equal(errs.items[0].limit, 8192);
     assert_int_equal(errs.items[0].actual, 8193);
     /* In a merge's value too. */
     free(json);
-    json = malloc(n + 200);
+    cap = n + 200;
+    json = malloc(cap);
     assert_non_null(json);
-    strcpy(json, "{\"sheets\": [{\"merges\": [{\"range\": \"A1:B1\", \"value\": {\"formula\": \"");
+    test_copy(json, cap, "{\"sheets\": [{\"merges\": [{\"range\": \"A1:B1\", \"value\": {\"formula\": \"");
     len = strlen(json);
     memset(json + len, '1', n + 1);
-    strcpy(json + len + n + 1, "\"}}]}]}");
+    test_copy(json + len + n + 1, cap - (len + n + 1), "\"}}]}]}");
     fails_raw_opt(json, &d, KILN_E_LIMIT, "/sheets/0/merges/0/value/formula", "8193 characters");
     free(json);
 }
@@ -749,11 +752,11 @@ static void test_limit_list_depth(void **state)
     /* Real value: 10 levels. */
     char spec[2048] = "{'blocks': [{'type': 'list', 'items': [";
     for (int i = 0; i < 10; i++)
-        strcat(spec, "{'text': 'x', 'items': [");
-    strcat(spec, "'leaf'");
+        test_append(spec, sizeof spec, "{'text': 'x', 'items': [");
+    test_append(spec, sizeof spec, "'leaf'");
     for (int i = 0; i < 10; i++)
-        strcat(spec, "]}");
-    strcat(spec, "]}]}");
+        test_append(spec, sizeof spec, "]}");
+    test_append(spec, sizeof spec, "]}]}");
     kiln_parse_options d = dir_opts();
     fails_opt(spec, &d, KILN_E_LIMIT, NULL, NULL);
     has_error(KILN_E_LIMIT, "/blocks/0/items/0/items/0/items/0/items/0/items/0/items/0/items/0/"
@@ -777,8 +780,8 @@ static void test_sheet_names(void **state)
     /* 31 code points of two bytes each fit. */
     char spec[512] = "{'sheets': [{'name': '";
     for (int i = 0; i < 31; i++)
-        strcat(spec, "\xc3\xa9");
-    strcat(spec, "'}]}");
+        test_append(spec, sizeof spec, "\xc3\xa9");
+    test_append(spec, sizeof spec, "'}]}");
     kiln_doc_free(parse_ok(spec));
     fails("{'sheets': [{'name': '12345678901234567890123456789012'}]}", KILN_E_INVALID_SPEC,
           "/sheets/0/name", "1 to 31");
@@ -1026,28 +1029,28 @@ static void test_validation_list_length(void **state)
      * each of 3 values and a 26th value push it over. */
     char spec[2048] = "{'sheets': [{'validations': [{'range': 'A1:A9', 'values': [";
     for (int i = 0; i < 25; i++)
-        strcat(spec, i ? ",'abcdefghi'" : "'abcdefghi'");
-    strcat(spec, "]}]}]}");
+        test_append(spec, sizeof spec, i ? ",'abcdefghi'" : "'abcdefghi'");
+    test_append(spec, sizeof spec, "]}]}]}");
     kiln_doc_free(parse_ok(spec));
     char *p = strstr(spec, "]}]}]}");
-    strcpy(p, ",'abcde']}]}]}"); /* 249 + 1 + 5 = 255: still fits */
+    test_copy(p, sizeof spec - (size_t)(p - spec), ",'abcde']}]}]}"); /* 249 + 1 + 5 = 255: still fits */
     kiln_doc_free(parse_ok(spec));
     p = strstr(spec, "]}]}]}");
-    strcpy(p, ",'x']}]}]}"); /* 257 */
+    test_copy(p, sizeof spec - (size_t)(p - spec), ",'x']}]}]}"); /* 257 */
     fails(spec, KILN_E_LIMIT, "/sheets/0/validations/0/values", "Excel allows 255");
     assert_int_equal(errs.items[0].actual, 257);
     /* The message: at most 255 characters (code points), an error beyond. */
     char msg[1400] = "{'sheets': [{'validations': [{'range': 'A1', 'values': ['a'], 'message': '";
     for (int i = 0; i < 255; i++)
-        strcat(msg, i % 2 ? "x" : "\xc3\xa9"); /* two-byte characters count once */
-    strcat(msg, "'}]}]}");
+        test_append(msg, sizeof msg, i % 2 ? "x" : "\xc3\xa9"); /* two-byte characters count once */
+    test_append(msg, sizeof msg, "'}]}]}");
     kiln_doc *doc = parse_ok(msg);
     assert_int_equal(kiln_utf8_count(doc->sheets[0].validations[0].message,
                                      strlen(doc->sheets[0].validations[0].message)),
                      255);
     kiln_doc_free(doc);
     p = strstr(msg, "'}]}]}");
-    strcpy(p, "y'}]}]}"); /* 256 */
+    test_copy(p, sizeof msg - (size_t)(p - msg), "y'}]}]}"); /* 256 */
     fails(msg, KILN_E_LIMIT, "/sheets/0/validations/0/message", "Excel allows 255");
     assert_int_equal(errs.items[0].limit, 255);
     assert_int_equal(errs.items[0].actual, 256);
@@ -1873,13 +1876,13 @@ static void test_big_inline_sheet_is_fast(void **state)
     size_t cap = rows * 64 + 256;
     char *json = malloc(cap);
     assert_non_null(json);
-    size_t len = (size_t)sprintf(json, "{\"sheets\": [{\"columns\": [{\"header\": \"a\"}, "
-                                       "{\"header\": \"b\", \"type\": \"date\"}], \"rows\": [");
+    size_t len = (size_t)snprintf(json, cap, "{\"sheets\": [{\"columns\": [{\"header\": \"a\"}, "
+                                             "{\"header\": \"b\", \"type\": \"date\"}], \"rows\": [");
     for (size_t i = 0; i < rows; i++)
-        len += (size_t)sprintf(json + len, "%s[%zu,\"2026-03-31\",1.5,\"x\",true,null,7,8,9,0]",
-                               i ? "," : "", i);
+        len += (size_t)snprintf(json + len, cap - len,
+                                "%s[%zu,\"2026-03-31\",1.5,\"x\",true,null,7,8,9,0]", i ? "," : "", i);
     /* Ten cells but only two columns: drop columns so rows fit. */
-    strcpy(json + len, "]}]}");
+    test_copy(json + len, cap - len, "]}]}");
     char *cols = strstr(json, "\"columns\"");
     char *rows_at = strstr(json, "\"rows\"");
     memset(cols, ' ', (size_t)(rows_at - cols));
@@ -1949,12 +1952,13 @@ static void test_limits_real_values(void **state)
     free(json);
 
     /* 257 sheets. */
-    json = malloc(257 * 4 + 64);
+    size_t cap = 257 * 4 + 64;
+    json = malloc(cap);
     assert_non_null(json);
-    strcpy(json, "{\"sheets\": [");
+    test_copy(json, cap, "{\"sheets\": [");
     for (int i = 0; i < 257; i++)
-        strcat(json, i ? ",{}" : "{}");
-    strcat(json, "]}");
+        test_append(json, cap, i ? ",{}" : "{}");
+    test_append(json, cap, "]}");
     kiln_parse_options o = dir_opts();
     fails_raw_opt(json, &o, KILN_E_LIMIT, "/sheets", "257 sheets");
     *strrchr(json, ',') = ' '; /* 256 sheets, with a stray "{}" removed below */
@@ -1969,9 +1973,10 @@ static void test_limits_real_values(void **state)
     /* 1,001 images (inline data, the same tiny PNG). */
     const char *b64 = "{\"type\": \"image\", \"image\": {\"data\": "
                       "\"" PNG_3X2_BASE64 "\"}}";
-    json = malloc(1001 * (strlen(b64) + 1) + 64);
+    cap = 1001 * (strlen(b64) + 1) + 64;
+    json = malloc(cap);
     assert_non_null(json);
-    strcpy(json, "{\"blocks\": [");
+    test_copy(json, cap, "{\"blocks\": [");
     size_t len = strlen(json);
     for (int i = 0; i < 1001; i++) {
         if (i)
@@ -1979,7 +1984,7 @@ static void test_limits_real_values(void **state)
         memcpy(json + len, b64, strlen(b64));
         len += strlen(b64);
     }
-    strcpy(json + len, "]}");
+    test_copy(json + len, cap - len, "]}");
     fails_raw_opt(json, &o, KILN_E_LIMIT, "/blocks/1000/image", "more than 1000 images");
     assert_int_equal(errs.count, 1);
     free(json);
@@ -2002,8 +2007,8 @@ static void test_error_list_is_bounded(void **state)
     (void)state;
     char spec[8192] = "{'sheets': [{'rows': [";
     for (int i = 0; i < 80; i++)
-        strcat(spec, i ? ",[[1]]" : "[[1]]");
-    strcat(spec, "]}]}");
+        test_append(spec, sizeof spec, i ? ",[[1]]" : "[[1]]");
+    test_append(spec, sizeof spec, "]}]}");
     fails(spec, KILN_E_INVALID_SPEC, "/sheets/0/rows/0/0", "expected a number");
     assert_int_equal(errs.count, KILN_ERRORS_MAX);
     has_error(KILN_E_INVALID_SPEC, "/sheets/0/rows/49/0", NULL);

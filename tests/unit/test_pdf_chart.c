@@ -20,6 +20,7 @@
 #include <cmocka.h>
 
 #include "artifacts/pdf/pdf_chart.c"
+#include "common/banned.h"
 
 /* ---- ticks ---- */
 

@@ -32,6 +32,7 @@
 
 #include FT_ADVANCES_H
 #include FT_TRUETYPE_TABLES_H
+#include "common/banned.h"
 
 #define DEJAVU_SANS "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"
 #define WQY_ZENHEI "/usr/share/fonts/truetype/wqy/wqy-zenhei.ttc"

@@ -24,6 +24,7 @@
 #include "common/arena.h"
 #include "common/error.h"
 #include "common/output.h"
+#include "common/banned.h"
 
 static char dir[256];
 

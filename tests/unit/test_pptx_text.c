@@ -17,6 +17,7 @@
 #include <cmocka.h>
 
 #include "artifacts/pptx/pptx_internal.h"
+#include "common/banned.h"
 
 #define WORDS "Revenue grew in every region this quarter, led by the North "
 

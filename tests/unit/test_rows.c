@@ -19,6 +19,7 @@
 
 #include "artifacts/spec.h"
 #include "artifacts/spec_internal.h"
+#include "common/banned.h"
 
 static char tmpdir[256];
 static kiln_errors errs;

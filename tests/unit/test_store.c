@@ -23,6 +23,7 @@
 #include "common/error.h"
 #include "service/store.h"
 #include "service/store_testing.h"
+#include "common/banned.h"
 
 static char dir[256];
 static int64_t clock_now = 1700000000;

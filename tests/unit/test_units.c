@@ -7,6 +7,7 @@
 #include <cmocka.h>
 
 #include "common/units.h"
+#include "common/banned.h"
 
 static void sizes_read(void **state)
 {

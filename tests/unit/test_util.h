@@ -11,6 +11,24 @@
 
 #include "common/error.h"
 
+/* Copies s into dst, which holds cap bytes; the test fails when it would
+ * not fit (common/banned.h: no strcpy). */
+static inline void test_copy(char *dst, size_t cap, const char *s)
+{
+    size_t n = strlen(s);
+    assert_true(n < cap);
+    memcpy(dst, s, n + 1);
+}
+
+/* Appends s to the string in dst, which holds cap bytes in all; the test
+ * fails when it would not fit (no strcat). */
+static inline void test_append(char *dst, size_t cap, const char *s)
+{
+    size_t len = strnlen(dst, cap);
+    assert_true(len < cap);
+    test_copy(dst + len, cap - len, s);
+}
+
 /* A private directory /tmp/kiln-test-SUITE-XXXXXX for one suite's files. 0 / -1. */
 static inline int test_dir_make(char *dir, size_t cap, const char *suite)
 {

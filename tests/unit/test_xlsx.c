@@ -28,6 +28,7 @@
 #include "artifacts/render.h"
 #include "artifacts/spec.h"
 #include "artifacts/xlsx/xlsx_internal.h"
+#include "common/banned.h"
 
 #define PYTHON "/usr/bin/python3"
 
