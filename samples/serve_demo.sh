@@ -29,9 +29,8 @@ command -v jq >/dev/null || die "jq is missing (make deps installs it)"
 # Its standard output and error come through one pipe: the first line is the
 # "listening" event, or the line saying why it did not start. It runs in a session
 # of its own, so Ctrl-C reaches only this script, whose trap stops it (SIGTERM) and
-# exits 130: one way to the end. When the server took the Ctrl-C too, a loaded
-# machine once saw the demo end with status 0 (the server gone first, the trap not
-# run).
+# exits 130: one way to the end, whichever process would have taken the signal
+# first.
 exec {srv}< <(exec setsid "$KILN" serve 2>&1)
 server=$!
 drain=

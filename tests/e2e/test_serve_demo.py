@@ -117,6 +117,11 @@ class Terminal:
     def __init__(self, argv, env, cwd):
         self.pid, self.fd = pty.fork()
         if self.pid == 0:                      # the child: become the command
+            # with the signals a terminal's shell has: a pytest started in the
+            # background (make check from a script, `&`) ignores SIGINT, and bash
+            # cannot trap a signal ignored when it starts
+            for sig in (signal.SIGINT, signal.SIGQUIT):
+                signal.signal(sig, signal.SIG_DFL)
             os.chdir(cwd)
             os.execvpe(argv[0], argv, env)
         self.out = b""
