@@ -58,6 +58,12 @@ kiln_list_marks kiln_list_marks_for(int ordered, int depth, int64_t first, int64
     }
 }
 
+kiln_list_marks kiln_list_marks_of(const kiln_list *list, int depth)
+{
+    return kiln_list_marks_for(list->ordered, depth, list->start,
+                               (int64_t)list->start + (int64_t)list->item_count - 1);
+}
+
 void kiln_list_marker(kiln_list_marks marks, int depth, int64_t number, char *buf, size_t cap)
 {
     static const char *const bullets[3] = {"\xE2\x80\xA2",  /* U+2022 bullet */

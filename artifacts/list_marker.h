@@ -17,6 +17,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "spec.h"
+
 typedef enum kiln_list_marks {
     KILN_MARKS_BULLETS, /* •, ◦, ▪ by level */
     KILN_MARKS_DIGITS,  /* 1. 2. 3. */
@@ -31,6 +33,10 @@ typedef enum kiln_list_marks {
  * first..last (ordered; ignored for bullets). An empty list (last < first)
  * takes its level's scheme. */
 kiln_list_marks kiln_list_marks_for(int ordered, int depth, int64_t first, int64_t last);
+
+/* The scheme of list, depth levels down: kiln_list_marks_for over the
+ * numbers its items take (start .. start + item_count - 1). */
+kiln_list_marks kiln_list_marks_of(const kiln_list *list, int depth);
 
 /* Writes the marker of item number (a bullet: depth's) into buf, always
  * NUL-terminated, never more than cap bytes. A number the scheme cannot

@@ -39,7 +39,7 @@ unsigned docx_num_new(docx_ctx *c, const kiln_list *list, int level)
     n->start = list->start;
     n->level = level < 0 ? 0 : level > DOCX_MAX_LEVEL ? DOCX_MAX_LEVEL : level;
     n->last = (int64_t)list->start + (int64_t)list->item_count - 1;
-    n->marks = kiln_list_marks_for(list->ordered, n->level, list->start, n->last);
+    n->marks = kiln_list_marks_of(list, n->level);
     return n->num_id;
 }
 

@@ -369,8 +369,7 @@ static kiln_status layout_list(pdf_ctx *ctx, const kiln_list *list, int depth, d
     pdf_para para = {0};
     kiln_status rc = KILN_E_OK;
     char marker[KILN_LIST_MARKER_MAX];
-    kiln_list_marks marks = kiln_list_marks_for(
-        list->ordered, depth, list->start, (int64_t)list->start + (int64_t)list->item_count - 1);
+    kiln_list_marks marks = kiln_list_marks_of(list, depth);
 
     if (!face)
         return ctx->err->code;

@@ -97,8 +97,7 @@ static pptx_paras take_paras(deck_builder *b)
  * pointer: the list's block or slide. */
 static void add_list(deck_builder *b, const kiln_list *list, int level, const char *pointer)
 {
-    kiln_list_marks marks = kiln_list_marks_for(
-        list->ordered, level, list->start, (int64_t)list->start + (int64_t)list->item_count - 1);
+    kiln_list_marks marks = kiln_list_marks_of(list, level);
     for (size_t i = 0; i < list->item_count && !b->failed; i++) {
         pptx_para *p = new_para(b);
         if (!p)

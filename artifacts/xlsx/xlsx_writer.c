@@ -1000,8 +1000,7 @@ static lxw_error text_list(textw *t, const kiln_list *l, int depth)
         f = t->indent[depth];
         f_wrap = t->indent_wrap[depth];
     }
-    kiln_list_marks marks = kiln_list_marks_for(l->ordered, depth, l->start,
-                                                (int64_t)l->start + (int64_t)l->item_count - 1);
+    kiln_list_marks marks = kiln_list_marks_of(l, depth);
     for (size_t i = 0; i < l->item_count; i++) {
         char marker[KILN_LIST_MARKER_MAX], prefix[KILN_LIST_MARKER_MAX + 1];
         kiln_list_marker(marks, depth, (int64_t)l->start + (int64_t)i, marker,
