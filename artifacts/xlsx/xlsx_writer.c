@@ -827,21 +827,26 @@ static char *clip_chars(kiln_arena *a, const char *s, size_t max)
     return kiln_arena_strndup(a, s, o);
 }
 
+/* 1 when the validation's values cannot be an inline list: Excel keeps one
+ * as a single string of at most 255 characters, the values joined by commas,
+ * so none may be empty or hold a comma or a double quote. */
+static int validation_needs_data(const kiln_validation *v)
+{
+    size_t bytes = 0;
+    for (size_t i = 0; i < v->value_count; i++) {
+        bytes += strlen(v->values[i]) + (i ? 1 : 0);
+        if (strpbrk(v->values[i], ",\"") || !v->values[i][0])
+            return 1;
+    }
+    return bytes > 255 || v->value_count == 0;
+}
+
 static kiln_status write_validation(sheetw *sw, const kiln_validation *v, const char *ptr,
                                     kiln_error *err)
 {
     wctx *w = sw->w;
     lxw_data_validation dv = {0};
-    size_t bytes = 0;
-    int inline_ok = v->value_count > 0;
-    for (size_t i = 0; i < v->value_count; i++) {
-        bytes += strlen(v->values[i]) + (i ? 1 : 0);
-        if (strpbrk(v->values[i], ",\"") || !v->values[i][0])
-            inline_ok = 0;
-    }
-    if (bytes > 255)
-        inline_ok = 0;
-    if (inline_ok) {
+    if (!validation_needs_data(v)) {
         char **list = kiln_arena_calloc(w->arena, v->value_count + 1, sizeof *list);
         if (!list)
             return oom_fail(err, ptr);
@@ -891,18 +896,6 @@ static kiln_status write_validation(sheetw *sw, const kiln_validation *v, const 
     lxw_error e = worksheet_data_validation_range(sw->ws, r->first_row, (lxw_col_t)r->first_col,
                                                   r->last_row, (lxw_col_t)r->last_col, &dv);
     return e ? lxw_fail(err, e, ptr, "adding a validation") : KILN_E_OK;
-}
-
-/* 1 when the validation cannot be an inline list (see write_validation). */
-static int validation_needs_data(const kiln_validation *v)
-{
-    size_t bytes = 0;
-    for (size_t i = 0; i < v->value_count; i++) {
-        bytes += strlen(v->values[i]) + (i ? 1 : 0);
-        if (strpbrk(v->values[i], ",\"") || !v->values[i][0])
-            return 1;
-    }
-    return bytes > 255 || v->value_count == 0;
 }
 
 /* ---- the text sheet (documents with neither sheets nor tables) ---- */
