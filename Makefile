@@ -31,7 +31,7 @@ SERVICE_LDLIBS := $(shell $(PKG_CONFIG) --libs $(SERVICE_PKGS) 2>/dev/null) -lpt
 # unit tests, the fuzzers and the benchmarks' helpers use it. The kiln
 # executable is the core (libkiln-core.a, with writers_dl.c) plus
 # kiln-writers.so beside it.
-LIB_SRCS  := $(sort $(filter-out artifacts/writers_dl.c,$(wildcard common/*.c artifacts/*.c \
+LIB_SRCS  := $(sort $(filter-out artifacts/writers_dl.c,$(wildcard common/*.c artifacts/*.c artifacts/spec/*.c artifacts/layout/*.c \
 	artifacts/xlsx/*.c artifacts/opc/*.c artifacts/docx/*.c artifacts/pdf/*.c \
 	artifacts/pptx/*.c exec/*.c service/*.c)))
 WRITER_SRCS := $(sort $(wildcard artifacts/writers.c artifacts/xlsx/*.c artifacts/opc/*.c \

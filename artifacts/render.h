@@ -15,7 +15,7 @@
 
 #include "../common/error.h"
 #include "../common/output.h"
-#include "spec.h"
+#include "spec/spec.h"
 
 typedef enum { KILN_FORMAT_XLSX, KILN_FORMAT_DOCX, KILN_FORMAT_PDF, KILN_FORMAT_PPTX,
                KILN_FORMAT__COUNT } kiln_format;

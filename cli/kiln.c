@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 #include "artifacts/render.h"
-#include "artifacts/spec.h"
+#include "artifacts/spec/spec.h"
 #include "common/dirs.h"
 #include "common/error.h"
 #include "common/units.h"

@@ -29,7 +29,7 @@
 #include <unistd.h>
 
 #include "artifacts/render.h"
-#include "artifacts/spec.h"
+#include "artifacts/spec/spec.h"
 #include "exec/exec_internal.h"
 #include "../common/banned.h"
 

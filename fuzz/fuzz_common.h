@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "artifacts/render.h"
-#include "artifacts/spec.h"
+#include "artifacts/spec/spec.h"
 
 static inline void fuzz_parse_options(kiln_parse_options *opt)
 {

@@ -1,5 +1,5 @@
 /*
- * fuzz_json_text.c - the spec's text checker and walkers (artifacts/json_text.c)
+ * fuzz_json_text.c - the spec's text checker and walkers (artifacts/spec/json_text.c)
  * against jansson on arbitrary bytes.
  *
  * The parser trusts kiln_json_check to say "JSON" exactly when jansson would
@@ -21,7 +21,7 @@
 
 #include <jansson.h>
 
-#include "artifacts/spec_internal.h"
+#include "artifacts/spec/spec_internal.h"
 #include "../common/banned.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

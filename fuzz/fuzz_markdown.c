@@ -1,6 +1,6 @@
 /*
  * fuzz_markdown.c - markdown blocks on their own (md4c plus
- * artifacts/markdown.c), without the JSON layer in front: every byte string
+ * artifacts/spec/markdown.c), without the JSON layer in front: every byte string
  * is either turned into blocks or rejected with an error.
  */
 #include <stddef.h>
@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "artifacts/markdown.h"
-#include "artifacts/spec_internal.h"
+#include "artifacts/spec/markdown.h"
+#include "artifacts/spec/spec_internal.h"
 #include "../common/banned.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

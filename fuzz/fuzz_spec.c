@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "artifacts/spec.h"
+#include "artifacts/spec/spec.h"
 #include "fuzz_common.h"
 #include "../common/banned.h"
 

@@ -35,7 +35,7 @@
 #include <unistd.h>
 
 #include "artifacts/render.h"
-#include "artifacts/spec.h"
+#include "artifacts/spec/spec.h"
 #include "../common/banned.h"
 
 static void bad_request(kiln_api_reply *reply, const char *pointer, const char *message)

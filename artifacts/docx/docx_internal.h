@@ -1,7 +1,7 @@
 /*
  * docx_internal.h - what the files of the .docx writer share (artifacts/docx/).
  *
- * kiln_docx_write (docx_writer.c) builds the flow of blocks (artifacts/flow.h),
+ * kiln_docx_write (docx_writer.c) builds the flow of blocks (artifacts/layout/flow.h),
  * writes word/document.xml first (which is when list instances, images,
  * charts and hyperlinks are met and their relationships declared), then the
  * parts that depend on what the document used, then the package (OPC layer,
@@ -35,12 +35,12 @@
 
 #include "../../common/arena.h"
 #include "../../common/error.h"
-#include "../flow.h"
-#include "../list_marker.h"
+#include "../layout/flow.h"
+#include "../layout/list_marker.h"
 #include "../opc/opc.h"
 #include "../render.h"
-#include "../spec.h"
-#include "../text_metrics.h"
+#include "../spec/spec.h"
+#include "../layout/text_metrics.h"
 
 #define DOCX_DOCUMENT_PART "word/document.xml"
 /* English Metric Units: what DrawingML measures in. */

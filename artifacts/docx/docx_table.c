@@ -86,8 +86,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../merge_walk.h"
-#include "../numfmt.h"
+#include "../layout/merge_walk.h"
+#include "../layout/numfmt.h"
 #include "docx_internal.h"
 #include "../../common/banned.h"
 

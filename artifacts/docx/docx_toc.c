@@ -54,7 +54,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "../numfmt.h"
+#include "../layout/numfmt.h"
 #include "docx_internal.h"
 #include "../../common/banned.h"
 

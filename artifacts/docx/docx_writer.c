@@ -2,7 +2,7 @@
  * docx_writer.c - kiln_docx_write: a validated kiln_doc into a .docx file.
  *
  * The order of the work, and why:
- *   1. the flow (artifacts/flow.h): the blocks to render, whatever the spec
+ *   1. the flow (artifacts/layout/flow.h): the blocks to render, whatever the spec
  *      holds; then the early ceiling check: the images go into the zip
  *      stored as they are, so when their bytes alone pass the output limit
  *      the render fails before any XML is written;

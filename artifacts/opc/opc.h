@@ -42,8 +42,8 @@
 
 #include "../../common/error.h"
 #include "../../common/output.h"
-#include "../chart_data.h"
-#include "../spec.h"
+#include "../layout/chart_data.h"
+#include "../spec/spec.h"
 
 /* ---- relationship types and content types used by the writers ---- */
 #define OPC_NS_R "http://schemas.openxmlformats.org/officeDocument/2006/relationships"

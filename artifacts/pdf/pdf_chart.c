@@ -60,7 +60,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../numfmt.h"
+#include "../layout/numfmt.h"
 #include "pdf_internal.h"
 
 #include "../../common/color.h"

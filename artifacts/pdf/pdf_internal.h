@@ -43,10 +43,10 @@
 #include "../../common/arena.h"
 #include "../../common/error.h"
 #include "../../common/utf8.h"
-#include "../chart_data.h"
-#include "../flow.h"
+#include "../layout/chart_data.h"
+#include "../layout/flow.h"
 #include "../render.h"
-#include "../spec.h"
+#include "../spec/spec.h"
 
 /* ------------------------------------------------------------------ fonts */
 

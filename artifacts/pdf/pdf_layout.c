@@ -18,7 +18,7 @@
  *   - space before a block is dropped at the top of a page.
  */
 #include "pdf_internal.h"
-#include "../list_marker.h"
+#include "../layout/list_marker.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -69,8 +69,8 @@
 #include <string.h>
 #include <strings.h>
 
-#include "../merge_walk.h"
-#include "../numfmt.h"
+#include "../layout/merge_walk.h"
+#include "../layout/numfmt.h"
 #include "pdf_internal.h"
 #include "../../common/banned.h"
 

@@ -4,7 +4,7 @@
  * The order of work:
  *   1. a libharu document with UTF-8 fonts and compression, and the
  *      document information (title, author, subject, keywords, dates);
- *   2. the layout pass over the flow (artifacts/flow.h), drawing as it goes
+ *   2. the layout pass over the flow (artifacts/layout/flow.h), drawing as it goes
  *      (pdf_layout.c); a spec of slides puts each slide on a landscape page;
  *   3. what needed the whole layout: TOC page numbers, the header and the
  *      "Page X of Y" footer on every page, link annotations, the outline;

@@ -39,11 +39,11 @@
 
 #include "../../common/arena.h"
 #include "../../common/error.h"
-#include "../list_marker.h"
+#include "../layout/list_marker.h"
 #include "../opc/opc.h"
 #include "../render.h"
-#include "../spec.h"
-#include "../text_metrics.h"
+#include "../spec/spec.h"
+#include "../layout/text_metrics.h"
 
 #define PPTX_NS_P "http://schemas.openxmlformats.org/presentationml/2006/main"
 #define PPTX_NS_A "http://schemas.openxmlformats.org/drawingml/2006/main"

@@ -74,8 +74,8 @@
 #include <string.h>
 
 #include "../../common/utf8.h"
-#include "../merge_walk.h"
-#include "../numfmt.h"
+#include "../layout/merge_walk.h"
+#include "../layout/numfmt.h"
 #include "pptx_internal.h"
 #include "../../common/banned.h"
 

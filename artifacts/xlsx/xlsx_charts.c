@@ -56,7 +56,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../chart_data.h"
+#include "../layout/chart_data.h"
 #include "xlsx_internal.h"
 #include "../../common/banned.h"
 

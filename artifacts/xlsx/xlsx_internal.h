@@ -23,7 +23,7 @@
 
 #include "../../common/arena.h"
 #include "../../common/error.h"
-#include "../spec.h"
+#include "../spec/spec.h"
 #include "xlsx_xstring.h"
 
 /* Excel's hyperlink limits (libxlsxwriter checks them too, but prints). */

@@ -62,7 +62,7 @@
 #include <unistd.h>
 
 #include "../../common/output.h"
-#include "../list_marker.h"
+#include "../layout/list_marker.h"
 #include "../render.h"
 #include "xlsx_internal.h"
 #include "../../common/banned.h"

@@ -657,7 +657,7 @@ def sheet_name(spec, i):
 
 
 def expected_flow(spec):
-    """What a document writer renders for a spec (docs/spec.md, Mapping; artifacts/flow.h)."""
+    """What a document writer renders for a spec (docs/spec.md, Mapping; artifacts/layout/flow.h)."""
     out = []
     if spec.get("blocks"):
         for i, b in enumerate(spec["blocks"]):

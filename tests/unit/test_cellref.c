@@ -7,8 +7,8 @@
 
 #include <cmocka.h>
 
-#include "artifacts/spec.h"
-#include "artifacts/spec_internal.h"
+#include "artifacts/spec/spec.h"
+#include "artifacts/spec/spec_internal.h"
 #include "test_util.h"
 #include "common/banned.h"
 

@@ -24,10 +24,10 @@
 
 #include "tests/unit/test_util.h"
 
-#include "artifacts/chart_data.h"
+#include "artifacts/layout/chart_data.h"
 #include "artifacts/opc/opc.h"
 #include "artifacts/opc/opc_internal.h"
-#include "artifacts/spec.h"
+#include "artifacts/spec/spec.h"
 #include "common/banned.h"
 
 static char tmpdir[256];

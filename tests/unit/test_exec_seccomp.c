@@ -47,7 +47,7 @@
 #include "tests/unit/test_util.h"
 
 #include "artifacts/render.h"
-#include "artifacts/spec.h"
+#include "artifacts/spec/spec.h"
 #include "exec/exec_internal.h"
 #include "common/banned.h"
 

@@ -1,6 +1,6 @@
 /*
  * test_json_text.c - the spec's text checked and walked without building it
- * (artifacts/json_text.c): the checker says "JSON" exactly when jansson
+ * (artifacts/spec/json_text.c): the checker says "JSON" exactly when jansson
  * would (with the parser's flags), the walkers find each element and member
  * as jansson sees them, and the errors point where the text goes wrong.
  * fuzz/fuzz_json_text.c compares the same things on arbitrary bytes.
@@ -15,7 +15,7 @@
 
 #include <cmocka.h>
 
-#include "artifacts/spec_internal.h"
+#include "artifacts/spec/spec_internal.h"
 #include "common/banned.h"
 
 static int check(const char *s, size_t len, kiln_json_syntax *e)

@@ -1,5 +1,5 @@
 /*
- * test_list_marker.c - artifacts/list_marker.c: the scheme of each nesting
+ * test_list_marker.c - artifacts/layout/list_marker.c: the scheme of each nesting
  * level (1. a. i., as Word's numbering and PowerPoint's autonumbering draw
  * them, letters repeating past z),
  * the bullets by level, digits for a list its level's scheme cannot number
@@ -13,7 +13,7 @@
 
 #include <cmocka.h>
 
-#include "artifacts/list_marker.h"
+#include "artifacts/layout/list_marker.h"
 #include "common/banned.h"
 
 static const char *marker(kiln_list_marks marks, int depth, int64_t number)

@@ -1,4 +1,4 @@
-/* test_markdown.c - kiln_markdown_to_blocks (artifacts/markdown.c). */
+/* test_markdown.c - kiln_markdown_to_blocks (artifacts/spec/markdown.c). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "artifacts/markdown.h"
-#include "artifacts/spec_internal.h"
+#include "artifacts/spec/markdown.h"
+#include "artifacts/spec/spec_internal.h"
 #include "common/banned.h"
 
 typedef struct fixture {

@@ -17,8 +17,8 @@
 
 #include <cmocka.h>
 
-#include "artifacts/merge_walk.h"
-#include "artifacts/spec.h"
+#include "artifacts/layout/merge_walk.h"
+#include "artifacts/spec/spec.h"
 #include "common/banned.h"
 
 #define NONE KILN_MERGE_NONE

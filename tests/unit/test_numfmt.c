@@ -1,6 +1,6 @@
 /*
  * test_numfmt.c - values shown as Excel shows them under number formats
- * (artifacts/numfmt.c), for the docx, pdf and pptx tables.
+ * (artifacts/layout/numfmt.c), for the docx, pdf and pptx tables.
  *
  * lo_cases were checked against LibreOffice 7.4 (an .xlsx written with
  * openpyxl, converted to CSV with the formatted text), keeping the cases
@@ -20,7 +20,7 @@
 
 #include <cmocka.h>
 
-#include "artifacts/numfmt.h"
+#include "artifacts/layout/numfmt.h"
 #include "test_util.h"
 #include "common/banned.h"
 
@@ -593,7 +593,7 @@ static void test_excel_cases(void **state)
     check_cases(excel_cases, sizeof excel_cases / sizeof excel_cases[0]);
 }
 
-/* The column types' default formats (artifacts/parse_sheet.c). */
+/* The column types' default formats (artifacts/spec/parse_sheet.c). */
 static void test_default_formats(void **state)
 {
     (void)state;

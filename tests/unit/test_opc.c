@@ -22,7 +22,7 @@
 #include <libxml/xmlerror.h>
 #include <zip.h>
 
-#include "artifacts/chart_data.h"
+#include "artifacts/layout/chart_data.h"
 #include "artifacts/opc/opc.h"
 #include "artifacts/opc/opc_internal.h"
 #include "common/error.h"

@@ -17,8 +17,8 @@
 
 #include "tests/unit/test_util.h"
 
-#include "artifacts/spec.h"
-#include "artifacts/spec_internal.h"
+#include "artifacts/spec/spec.h"
+#include "artifacts/spec/spec_internal.h"
 #include "common/banned.h"
 
 static char tmpdir[256];

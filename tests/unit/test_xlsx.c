@@ -26,7 +26,7 @@
 #include "tests/unit/test_util.h"
 
 #include "artifacts/render.h"
-#include "artifacts/spec.h"
+#include "artifacts/spec/spec.h"
 #include "artifacts/xlsx/xlsx_internal.h"
 #include "common/banned.h"
 

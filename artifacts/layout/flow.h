@@ -14,9 +14,9 @@
 
 #include <stddef.h>
 
-#include "../common/arena.h"
-#include "../common/error.h"
-#include "spec.h"
+#include "../../common/arena.h"
+#include "../../common/error.h"
+#include "../spec/spec.h"
 
 typedef struct kiln_flow_item {
     const kiln_block *block;  /* a doc block, or one made up for a sheet or a slide */

@@ -19,9 +19,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../common/arena.h"
-#include "../common/error.h"
-#include "spec.h"
+#include "../../common/arena.h"
+#include "../../common/error.h"
+#include "../spec/spec.h"
 
 /* No range: what kiln_merge_walk_at returns for an uncovered column. */
 #define KILN_MERGE_NONE SIZE_MAX

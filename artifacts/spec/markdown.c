@@ -40,9 +40,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../common/utf8.h"
+#include "../../common/utf8.h"
 #include "spec_internal.h"
-#include "../common/banned.h"
+#include "../../common/banned.h"
 
 #define MD_FLAGS                                                                          \
     (MD_FLAG_TABLES | MD_FLAG_STRIKETHROUGH | MD_FLAG_PERMISSIVEAUTOLINKS | MD_FLAG_NOHTML)

@@ -10,9 +10,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../common/arena.h"
-#include "../common/error.h"
-#include "../common/utf8.h"
+#include "../../common/arena.h"
+#include "../../common/error.h"
+#include "../../common/utf8.h"
 #include "spec.h"
 
 /* Everything a kiln_doc owns besides its public members. The model owns

@@ -11,7 +11,7 @@
 
 #include "markdown.h"
 #include "spec_internal.h"
-#include "../common/banned.h"
+#include "../../common/banned.h"
 
 /* ---- text and runs ---- */
 

@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "merge_walk.h"
-#include "../common/banned.h"
+#include "../../common/banned.h"
 
 static int range_order(const void *a, const void *b)
 {

@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "spec.h"
+#include "../spec/spec.h"
 
 typedef enum kiln_list_marks {
     KILN_MARKS_BULLETS, /* •, ◦, ▪ by level */

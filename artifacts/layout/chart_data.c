@@ -25,8 +25,8 @@
 
 #include "chart_data.h"
 #include "numfmt.h"
-#include "spec_internal.h"
-#include "../common/banned.h"
+#include "../spec/spec_internal.h"
+#include "../../common/banned.h"
 
 /* Office's own accents, for a theme that somehow has none. */
 static const int32_t fallback_accents[] = {0x4472C4, 0xED7D31, 0xA5A5A5,

@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "spec_internal.h"
-#include "../common/banned.h"
+#include "../../common/banned.h"
 
 #define READ_CHUNK 65536
 

@@ -12,8 +12,8 @@
 #include <jansson.h>
 #include <stddef.h>
 
-#include "../common/arena.h"
-#include "../common/error.h"
+#include "../../common/arena.h"
+#include "../../common/error.h"
 #include "spec.h"
 
 /*

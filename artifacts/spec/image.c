@@ -22,7 +22,7 @@
 #include <zlib.h>
 
 #include "spec_internal.h"
-#include "../common/banned.h"
+#include "../../common/banned.h"
 
 int kiln_open_beneath(const char *base_dir, const char *rel, char *why, size_t why_cap,
                       int *is_input)

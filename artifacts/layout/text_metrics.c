@@ -7,7 +7,7 @@
  * has the same advance widths (these numbers were read from Carlito).
  */
 #include "text_metrics.h"
-#include "../common/banned.h"
+#include "../../common/banned.h"
 
 /* Calibri's advance widths in 1/2048 em for ' ' .. '~' (Carlito's, which
  * are the same). */

@@ -5,7 +5,7 @@
 
 #include <stdio.h>
 #include <string.h>
-#include "../common/banned.h"
+#include "../../common/banned.h"
 
 /* Roman numerals, lower case, for 1..3999 (what they write without a bar). */
 #define ROMAN_MAX 3999

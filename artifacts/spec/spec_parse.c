@@ -26,10 +26,10 @@
 #include <unistd.h>
 #include <wctype.h>
 
-#include "../common/templates.h"
+#include "../../common/templates.h"
 #include "markdown.h"
 #include "spec_internal.h"
-#include "../common/banned.h"
+#include "../../common/banned.h"
 
 kiln_limits kiln_limits_default(void)
 {

@@ -15,9 +15,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../common/arena.h"
-#include "../common/error.h"
-#include "spec.h"
+#include "../../common/arena.h"
+#include "../../common/error.h"
+#include "../spec/spec.h"
 
 /* The number format of literal ISO date categories (the spec's date default). */
 #define KILN_CHART_DATE_FORMAT "yyyy-mm-dd"

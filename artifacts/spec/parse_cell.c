@@ -17,7 +17,7 @@
 #include <strings.h>
 
 #include "spec_internal.h"
-#include "../common/banned.h"
+#include "../../common/banned.h"
 
 /* ---- JSON Pointer ---- */
 

@@ -20,7 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../common/error.h"
+#include "../../common/error.h"
 
 #define KILN_SPEC_VERSION 1
 

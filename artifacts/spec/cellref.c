@@ -7,7 +7,7 @@
 
 #include "spec.h"
 #include "spec_internal.h"
-#include "../common/banned.h"
+#include "../../common/banned.h"
 
 /* Excel's sheet size, fixed by the file format (the configurable limits in
  * kiln_limits may only be lower). */

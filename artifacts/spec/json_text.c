@@ -27,7 +27,7 @@
 #include <string.h>
 
 #include "spec_internal.h"
-#include "../common/banned.h"
+#include "../../common/banned.h"
 
 /* jansson's own nesting ceiling (JSON_PARSER_MAX_DEPTH); the spec's own,
  * lower limit is checked on each piece with a JSON Pointer (kiln_json_scan). */

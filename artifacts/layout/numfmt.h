@@ -21,7 +21,7 @@
 
 #include <stddef.h>
 
-#include "spec.h"
+#include "../spec/spec.h"
 
 /* Largest text kiln_format_value writes (NUL included) for a number. */
 #define KILN_NUMFMT_MAX 128

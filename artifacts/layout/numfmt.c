@@ -60,7 +60,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include "../common/banned.h"
+#include "../../common/banned.h"
 
 /* ---- output ---- */
 

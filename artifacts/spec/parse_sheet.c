@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "spec_internal.h"
-#include "../common/banned.h"
+#include "../../common/banned.h"
 
 /* ---- columns and table data ---- */
 

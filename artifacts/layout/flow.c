@@ -20,7 +20,7 @@
 #include "flow.h"
 
 #include <string.h>
-#include "../common/banned.h"
+#include "../../common/banned.h"
 
 /* Items are appended into an array sized up front: the count is known
  * before anything is made, so there is no growing and no quadratic copy. */
