@@ -24,6 +24,10 @@
 #include "common/error.h"
 #include "common/units.h"
 #include "common/version.h"
+#include "contract/job.h"
+#include "contract/limits.h"
+#include "contract/render_step.h"
+#include "contract/report.h"
 #include "exec/run.h"
 
 #include <xlsxwriter.h> /* LXW_VERSION, for --version */
@@ -78,9 +82,10 @@ static const char usage_validate[] =
     "  -j, --json             print the outcome as one JSON object on stdout\n"
     "  -h, --help             show this help\n";
 
-static const char usage_run[] =
+static const char usage_run_options[] =
     "usage: kiln run [OPTIONS] [FILE | -] [OPTIONS] [-- ARGS...]\n"
     "       kiln run [OPTIONS] -c CODE [-- ARGS...]\n"
+    "       kiln run [OPTIONS] --request FILE\n"
     "\n"
     "Run untrusted Python or bash code in Kiln's sandbox and print one JSON\n"
     "result (docs/run.md). The code sees its inputs in /mnt/data, where the\n"
@@ -90,6 +95,9 @@ static const char usage_run[] =
     "  -c, --code CODE        the program text (else FILE, else standard input)\n"
     "  -l, --language LANG    python or bash (default: bash for FILE.sh, else python)\n"
     "  -i, --input PATH[:NAME] copy PATH into /mnt/data (as NAME); repeatable\n"
+    "      --request FILE     the whole job as one JSON document (docs/run.md, \"Job\n"
+    "                         requests\"; \"-\" for standard input), instead of the code,\n"
+    "                         language, input, render and limit options\n"
     "      --ro-bind PATH     show host PATH to the job read-only, at PATH; repeatable\n"
     "  -o, --out DIR          copy the files and documents into DIR (default ./kiln-out)\n"
     "  -n, --no-copy          list the files only\n"
@@ -97,26 +105,51 @@ static const char usage_run[] =
     "                         default)\n"
     "      --no-render        leave the saved specs as files, unrendered\n"
     "      --pretty           indent the JSON\n"
-    "limits (SIZE in bytes or with K, M, G):\n"
-    "      --timeout SECONDS  wall clock (60)         --cpu SECONDS   CPU time (60)\n"
-    "      --memory SIZE      RAM, no swap (1G)       --processes N   (64)\n"
-    "      --disk SIZE        /mnt/data (256M)        --tmp SIZE      /tmp (64M)\n"
-    "      --file-size SIZE   largest file (256M)     --open-files N  (256)\n"
-    "      --stream-keep SIZE stdout/stderr kept, each (1M)\n"
-    "      --stream-kill SIZE stdout+stderr that ends the job (256M)\n"
-    "      --max-files N (100)  --max-file-bytes SIZE (30M)  --max-total-bytes SIZE (100M)\n"
+    "limits (SECONDS: a number, or with s, m, h, d; SIZE: bytes, or with K, M, G):\n";
+static const char usage_run_tail[] =
     "  -h, --help             show this help\n"
     "\n"
     "exit status: 0 the job's status is ok; 1 the job ran and ended otherwise, or a\n"
-    "document could not be rendered (the JSON says which); 2 usage error; 3 the\n"
-    "inputs do not fit in --disk; 5 unreadable code or input; 6 the output directory\n"
-    "cannot be written; 70 the sandbox cannot be set up (kiln run needs root).\n";
+    "document could not be rendered (the JSON says which); 2 usage error or an invalid\n"
+    "request; 3 the inputs do not fit in --disk; 5 unreadable code or input; 6 the\n"
+    "output directory cannot be written; 70 the sandbox cannot be set up (kiln run\n"
+    "needs root).\n";
+
+/* The placeholder a limit's flag takes in --help. */
+static const char *limit_placeholder(const kiln_limit_def *d)
+{
+    switch (d->kind) {
+    case KILN_LIMIT_SECONDS: return "SECONDS";
+    case KILN_LIMIT_BYTES: return "SIZE";
+    case KILN_LIMIT_COUNT: break;
+    }
+    return "N";
+}
+
+/* kiln run's help: the options, then one line per limit from the table
+ * (contract/limits.h), then the exit statuses. Built once. */
+static const char *usage_run(void)
+{
+    static char text[8192];
+    if (text[0])
+        return text;
+    size_t o = (size_t)snprintf(text, sizeof text, "%s", usage_run_options);
+    for (size_t i = 0; i < KILN_JOB_LIMIT_COUNT && o < sizeof text; i++) {
+        const kiln_limit_def *d = &kiln_limit_defs[i];
+        char flag[48], def[32];
+        snprintf(flag, sizeof flag, "--%s %s", d->flag, limit_placeholder(d));
+        kiln_limit_format(d, d->def, def, sizeof def);
+        o += (size_t)snprintf(text + o, sizeof text - o, "      %-22s %s (%s)\n", flag,
+                              d->meaning, def);
+    }
+    if (o < sizeof text)
+        snprintf(text + o, sizeof text - o, "%s", usage_run_tail);
+    return text;
+}
 
 /* Set before any command runs when --json / -j is anywhere on the command
  * line, so even a usage error is reported as JSON to a caller that asked. */
 static int json_requested;
-
-static json_t *error_json(const kiln_error *e);
 
 __attribute__((format(printf, 2, 3)))
 static int usage_error(const char *usage, const char *fmt, ...)
@@ -132,7 +165,7 @@ static int usage_error(const char *usage, const char *fmt, ...)
     if (usage)
         fprintf(stderr, "\n%s", usage);
     if (json_requested) {
-        json_t *root = json_pack("{s:b, s:[o]}", "ok", 0, "errors", error_json(&e));
+        json_t *root = json_pack("{s:b, s:[o], s:i}", "ok", 0, "errors", kiln_error_json(&e), "more_errors", 0);
         json_dumpf(root, stdout, JSON_COMPACT);
         fputc('\n', stdout);
         json_decref(root);
@@ -149,31 +182,10 @@ static int bad_option(const char *usage, char **argv, int c)
     return usage_error(usage, "unknown option '%s'", arg);
 }
 
-/* Whether an error is shown with a pointer: a spec's errors always are (""
- * is the whole spec), others when they name a part of it. */
-static int error_has_pointer(const kiln_error *e)
-{
-    return e->pointer[0] || e->code == KILN_E_INVALID_SPEC || e->code == KILN_E_LIMIT;
-}
-
-static json_t *error_json(const kiln_error *e)
-{
-    json_t *o = json_object();
-    json_object_set_new(o, "code", json_string(kiln_status_name(e->code)));
-    if (error_has_pointer(e))
-        json_object_set_new(o, "pointer", json_string(e->pointer));
-    json_object_set_new(o, "message", json_string(e->message));
-    if (e->code == KILN_E_LIMIT || e->code == KILN_E_TOO_LARGE) {
-        json_object_set_new(o, "limit", json_integer((json_int_t)e->limit));
-        json_object_set_new(o, "actual", json_integer((json_int_t)e->actual));
-    }
-    return o;
-}
-
 /* The same pointer as --json gives, "(whole spec)" standing for "". */
 static void print_error_line(const kiln_error *e)
 {
-    if (error_has_pointer(e))
+    if (kiln_error_has_pointer(e))
         fprintf(stderr, "kiln: error: %s: %s\n", e->pointer[0] ? e->pointer : "(whole spec)",
                 e->message);
     else
@@ -188,14 +200,8 @@ static int report_errors(const kiln_errors *errs, int as_json)
     if (errs->dropped)
         fprintf(stderr, "kiln: error: %zu more errors not shown\n", errs->dropped);
     if (as_json) {
-        json_t *root = json_object();
-        json_t *list = json_array();
-        for (size_t i = 0; i < errs->count; i++)
-            json_array_append_new(list, error_json(&errs->items[i]));
+        json_t *root = kiln_errors_json(errs);
         json_object_set_new(root, "ok", json_false());
-        json_object_set_new(root, "errors", list);
-        if (errs->dropped)
-            json_object_set_new(root, "more_errors", json_integer((json_int_t)errs->dropped));
         json_dumpf(root, stdout, JSON_COMPACT);
         fputc('\n', stdout);
         json_decref(root);
@@ -344,36 +350,19 @@ static int cmd_render(int argc, char **argv)
     kiln_doc_free(doc);
     if (st != KILN_E_OK)
         return report_error(&err, as_json);
-    if (result.missing_glyphs > 0 && !as_json)
-        fprintf(stderr,
-                "kiln: warning: %llu character%s no glyph in any embedded font (the first is U+%04X); "
-                "shown as '?'\n",
-                (unsigned long long)result.missing_glyphs,
-                result.missing_glyphs == 1 ? " has" : "s have", (unsigned)result.missing_first);
-    if (result.overflow_slides > 0 && !as_json)
-        fprintf(stderr,
-                "kiln: warning: %u slide%s text that does not fit its placeholder or table "
-                "even when shrunk (the first is slide %u)\n",
-                (unsigned)result.overflow_slides, result.overflow_slides == 1 ? " has" : "s have",
-                (unsigned)result.overflow_first);
-    if (as_json) {
-        json_t *root = json_pack("{s:b, s:s, s:s, s:I}", "ok", 1, "path", output, "format",
-                                 kiln_writer_for(format)->name, "bytes",
-                                 (json_int_t)result.bytes);
-        if (root && result.missing_glyphs > 0) {
-            json_object_set_new(root, "missing_glyphs",
-                                json_integer((json_int_t)result.missing_glyphs));
-            json_object_set_new(root, "missing_first",
-                                json_integer((json_int_t)result.missing_first));
-        }
-        if (root && result.overflow_slides > 0) {
-            json_object_set_new(root, "overflow_slides",
-                                json_integer((json_int_t)result.overflow_slides));
-            json_object_set_new(root, "overflow_first",
-                                json_integer((json_int_t)result.overflow_first));
-        }
-        json_dumpf(root, strcmp(output, "-") == 0 ? stderr : stdout, JSON_COMPACT);
-        fputc('\n', strcmp(output, "-") == 0 ? stderr : stdout);
+    if (!as_json) {
+        kiln_warning warnings[KILN_WARNINGS_MAX];
+        size_t n = kiln_render_warnings(&result, warnings);
+        for (size_t i = 0; i < n; i++)
+            fprintf(stderr, "kiln: warning: %s\n", warnings[i].message);
+    } else {
+        /* The outcome goes where the document does not. */
+        FILE *to = strcmp(output, "-") == 0 ? stderr : stdout;
+        json_t *root = kiln_render_result_json(&result);
+        json_object_set_new(root, "ok", json_true());
+        json_object_set_new(root, "path", json_string(output));
+        json_dumpf(root, to, JSON_COMPACT);
+        fputc('\n', to);
         json_decref(root);
     }
     return 0;
@@ -413,16 +402,17 @@ static int cmd_validate(int argc, char **argv)
         return report_errors(&errs, as_json);
     kiln_doc_free(doc);
     if (as_json)
-        puts("{\"ok\":true,\"errors\":[]}");
+        puts("{\"errors\":[],\"more_errors\":0,\"ok\":true}");
     return 0;
 }
 
-/* The most program text kiln run takes (a file, stdin or -c). */
-#define KILN_RUN_MAX_CODE_BYTES (16u << 20)
+/* The largest job request document --request reads: the code at its
+ * limit, escaped, with room for the rest. */
+#define KILN_RUN_MAX_REQUEST_BYTES (4 * KILN_JOB_CODE_MAX)
 
-/* Read all of path ("-" = stdin) up to the cap. NULL with errno on failure
- * (EFBIG past the cap). */
-static char *read_code(const char *path, size_t *len)
+/* Read all of path ("-" = stdin) up to max bytes. NULL with errno on
+ * failure (EFBIG past max). */
+static char *read_bounded(const char *path, size_t max, size_t *len)
 {
     FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
     if (!f)
@@ -431,13 +421,13 @@ static char *read_code(const char *path, size_t *len)
     char *buf = malloc(cap);
     while (buf) {
         if (n == cap) {
-            if (cap >= KILN_RUN_MAX_CODE_BYTES) {
+            if (cap >= max) {
                 free(buf);
                 buf = NULL;
                 errno = EFBIG;
                 break;
             }
-            cap *= 2;
+            cap = cap * 2 < max ? cap * 2 : max;
             char *grown = realloc(buf, cap);
             if (!grown) {
                 free(buf);
@@ -463,201 +453,258 @@ static char *read_code(const char *path, size_t *len)
     return buf;
 }
 
-static int parse_count(const char *text, uint32_t *out)
+/* What kiln run's command line asks for, before the job is run. */
+typedef struct run_cli {
+    kiln_run_options opt;
+    const char *code_arg, *language, *file, *request, *out_dir;
+    int no_copy, pretty, job_flags; /* job_flags: a flag --request replaces was given */
+    kiln_run_input *inputs;   /* argc of them at most */
+    char **input_copies;
+    const char **args;        /* from a request: NULL-terminated, the request's strings */
+    char *code;               /* read from FILE or stdin */
+    json_t *request_doc;
+} run_cli;
+
+static void run_cli_release(run_cli *r, int argc)
 {
-    char *end;
-    errno = 0;
-    unsigned long n = strtoul(text, &end, 10);
-    if (errno || end == text || *end || text[0] == '-' || n == 0 || n > KILN_RUN_COUNT_MAX)
-        return -1;
-    *out = (uint32_t)n;
-    return 0;
+    for (int i = 0; r->input_copies && i < argc; i++)
+        free(r->input_copies[i]);
+    free(r->input_copies);
+    free(r->inputs);
+    free(r->args);
+    free(r->code);
+    json_decref(r->request_doc);
 }
 
-static int parse_seconds(const char *text, double *out)
-{
-    char *end;
-    errno = 0;
-    double d = strtod(text, &end);
-    if (errno || end == text || *end || !(d > 0) || d > 86400)
-        return -1;
-    *out = d;
-    return 0;
-}
+enum { OPT_PRETTY = 256, OPT_NO_RENDER, OPT_RO_BIND, OPT_REQUEST, OPT_LIMIT = 512 };
 
-static int cmd_run(int argc, char **argv)
+/* kiln run's options: the fixed ones, then one per limit of the table. */
+static const struct option *run_options(void)
 {
-    enum { OPT_PRETTY = 256, OPT_NO_RENDER, OPT_TIMEOUT, OPT_CPU, OPT_MEMORY, OPT_PROCESSES, OPT_DISK, OPT_TMP,
-           OPT_FILE_SIZE, OPT_OPEN_FILES, OPT_STREAM_KEEP, OPT_STREAM_KILL, OPT_MAX_FILES,
-           OPT_MAX_FILE_BYTES, OPT_MAX_TOTAL_BYTES, OPT_RO_BIND };
-    static const struct option opts[] = {
+    static const struct option fixed[] = {
         {"code", required_argument, NULL, 'c'},     {"language", required_argument, NULL, 'l'},
         {"input", required_argument, NULL, 'i'},    {"out", required_argument, NULL, 'o'},
         {"no-copy", no_argument, NULL, 'n'},        {"render", no_argument, NULL, 'r'},
         {"no-render", no_argument, NULL, OPT_NO_RENDER},
         {"pretty", no_argument, NULL, OPT_PRETTY},  {"help", no_argument, NULL, 'h'},
-        {"timeout", required_argument, NULL, OPT_TIMEOUT},
-        {"cpu", required_argument, NULL, OPT_CPU},
-        {"memory", required_argument, NULL, OPT_MEMORY},
-        {"processes", required_argument, NULL, OPT_PROCESSES},
-        {"disk", required_argument, NULL, OPT_DISK},
-        {"tmp", required_argument, NULL, OPT_TMP},
-        {"file-size", required_argument, NULL, OPT_FILE_SIZE},
-        {"open-files", required_argument, NULL, OPT_OPEN_FILES},
-        {"stream-keep", required_argument, NULL, OPT_STREAM_KEEP},
-        {"stream-kill", required_argument, NULL, OPT_STREAM_KILL},
-        {"max-files", required_argument, NULL, OPT_MAX_FILES},
-        {"max-file-bytes", required_argument, NULL, OPT_MAX_FILE_BYTES},
-        {"max-total-bytes", required_argument, NULL, OPT_MAX_TOTAL_BYTES},
         {"ro-bind", required_argument, NULL, OPT_RO_BIND},
-        {NULL, 0, NULL, 0}};
-    kiln_run_options opt;
-    memset(&opt, 0, sizeof opt);
-    const char *code_arg = NULL, *language = NULL, *out_dir = "kiln-out";
-    int no_copy = 0, pretty = 0, c, status = 0;
-    kiln_run_input *inputs = calloc((size_t)argc, sizeof *inputs);
-    char **input_copies = calloc((size_t)argc, sizeof *input_copies);
-    if (!inputs || !input_copies) {
-        free(inputs);
-        free(input_copies);
-        fprintf(stderr, "kiln: error: out of memory\n");
-        return kiln_status_exit(KILN_E_NOMEM);
+        {"request", required_argument, NULL, OPT_REQUEST}};
+#define FIXED_COUNT (sizeof fixed / sizeof fixed[0])
+    static struct option all[FIXED_COUNT + KILN_JOB_LIMIT_COUNT + 1];
+    if (!all[0].name) {
+        memcpy(all, fixed, sizeof fixed);
+        for (size_t i = 0; i < KILN_JOB_LIMIT_COUNT; i++)
+            all[FIXED_COUNT + i] = (struct option){kiln_limit_defs[i].flag, required_argument,
+                                                   NULL, OPT_LIMIT + (int)i};
     }
+#undef FIXED_COUNT
+    return all;
+}
 
+/* Parse argv into r. 0, -1 to stop with *status (help shown: 0; a usage
+ * error: 2). */
+static int parse_run_args(int argc, char **argv, run_cli *r, int *status)
+{
     /* Options may come anywhere before "--" (GNU getopt's permutation); what
-     * follows it is the program's. Saved specs are rendered unless asked not
-     * to be: a job that saves a document wants the document. */
+     * follows it is the program's. */
     static const char shortopts[] = ":c:l:i:o:nrh";
-    int end = options_end(argc, argv, shortopts, opts);
-    opt.render = 1;
+    const struct option *opts = run_options();
+    int end = options_end(argc, argv, shortopts, opts), c;
+    r->opt.render = &kiln_render_step;
+    r->out_dir = "kiln-out";
     optind = 1;
     opterr = 0;
     while ((c = getopt_long(end, argv, shortopts, opts, NULL)) != -1) {
-        const char *bad = NULL;
+        if (c >= OPT_LIMIT && c < OPT_LIMIT + KILN_JOB_LIMIT_COUNT) {
+            const kiln_limit_def *d = &kiln_limit_defs[c - OPT_LIMIT];
+            char why[128];
+            double v;
+            if (kiln_limit_parse(d, optarg, &v, why, sizeof why) != 0) {
+                *status = usage_error(usage_run(), "invalid value '%s' for --%s: %s", optarg,
+                                      d->flag, why);
+                return -1;
+            }
+            kiln_limit_set(&r->opt.limits, d, v);
+            r->job_flags = 1;
+            continue;
+        }
         switch (c) {
-        case 'c': code_arg = optarg; break;
-        case 'l': language = optarg; break;
+        case 'c': r->code_arg = optarg; r->job_flags = 1; break;
+        case 'l': r->language = optarg; r->job_flags = 1; break;
         case 'i': {
             char *copy = strdup(optarg);
             if (!copy) {
-                bad = "out of memory";
-                break;
+                *status = usage_error(NULL, "out of memory");
+                return -1;
             }
-            input_copies[opt.input_count] = copy;
+            kiln_run_input *in = &r->inputs[r->opt.input_count];
+            r->input_copies[r->opt.input_count++] = copy;
             /* PATH:NAME; a PATH that itself holds ':' needs the :NAME. */
             char *colon = strrchr(copy, ':');
             if (colon) {
                 *colon = '\0';
-                inputs[opt.input_count].name = colon + 1;
+                in->name = colon + 1;
             }
-            inputs[opt.input_count].host_path = copy;
-            opt.input_count++;
+            in->host_path = copy;
+            r->job_flags = 1;
             break;
         }
-        case 'o': out_dir = optarg; break;
-        case 'n': no_copy = 1; break;
-        case 'r': opt.render = 1; break;
-        case OPT_NO_RENDER: opt.render = 0; break;
-        case OPT_PRETTY: pretty = 1; break;
-        case 'h': fputs(usage_run, stdout); goto free_inputs;
-        case OPT_TIMEOUT: if (parse_seconds(optarg, &opt.limits.wall_seconds)) bad = "--timeout"; break;
-        case OPT_CPU: if (parse_seconds(optarg, &opt.limits.cpu_seconds)) bad = "--cpu"; break;
-        case OPT_MEMORY: if (kiln_parse_size(optarg, &opt.limits.memory_bytes)) bad = "--memory"; break;
-        case OPT_PROCESSES: if (parse_count(optarg, &opt.limits.processes)) bad = "--processes"; break;
-        case OPT_DISK: if (kiln_parse_size(optarg, &opt.limits.job_dir_bytes)) bad = "--disk"; break;
-        case OPT_TMP: if (kiln_parse_size(optarg, &opt.limits.tmp_bytes)) bad = "--tmp"; break;
-        case OPT_FILE_SIZE: if (kiln_parse_size(optarg, &opt.limits.file_bytes)) bad = "--file-size"; break;
-        case OPT_OPEN_FILES: if (parse_count(optarg, &opt.limits.open_files)) bad = "--open-files"; break;
-        case OPT_STREAM_KEEP: if (kiln_parse_size(optarg, &opt.limits.stream_keep_bytes)) bad = "--stream-keep"; break;
-        case OPT_STREAM_KILL: if (kiln_parse_size(optarg, &opt.limits.stream_kill_bytes)) bad = "--stream-kill"; break;
-        case OPT_MAX_FILES: if (parse_count(optarg, &opt.limits.output_files)) bad = "--max-files"; break;
-        case OPT_MAX_FILE_BYTES: if (kiln_parse_size(optarg, &opt.limits.output_file_bytes)) bad = "--max-file-bytes"; break;
-        case OPT_MAX_TOTAL_BYTES: if (kiln_parse_size(optarg, &opt.limits.output_total_bytes)) bad = "--max-total-bytes"; break;
-        case OPT_RO_BIND: kiln_run_add_ro_bind(&opt, optarg); break; /* checked by kiln_run_job */
-        default:
-            status = bad_option(usage_run, argv, c);
-            goto free_inputs;
-        }
-        if (bad) {
-            status = usage_error(usage_run, "invalid value '%s' for %s", optarg, bad);
-            goto free_inputs;
+        case 'o': r->out_dir = optarg; break;
+        case 'n': r->no_copy = 1; break;
+        case 'r': r->opt.render = &kiln_render_step; r->job_flags = 1; break;
+        case OPT_NO_RENDER: r->opt.render = NULL; r->job_flags = 1; break;
+        case OPT_PRETTY: r->pretty = 1; break;
+        case OPT_RO_BIND: kiln_run_add_ro_bind(&r->opt, optarg); break; /* checked by kiln_run_job */
+        case OPT_REQUEST: r->request = optarg; break;
+        case 'h': fputs(usage_run(), stdout); *status = 0; return -1;
+        default: *status = bad_option(usage_run(), argv, c); return -1;
         }
     }
-
     /* Besides the options: FILE (or "-"), at most one; the program's own
      * arguments are what follows "--". */
-    const char *file = NULL;
     if (optind < end)
-        file = argv[optind++];
+        r->file = argv[optind++];
     if (optind < end) {
-        status = usage_error(usage_run, "unexpected argument '%s' (program arguments go after --)",
-                             argv[optind]);
-        goto free_inputs;
+        *status = usage_error(usage_run(),
+                              "unexpected argument '%s' (program arguments go after --)",
+                              argv[optind]);
+        return -1;
     }
-    opt.args = (const char *const *)(argv + (end < argc ? end + 1 : argc));
-    if (code_arg && file) {
-        status = usage_error(usage_run, "give the code with -c or as FILE, not both");
-        goto free_inputs;
+    r->opt.args = (const char *const *)(argv + (end < argc ? end + 1 : argc));
+    if (r->request && (r->job_flags || r->file || end < argc)) {
+        *status = usage_error(usage_run(), "--request gives the whole job: the code, FILE, "
+                              "--language, --input, --render, the limits and the program's "
+                              "arguments go in it, not on the command line");
+        return -1;
     }
-    if (!language) {
-        size_t n = file ? strlen(file) : 0;
-        opt.language = n > 3 && strcmp(file + n - 3, ".sh") == 0 ? KILN_LANG_BASH : KILN_LANG_PYTHON;
-    } else if (strcmp(language, "python") == 0 || strcmp(language, "python3") == 0) {
-        opt.language = KILN_LANG_PYTHON;
-    } else if (strcmp(language, "bash") == 0 || strcmp(language, "sh") == 0) {
-        opt.language = KILN_LANG_BASH;
+    if (r->code_arg && r->file) {
+        *status = usage_error(usage_run(), "give the code with -c or as FILE, not both");
+        return -1;
+    }
+    return 0;
+}
+
+/* The job from the command line's own options: the language, the code. */
+static int job_from_flags(run_cli *r, int *status)
+{
+    if (!r->language) {
+        size_t n = r->file ? strlen(r->file) : 0;
+        r->opt.language = n > 3 && strcmp(r->file + n - 3, ".sh") == 0 ? KILN_LANG_BASH
+                                                                        : KILN_LANG_PYTHON;
+    } else if (strcmp(r->language, "python") == 0 || strcmp(r->language, "python3") == 0) {
+        r->opt.language = KILN_LANG_PYTHON;
+    } else if (strcmp(r->language, "bash") == 0 || strcmp(r->language, "sh") == 0) {
+        r->opt.language = KILN_LANG_BASH;
     } else {
-        status = usage_error(usage_run, "unknown language '%s' (python or bash)", language);
-        goto free_inputs;
+        *status = usage_error(usage_run(), "unknown language '%s' (python or bash)", r->language);
+        return -1;
     }
-
-    char *code = NULL;
-    if (code_arg) {
-        opt.code = code_arg;
-        opt.code_len = strlen(code_arg);
-    } else {
-        code = read_code(file ? file : "-", &opt.code_len);
-        if (!code) {
-            fprintf(stderr, "kiln: error: cannot read the program %s: %s\n",
-                    file ? file : "from standard input",
-                    errno == EFBIG ? "larger than 16 MiB" : strerror(errno));
-            status = kiln_status_exit(KILN_E_INPUT);
-            goto free_inputs;
-        }
-        opt.code = code;
+    if (r->code_arg) {
+        r->opt.code = r->code_arg;
+        r->opt.code_len = strlen(r->code_arg);
+        return 0;
     }
-    opt.inputs = inputs;
-
-    /* The output directory, made absolute: the supervisor works from its
-     * own mount namespace and needs a path that does not depend on cwd. */
-    char out_abs[PATH_MAX];
-    if (!no_copy) {
-        if (kiln_mkdir_p(out_dir, 0755, 0755) < 0) {
-            fprintf(stderr, "kiln: error: cannot create %s: %s\n", out_dir, strerror(errno));
-            status = kiln_status_exit(KILN_E_WRITE);
-            goto free_code;
-        }
-        if (!realpath(out_dir, out_abs) || access(out_abs, W_OK | X_OK) < 0) {
-            fprintf(stderr, "kiln: error: cannot write to %s: %s\n", out_dir, strerror(errno));
-            status = kiln_status_exit(KILN_E_WRITE);
-            goto free_code;
-        }
-        opt.out_dir = out_abs;
+    r->code = read_bounded(r->file ? r->file : "-", KILN_JOB_CODE_MAX, &r->opt.code_len);
+    if (!r->code) {
+        fprintf(stderr, "kiln: error: cannot read the program %s: %s\n",
+                r->file ? r->file : "from standard input",
+                errno == EFBIG ? "larger than 16 MiB" : strerror(errno));
+        *status = kiln_status_exit(KILN_E_INPUT);
+        return -1;
     }
+    r->opt.code = r->code;
+    return 0;
+}
 
+/* The job from a request document (contract/job.h), inputs as host paths. */
+static int job_from_request(run_cli *r, int *status)
+{
+    size_t len;
+    char *text = read_bounded(r->request, KILN_RUN_MAX_REQUEST_BYTES, &len);
+    if (!text) {
+        fprintf(stderr, "kiln: error: cannot read the request %s: %s\n", r->request,
+                errno == EFBIG ? "larger than 64 MiB" : strerror(errno));
+        *status = kiln_status_exit(KILN_E_INPUT);
+        return -1;
+    }
+    json_error_t je;
+    r->request_doc = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+    free(text);
+    kiln_errors errs;
+    kiln_errors_init(&errs);
+    if (!r->request_doc) {
+        kiln_errors_addf(&errs, KILN_E_INVALID_JOB, "",
+                         "the request is not valid JSON at line %d, column %d: %s", je.line,
+                         je.column, je.text);
+        *status = report_errors(&errs, 0);
+        return -1;
+    }
+    kiln_job_request rq;
+    kiln_job_parse_options popt = {.inputs = KILN_JOB_INPUT_PATHS};
+    if (kiln_job_request_parse(r->request_doc, &popt, &rq, &errs) != KILN_E_OK) {
+        *status = report_errors(&errs, 0);
+        return -1;
+    }
+    r->opt.language = rq.language;
+    r->opt.code = rq.code;
+    r->opt.code_len = rq.code_len;
+    r->opt.render = rq.render ? &kiln_render_step : NULL;
+    r->opt.limits = rq.limits;
+    size_t argn = json_array_size(rq.args);
+    r->args = calloc(argn + 1, sizeof *r->args);
+    free(r->inputs);
+    r->inputs = calloc(json_array_size(rq.inputs) + 1, sizeof *r->inputs);
+    if (!r->args || !r->inputs) {
+        fprintf(stderr, "kiln: error: out of memory\n");
+        *status = kiln_status_exit(KILN_E_NOMEM);
+        return -1;
+    }
+    for (size_t i = 0; i < argn; i++)
+        r->args[i] = json_string_value(json_array_get(rq.args, i));
+    r->opt.args = r->args;
+    for (size_t i = 0; i < json_array_size(rq.inputs); i++) {
+        const json_t *in = json_array_get(rq.inputs, i);
+        r->inputs[i].host_path = json_string_value(json_object_get(in, "path"));
+        r->inputs[i].name = json_string_value(json_object_get(in, "name"));
+    }
+    r->opt.inputs = r->inputs;
+    r->opt.input_count = json_array_size(rq.inputs);
+    return 0;
+}
+
+/* The output directory, made absolute: the supervisor works from its own
+ * mount namespace and needs a path that does not depend on cwd. */
+static int prepare_out_dir(const char *out_dir, char out_abs[PATH_MAX], int *status)
+{
+    if (kiln_mkdir_p(out_dir, 0755, 0755) < 0) {
+        fprintf(stderr, "kiln: error: cannot create %s: %s\n", out_dir, strerror(errno));
+        *status = kiln_status_exit(KILN_E_WRITE);
+        return -1;
+    }
+    if (!realpath(out_dir, out_abs) || access(out_abs, W_OK | X_OK) < 0) {
+        fprintf(stderr, "kiln: error: cannot write to %s: %s\n", out_dir, strerror(errno));
+        *status = kiln_status_exit(KILN_E_WRITE);
+        return -1;
+    }
+    return 0;
+}
+
+/* Run the job, print its result; the exit status (docs/run.md). */
+static int run_and_report(kiln_run_options *opt, int pretty)
+{
     kiln_error err;
     memset(&err, 0, sizeof err);
     json_t *result = NULL;
     /* This process does nothing else: let it be the supervisor. */
-    opt.in_process = 1;
-    kiln_status st = kiln_run_job(&opt, &result, &err);
+    opt->in_process = 1;
+    kiln_status st = kiln_run_job(opt, &result, &err);
     if (st != KILN_E_OK) {
         fprintf(stderr, "kiln: error: %s\n", err.message);
-        status = kiln_status_exit(st);
-        goto free_code;
+        return kiln_status_exit(st);
     }
     json_dumpf(result, stdout, pretty ? JSON_INDENT(2) : JSON_COMPACT);
     fputc('\n', stdout);
+    int status = 0;
     const char *job_status = json_string_value(json_object_get(result, "status"));
     if (job_status && strcmp(job_status, "setup_failure") == 0)
         status = kiln_status_exit(KILN_E_INTERNAL);
@@ -665,14 +712,35 @@ static int cmd_run(int argc, char **argv)
              json_array_size(json_object_get(result, "render_errors")) > 0)
         status = 1;
     json_decref(result);
+    return status;
+}
 
-free_code:
-    free(code);
-free_inputs:
-    for (int i = 0; i < argc; i++)
-        free(input_copies[i]);
-    free(input_copies);
-    free(inputs);
+static int cmd_run(int argc, char **argv)
+{
+    run_cli r;
+    memset(&r, 0, sizeof r);
+    int status = 0;
+    r.inputs = calloc((size_t)argc, sizeof *r.inputs);
+    r.input_copies = calloc((size_t)argc, sizeof *r.input_copies);
+    if (!r.inputs || !r.input_copies) {
+        fprintf(stderr, "kiln: error: out of memory\n");
+        status = kiln_status_exit(KILN_E_NOMEM);
+        goto release;
+    }
+    r.opt.inputs = r.inputs;
+    if (parse_run_args(argc, argv, &r, &status) != 0)
+        goto release;
+    if ((r.request ? job_from_request(&r, &status) : job_from_flags(&r, &status)) != 0)
+        goto release;
+    char out_abs[PATH_MAX];
+    if (!r.no_copy) {
+        if (prepare_out_dir(r.out_dir, out_abs, &status) != 0)
+            goto release;
+        r.opt.out_dir = out_abs;
+    }
+    status = run_and_report(&r.opt, r.pretty);
+release:
+    run_cli_release(&r, argc);
     return status;
 }
 
@@ -737,7 +805,7 @@ static int cmd_help(int argc, char **argv)
     else if (strcmp(argv[1], "validate") == 0)
         fputs(usage_validate, stdout);
     else if (strcmp(argv[1], "run") == 0)
-        fputs(usage_run, stdout);
+        fputs(usage_run(), stdout);
     else if (strcmp(argv[1], "serve") == 0) {
         char *help_argv[] = {"serve", "--help", NULL};
         return cmd_serve(2, help_argv);

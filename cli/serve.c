@@ -26,6 +26,7 @@
 
 #include "common/error.h"
 #include "common/units.h"
+#include "contract/limits.h"
 #include "service/auth.h"
 #include "service/server.h"
 #include "service/store.h"
@@ -59,19 +60,8 @@ static const char usage_serve[] =
     "      --max-connections-per-ip N  open connections from one address (64; 0 = no limit)\n"
     "      --public-url URL        base URL of signed links (default: the request's Host)\n"
     "The most a POST /v1/runs may ask for, and what it gets when it asks for nothing\n"
-    "(kiln run's flags with run- before them; defaults: kiln run's, docs/run.md):\n"
-    "      --run-timeout DURATION  wall clock (60s; at most 86400s)\n"
-    "      --run-cpu DURATION      CPU time (60s; at most 86400s)\n"
-    "      --run-memory SIZE       memory (1G; at least 16M)\n"
-    "      --run-processes N       processes (64; 2 to 1000000)\n"
-    "      --run-disk SIZE         the /mnt/data tmpfs (256M)\n"
-    "      --run-tmp SIZE          the /tmp tmpfs (64M)\n"
-    "      --run-file-size SIZE    largest file written (256M)\n"
-    "      --run-open-files N      open files (256; 16 to 1000000)\n"
-    "      --run-stream-keep SIZE  stdout and stderr kept, each (1M; at most 64M)\n"
-    "      --run-max-files N       files collected (100; at most 1000000)\n"
-    "      --run-max-file-bytes SIZE  one collected file (30M)\n"
-    "      --run-max-total-bytes SIZE  all collected files (100M)\n"
+    "(kiln run's limit flags with run- before them; defaults: kiln run's, docs/run.md):\n";
+static const char usage_serve_tail[] =
     "      --hash-key              read a key on standard input, print its hash, exit\n"
     "  -h, --help                  show this help\n"
     "SIZE: bytes or with K, M, G (KiB-based). DURATION: seconds, or with s, m, h, d.\n"
@@ -83,22 +73,7 @@ static const char usage_serve[] =
 /* Bytes of a generated API key before encoding. */
 #define KEY_BYTES 32
 
-/* What `kiln run` accepts (cli/kiln.c, exec/run.c check_options). A run_max
- * outside these would make every run that asks for nothing (it gets the
- * maximum) fail in the child with a usage error, a 500 for the client: so
- * the --run-* settings are held to them here, at startup. */
-#define RUN_SECONDS_MAX ((uint64_t)KILN_RUN_SECONDS_MAX)
-#define RUN_COUNT_MAX KILN_RUN_COUNT_MAX
-#define RUN_MEMORY_MIN KILN_RUN_MEMORY_MIN
-#define RUN_PROCESSES_MIN KILN_RUN_PROCESSES_MIN
-#define RUN_OPEN_FILES_MIN KILN_RUN_OPEN_FILES_MIN
-#define RUN_STREAM_KEEP_MAX KILN_RUN_STREAM_KEEP_MAX
-/* runs_api.c carries limits as doubles and writes them on kiln run's command
- * line with %.0f: every size up to 2^53 is exact there; 1 PiB is a round
- * bound below it, far past any real machine. */
-#define RUN_SIZE_MAX (1ull << 50)
-
-enum kind { K_STR, K_COUNT, K_SIZE, K_DURATION, K_LISTEN, K_URL };
+enum kind { K_STR, K_COUNT, K_SIZE, K_DURATION, K_LISTEN, K_URL, K_LIMIT };
 
 struct setting {
     const char *name;     /* long flag without --, config name */
@@ -106,6 +81,7 @@ struct setting {
     uint64_t max;         /* for counts and durations; for sizes, 0 = none */
     uint64_t min;         /* for counts and sizes; 0 = 1 */
     int zero_ok;          /* counts: 0 is a value too (its meaning is the option's) */
+    const kiln_limit_def *limit; /* K_LIMIT: the run limit (contract/limits.h) */
     const char *value;    /* chosen value */
     char origin[PATH_MAX + 64];
     const char *flag_val;
@@ -117,10 +93,9 @@ struct setting {
 enum { S_LISTEN, S_DATA_DIR, S_KEYS_FILE, S_THREADS, S_MAX_JOBS, S_QUEUE, S_MAX_UPLOAD,
        S_MAX_REQUEST, S_TTL, S_SWEEP, S_CONN_TIMEOUT, S_HEADER_TIMEOUT, S_REQUEST_TIMEOUT,
        S_GRACE, S_MAX_CONN, S_MAX_PER_IP, S_PUBLIC_URL,
-       S_RUN_TIMEOUT, S_RUN_CPU, S_RUN_MEMORY, S_RUN_PROCESSES, S_RUN_DISK, S_RUN_TMP,
-       S_RUN_FILE_SIZE, S_RUN_OPEN_FILES, S_RUN_STREAM_KEEP, S_RUN_MAX_FILES,
-       S_RUN_MAX_FILE_BYTES, S_RUN_MAX_TOTAL_BYTES,
-       S__COUNT };
+       /* then a --run-FLAG per run limit, in the table's order */
+       S_RUN_FIRST,
+       S__COUNT = S_RUN_FIRST + KILN_JOB_LIMIT_COUNT };
 
 static struct setting settings[S__COUNT] = {
     [S_LISTEN] = {.name = "listen", .kind = K_LISTEN, .max = 0},
@@ -142,24 +117,39 @@ static struct setting settings[S__COUNT] = {
     [S_MAX_PER_IP] = {.name = "max-connections-per-ip", .kind = K_COUNT, .max = 1000000,
                       .zero_ok = 1},
     [S_PUBLIC_URL] = {.name = "public-url", .kind = K_URL, .max = 0},
-    /* run_max: kiln run's flags with run- before them */
-    [S_RUN_TIMEOUT] = {.name = "run-timeout", .kind = K_DURATION, .max = RUN_SECONDS_MAX},
-    [S_RUN_CPU] = {.name = "run-cpu", .kind = K_DURATION, .max = RUN_SECONDS_MAX},
-    [S_RUN_MEMORY] = {.name = "run-memory", .kind = K_SIZE, .max = RUN_SIZE_MAX,
-                      .min = RUN_MEMORY_MIN},
-    [S_RUN_PROCESSES] = {.name = "run-processes", .kind = K_COUNT, .max = RUN_COUNT_MAX,
-                         .min = RUN_PROCESSES_MIN},
-    [S_RUN_DISK] = {.name = "run-disk", .kind = K_SIZE, .max = RUN_SIZE_MAX},
-    [S_RUN_TMP] = {.name = "run-tmp", .kind = K_SIZE, .max = RUN_SIZE_MAX},
-    [S_RUN_FILE_SIZE] = {.name = "run-file-size", .kind = K_SIZE, .max = RUN_SIZE_MAX},
-    [S_RUN_OPEN_FILES] = {.name = "run-open-files", .kind = K_COUNT, .max = RUN_COUNT_MAX,
-                          .min = RUN_OPEN_FILES_MIN},
-    [S_RUN_STREAM_KEEP] = {.name = "run-stream-keep", .kind = K_SIZE, .max = RUN_STREAM_KEEP_MAX},
-    [S_RUN_MAX_FILES] = {.name = "run-max-files", .kind = K_COUNT, .max = RUN_COUNT_MAX},
-    [S_RUN_MAX_FILE_BYTES] = {.name = "run-max-file-bytes", .kind = K_SIZE, .max = RUN_SIZE_MAX},
-    [S_RUN_MAX_TOTAL_BYTES] = {.name = "run-max-total-bytes", .kind = K_SIZE,
-                               .max = RUN_SIZE_MAX},
 };
+
+/* The --run-* settings: kiln run's limit flags with run- before them,
+ * one per row of the limits table. */
+static char run_setting_names[KILN_JOB_LIMIT_COUNT][48];
+static void init_run_settings(void)
+{
+    for (size_t i = 0; i < KILN_JOB_LIMIT_COUNT; i++) {
+        snprintf(run_setting_names[i], sizeof run_setting_names[i], "run-%s",
+                 kiln_limit_defs[i].flag);
+        settings[S_RUN_FIRST + i].name = run_setting_names[i];
+        settings[S_RUN_FIRST + i].kind = K_LIMIT;
+        settings[S_RUN_FIRST + i].limit = &kiln_limit_defs[i];
+    }
+}
+
+/* The help: the fixed options, a line per run limit, the rest. */
+static void print_usage(void)
+{
+    fputs(usage_serve, stdout);
+    for (size_t i = 0; i < KILN_JOB_LIMIT_COUNT; i++) {
+        const kiln_limit_def *d = &kiln_limit_defs[i];
+        char flag[64], def[32], lo[32], hi[32];
+        static const char *const placeholder[] = {"DURATION", "SIZE", "N"};
+        snprintf(flag, sizeof flag, "--run-%s %s", d->flag, placeholder[d->kind]);
+        kiln_limit_format(d, d->def, def, sizeof def);
+        kiln_limit_format(d, d->min, lo, sizeof lo);
+        kiln_limit_format(d, d->max, hi, sizeof hi);
+        printf("      %-26s  %s (%s; %s%s to %s)\n", flag, d->meaning, def,
+               d->kind == KILN_LIMIT_SECONDS ? "more than " : "", lo, hi);
+    }
+    fputs(usage_serve_tail, stdout);
+}
 
 __attribute__((format(printf, 1, 2)))
 static int usage_error(const char *fmt, ...)
@@ -610,7 +600,7 @@ static int bad_value(const struct setting *s, const char *what)
 
 int kiln_serve_main(int argc, char **argv)
 {
-    static const struct option opts[] = {
+    static const struct option fixed[] = {
         {"listen", required_argument, NULL, 256 + S_LISTEN},
         {"data-dir", required_argument, NULL, 256 + S_DATA_DIR},
         {"keys-file", required_argument, NULL, 256 + S_KEYS_FILE},
@@ -628,22 +618,17 @@ int kiln_serve_main(int argc, char **argv)
         {"max-connections", required_argument, NULL, 256 + S_MAX_CONN},
         {"max-connections-per-ip", required_argument, NULL, 256 + S_MAX_PER_IP},
         {"public-url", required_argument, NULL, 256 + S_PUBLIC_URL},
-        {"run-timeout", required_argument, NULL, 256 + S_RUN_TIMEOUT},
-        {"run-cpu", required_argument, NULL, 256 + S_RUN_CPU},
-        {"run-memory", required_argument, NULL, 256 + S_RUN_MEMORY},
-        {"run-processes", required_argument, NULL, 256 + S_RUN_PROCESSES},
-        {"run-disk", required_argument, NULL, 256 + S_RUN_DISK},
-        {"run-tmp", required_argument, NULL, 256 + S_RUN_TMP},
-        {"run-file-size", required_argument, NULL, 256 + S_RUN_FILE_SIZE},
-        {"run-open-files", required_argument, NULL, 256 + S_RUN_OPEN_FILES},
-        {"run-stream-keep", required_argument, NULL, 256 + S_RUN_STREAM_KEEP},
-        {"run-max-files", required_argument, NULL, 256 + S_RUN_MAX_FILES},
-        {"run-max-file-bytes", required_argument, NULL, 256 + S_RUN_MAX_FILE_BYTES},
-        {"run-max-total-bytes", required_argument, NULL, 256 + S_RUN_MAX_TOTAL_BYTES},
         {"config", required_argument, NULL, 'c'},
         {"hash-key", no_argument, NULL, 'k'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0}};
+        {"help", no_argument, NULL, 'h'}};
+    struct option opts[sizeof fixed / sizeof fixed[0] + KILN_JOB_LIMIT_COUNT + 1];
+    memcpy(opts, fixed, sizeof fixed);
+    init_run_settings();
+    for (size_t i = 0; i < KILN_JOB_LIMIT_COUNT; i++)
+        opts[sizeof fixed / sizeof fixed[0] + i] =
+            (struct option){settings[S_RUN_FIRST + i].name, required_argument, NULL,
+                            256 + S_RUN_FIRST + (int)i};
+    opts[sizeof fixed / sizeof fixed[0] + KILN_JOB_LIMIT_COUNT] = (struct option){NULL, 0, NULL, 0};
     const char *config = NULL;
     int hash_key = 0, c, status = 0;
 
@@ -657,7 +642,7 @@ int kiln_serve_main(int argc, char **argv)
         switch (c) {
         case 'c': config = optarg; break;
         case 'k': hash_key = 1; break;
-        case 'h': fputs(usage_serve, stdout); return 0;
+        case 'h': print_usage(); return 0;
         case ':': return usage_error("option '%s' needs a value", argv[optind - 1]);
         default: return usage_error("unknown option '%s'", argv[optind - 1]);
         }
@@ -739,6 +724,16 @@ int kiln_serve_main(int argc, char **argv)
                 goto free_settings;
             }
             break;
+        case K_LIMIT: {
+            char why[128];
+            double lv;
+            if (kiln_limit_parse(s->limit, s->value, &lv, why, sizeof why) != 0) {
+                status = bad_value(s, why);
+                goto free_settings;
+            }
+            kiln_limit_set(&opt.run_max, s->limit, lv);
+            break;
+        }
         case K_STR:
             break;
         }
@@ -759,18 +754,6 @@ int kiln_serve_main(int argc, char **argv)
         case S_MAX_CONN: opt.max_connections = (unsigned)v; break;
         case S_MAX_PER_IP: opt.max_connections_per_ip = (unsigned)v; break;
         case S_PUBLIC_URL: opt.public_url = s->value; break;
-        case S_RUN_TIMEOUT: opt.run_max.wall_seconds = (double)v; break;
-        case S_RUN_CPU: opt.run_max.cpu_seconds = (double)v; break;
-        case S_RUN_MEMORY: opt.run_max.memory_bytes = v; break;
-        case S_RUN_PROCESSES: opt.run_max.processes = (uint32_t)v; break;
-        case S_RUN_DISK: opt.run_max.job_dir_bytes = v; break;
-        case S_RUN_TMP: opt.run_max.tmp_bytes = v; break;
-        case S_RUN_FILE_SIZE: opt.run_max.file_bytes = v; break;
-        case S_RUN_OPEN_FILES: opt.run_max.open_files = (uint32_t)v; break;
-        case S_RUN_STREAM_KEEP: opt.run_max.stream_keep_bytes = v; break;
-        case S_RUN_MAX_FILES: opt.run_max.output_files = (uint32_t)v; break;
-        case S_RUN_MAX_FILE_BYTES: opt.run_max.output_file_bytes = v; break;
-        case S_RUN_MAX_TOTAL_BYTES: opt.run_max.output_total_bytes = v; break;
         default: break;
         }
     }

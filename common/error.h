@@ -26,6 +26,7 @@
     X(OK, "ok", 0)                                       \
     X(USAGE, "usage", 2)                                 \
     X(INVALID_SPEC, "invalid_spec", 3)                   \
+    X(INVALID_JOB, "invalid_run", 2)                     \
     X(LIMIT, "limit_exceeded", 3)                        \
     X(TOO_LARGE, "too_large", 4)                         \
     X(INPUT, "unreadable_input", 5)                      \

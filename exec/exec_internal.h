@@ -346,12 +346,14 @@ const char *kiln_python_lib(size_t *len);
 
 /* ---- render_job.c ------------------------------------------------------ */
 
-/* Render every KILN_SPEC_DIR/OUT.spec.json in the job directory to OUT in
- * the job directory, each in a fresh sandbox (KILN_SECCOMP_RENDER). Returns
- * [{"name": OUT, "spec": ".kiln/OUT.spec.json", "format", "ok": bool,
- *   "warnings": [...], "errors": [{"code","pointer","message"}]}]. */
+/* Hand every KILN_SPEC_DIR/OUT.spec.json in the job directory to the
+ * render step, to make OUT in the job directory, each in a fresh sandbox
+ * (KILN_SECCOMP_RENDER). Returns [{"name": OUT, "spec":
+ * ".kiln/OUT.spec.json", "ok": bool, "errors": [...], and what the step
+ * adds}]. */
 json_t *kiln_render_job_specs(const kiln_jobdir *jd, const kiln_idmap *map,
-                              const kiln_run_limits *limits, uint64_t max_bytes);
+                              const kiln_run_limits *limits, uint64_t max_bytes,
+                              const kiln_run_render_step *step);
 
 /* ---- result.c ---------------------------------------------------------- */
 

@@ -2,19 +2,21 @@
  * render_job.c - turning the specs a job saved into documents, each inside
  * a sandbox of its own.
  *
- * The specs were written by untrusted code, and the writers are C that
- * parses them, so a render gets the same containment as the job: new
+ * What a render is, is not this file's business: the render step
+ * (kiln_run_render_step, exec/run.h) is handed in, and this file only
+ * finds the specs, names their outputs and contains each call.
+ *
+ * The specs were written by untrusted code, and the step is C that parses
+ * them, so a render gets the same containment as the job: new
  * namespaces, the minimal read-only root with the job directory at
  * /mnt/data, the job's limits in a fresh cgroup, and a seccomp profile
  * (KILN_SECCOMP_RENDER) stricter than the job's: no exec, no new processes,
- * no sockets. The writers run in the contained process itself (a fork of
+ * no sockets. The step runs in the contained process itself (a fork of
  * this one), so no binary has to be found inside the sandbox.
  *
- * A spec saved as /mnt/data/.kiln/OUT.spec.json renders to /mnt/data/OUT,
- * the format given by OUT's extension, with .kiln/ as the base directory
- * for the images and data files it names (what `kiln render` would use).
- * The outcome comes back as one JSON object on the contained process's
- * stdout.
+ * A spec saved as /mnt/data/.kiln/OUT.spec.json is made into /mnt/data/OUT
+ * with .kiln/ as the base directory for the files it names. The outcome
+ * comes back as one JSON object on the contained process's stdout.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -28,8 +30,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "artifacts/render.h"
-#include "artifacts/spec/spec.h"
+#include "contract/report.h"
 #include "exec/exec_internal.h"
 #include "../common/banned.h"
 
@@ -39,14 +40,16 @@
 typedef struct render_task {
     char spec[300];      /* file name under .kiln/ */
     char out[256];       /* file name under /mnt/data */
-    kiln_format format;
     uint64_t max_bytes;
+    const kiln_run_render_step *step;
 } render_task;
 
-static json_t *error_json(const kiln_error *e)
+/* An error entry of a render's "errors" (contract/report.h's shape). */
+static json_t *error_json(kiln_status code, const char *message)
 {
-    return json_pack("{s:s, s:s, s:s}", "code", kiln_status_name(e->code), "pointer",
-                     e->pointer, "message", e->message);
+    kiln_error e;
+    kiln_error_set(&e, code, "", "%s", message);
+    return kiln_error_json(&e);
 }
 
 /* Runs inside the render sandbox, after seccomp. */
@@ -56,67 +59,32 @@ static int render_payload(void *arg)
     char spec_path[400], out_path[400];
     snprintf(spec_path, sizeof spec_path, KILN_JOB_DIR "/" KILN_SPEC_DIR "/%s", t->spec);
     snprintf(out_path, sizeof out_path, KILN_JOB_DIR "/%s", t->out);
-
-    json_t *outcome = json_object();
-    json_t *errors = json_array();
-    json_t *warnings = json_array();
-    kiln_parse_options popt;
-    kiln_parse_options_init(&popt);
-    popt.base_dir = KILN_JOB_DIR "/" KILN_SPEC_DIR;
-    kiln_errors errs;
-    kiln_errors_init(&errs);
-    kiln_doc *doc = NULL;
-    int ok = 0;
-    if (kiln_doc_load(spec_path, &popt, &doc, &errs) != KILN_E_OK) {
-        for (size_t i = 0; i < errs.count; i++)
-            json_array_append_new(errors, error_json(&errs.items[i]));
-    } else {
-        kiln_render_options ropt;
-        memset(&ropt, 0, sizeof ropt);
-        ropt.max_bytes = t->max_bytes;
-        ropt.tmp_dir = "/tmp";
-        kiln_render_result rr;
-        memset(&rr, 0, sizeof rr);
-        kiln_error err;
-        memset(&err, 0, sizeof err);
-        if (kiln_render(doc, t->format, out_path, &ropt, &rr, &err) != KILN_E_OK) {
-            json_array_append_new(errors, error_json(&err));
-        } else {
-            ok = 1;
-            if (rr.missing_glyphs > 0)
-                json_array_append_new(
-                    warnings,
-                    json_sprintf("%llu character%s no glyph in any embedded font (the first is "
-                                 "U+%04X); shown as '?'",
-                                 (unsigned long long)rr.missing_glyphs,
-                                 rr.missing_glyphs == 1 ? " has" : "s have",
-                                 (unsigned)rr.missing_first));
-            if (rr.overflow_slides > 0)
-                json_array_append_new(
-                    warnings,
-                    json_sprintf("%u slide%s text that does not fit its placeholder or table "
-                                 "even when shrunk (the first is slide %u)",
-                                 (unsigned)rr.overflow_slides,
-                                 rr.overflow_slides == 1 ? " has" : "s have",
-                                 (unsigned)rr.overflow_first));
-        }
-        kiln_doc_free(doc);
-    }
-    json_object_set_new(outcome, "ok", json_boolean(ok));
-    json_object_set_new(outcome, "errors", errors);
-    json_object_set_new(outcome, "warnings", warnings);
-    int rc = json_dumpfd(outcome, 1, JSON_COMPACT) == 0 ? 0 : 1;
+    json_t *outcome = t->step->render(t->step->arg, spec_path, KILN_JOB_DIR "/" KILN_SPEC_DIR,
+                                      out_path, t->max_bytes, "/tmp");
+    int rc = outcome && json_dumpfd(outcome, 1, JSON_COMPACT) == 0 ? 0 : 1;
     json_decref(outcome);
     return rc;
 }
 
-static json_t *render_one(const kiln_jobdir *jd, const kiln_idmap *map,
-                          const kiln_run_limits *job_limits, const kiln_seccomp_program *filter,
-                          render_task *t, int index)
+/* A result entry for a spec: {"name", "spec", "ok": false}; the render
+ * fills in the rest. */
+static json_t *new_entry(const char *out, const char *spec_dir, const char *spec)
 {
-    json_t *entry = json_pack("{s:s, s:s+, s:s, s:b}", "name", t->out, "spec",
-                              KILN_SPEC_DIR "/", t->spec, "format",
-                              kiln_writer_for(t->format)->name, "ok", 0);
+    return json_pack("{s:s, s:s+, s:b}", "name", out, "spec", spec_dir, spec, "ok", 0);
+}
+
+/* entry with its one error. */
+static json_t *failed_entry(json_t *entry, json_t *error)
+{
+    json_object_set_new(entry, "errors", json_pack("[o]", error));
+    return entry;
+}
+
+/* Run the step for t in a sandbox of its own, the outcome into entry. */
+static void render_one(const kiln_jobdir *jd, const kiln_idmap *map,
+                       const kiln_run_limits *job_limits, const kiln_seccomp_program *filter,
+                       render_task *t, int index, json_t *entry)
+{
     kiln_error err;
     memset(&err, 0, sizeof err);
     kiln_run_limits l = *job_limits;
@@ -159,19 +127,17 @@ static json_t *render_one(const kiln_jobdir *jd, const kiln_idmap *map,
                           : w.timeout           ? "the render ran past the job's time limit"
                           : usage.oom_kills > 0 ? "the render went over the job's memory limit"
                                                 : "the render ended abnormally";
-        kiln_error_set(&err, KILN_E_INTERNAL, "", "%s", why);
-        json_object_set_new(entry, "errors", json_pack("[o]", error_json(&err)));
+        failed_entry(entry, error_json(KILN_E_INTERNAL, why));
     }
     json_decref(outcome);
     goto release;
 
 report_error:
-    json_object_set_new(entry, "errors", json_pack("[o]", error_json(&err)));
+    failed_entry(entry, kiln_error_json(&err));
 release:
     kiln_stream_release(&out);
     kiln_stream_release(&errs);
     kiln_cgroup_release(&cg);
-    return entry;
 }
 
 static int compare_names(const void *a, const void *b)
@@ -180,7 +146,8 @@ static int compare_names(const void *a, const void *b)
 }
 
 json_t *kiln_render_job_specs(const kiln_jobdir *jd, const kiln_idmap *map,
-                              const kiln_run_limits *limits, uint64_t max_bytes)
+                              const kiln_run_limits *limits, uint64_t max_bytes,
+                              const kiln_run_render_step *step)
 {
     json_t *renders = json_array();
     struct open_how how = {
@@ -193,11 +160,10 @@ json_t *kiln_render_job_specs(const kiln_jobdir *jd, const kiln_idmap *map,
          * file) is said, never followed. */
         if (errno != ENOENT)
             json_array_append_new(
-                renders, json_pack("{s:s, s:s, s:b, s:[{s:s, s:s, s:s}]}", "name", "", "spec",
-                                   KILN_SPEC_DIR, "ok", 0, "errors", "code", "unreadable_input",
-                                   "pointer", "", "message",
-                                   KILN_SPEC_DIR " is not a directory (a symlink or a file); "
-                                   "no spec in it was read"));
+                renders, failed_entry(new_entry("", KILN_SPEC_DIR, ""),
+                                      error_json(KILN_E_INPUT, KILN_SPEC_DIR
+                                                 " is not a directory (a symlink or a file); no "
+                                                 "spec in it was read")));
         return renders;
     }
     DIR *dir = fdopendir(dir_fd);
@@ -218,12 +184,12 @@ json_t *kiln_render_job_specs(const kiln_jobdir *jd, const kiln_idmap *map,
         if (fstatat(dirfd(dir), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode)) {
             /* Never followed nor read; said, so a job is not left guessing
              * why its document is missing. */
-            json_t *entry = json_pack(
-                "{s:s#, s:s+, s:b, s:[{s:s, s:s, s:s}]}", "name", de->d_name,
-                (int)(len - suffix_len), "spec",
-                KILN_SPEC_DIR "/", de->d_name, "ok", 0, "errors", "code", "unreadable_input",
-                "pointer", "", "message",
-                "the spec is not a regular file (a symlink, a directory or a device); not read");
+            char out[256];
+            snprintf(out, sizeof out, "%.*s", (int)(len - suffix_len), de->d_name);
+            json_t *entry = failed_entry(new_entry(out, KILN_SPEC_DIR "/", de->d_name),
+                                         error_json(KILN_E_INPUT,
+                                                    "the spec is not a regular file (a symlink, a "
+                                                    "directory or a device); not read"));
             if (entry)
                 json_array_append_new(skipped, entry);
             continue;
@@ -257,28 +223,17 @@ json_t *kiln_render_job_specs(const kiln_jobdir *jd, const kiln_idmap *map,
         t.out[len] = '\0';
         snprintf(t.spec, sizeof t.spec, "%s", names[i]);
         t.max_bytes = max_bytes;
-        json_t *entry;
-        if (kiln_format_from_path(t.out, &t.format) != 0) {
-            entry = json_pack("{s:s, s:s+, s:b, s:[{s:s, s:s, s:s}]}", "name", t.out, "spec",
-                              KILN_SPEC_DIR "/", t.spec, "ok", 0, "errors", "code", "usage",
-                              "pointer", "", "message",
-                              "the output name must end in .xlsx, .docx, .pdf or .pptx");
+        t.step = step;
+        json_t *entry = new_entry(t.out, KILN_SPEC_DIR "/", t.spec), *error = NULL;
+        if (step->prepare(step->arg, t.out, entry, &error) != 0) {
+            failed_entry(entry, error);
+        } else if (!filter_ok) {
+            char why[KILN_MESSAGE_MAX];
+            snprintf(why, sizeof why, "cannot build the render sandbox's seccomp filter: %s: %s",
+                     filter_what ? filter_what : "?", strerror(filter_errno));
+            failed_entry(entry, error_json(KILN_E_INTERNAL, why));
         } else {
-            /* The writers must be in this process before the fork: the
-             * render sandbox's root holds no Kiln files to load them from. */
-            kiln_error load_err;
-            memset(&load_err, 0, sizeof load_err);
-            if (!filter_ok)
-                kiln_error_set(&load_err, KILN_E_INTERNAL, "",
-                               "cannot build the render sandbox's seccomp filter: %s: %s",
-                               filter_what ? filter_what : "?", strerror(filter_errno));
-            if (!filter_ok || !kiln_writer_write_fn(t.format, &load_err))
-                entry = json_pack("{s:s, s:s+, s:s, s:b, s:[o]}", "name", t.out, "spec",
-                                  KILN_SPEC_DIR "/", t.spec, "format",
-                                  kiln_writer_for(t.format)->name, "ok", 0, "errors",
-                                  error_json(&load_err));
-            else
-                entry = render_one(jd, map, limits, &filter, &t, (int)i);
+            render_one(jd, map, limits, &filter, &t, (int)i, entry);
         }
         if (entry)
             json_array_append_new(renders, entry);
@@ -287,11 +242,14 @@ json_t *kiln_render_job_specs(const kiln_jobdir *jd, const kiln_idmap *map,
     kiln_seccomp_program_release(&filter);
     json_array_extend(renders, skipped);
     json_decref(skipped);
-    if (extra > 0)
-        json_array_append_new(
-            renders, json_pack("{s:s, s:s, s:b, s:[{s:s, s:s, s:s}]}", "name", "", "spec",
-                               KILN_SPEC_DIR, "ok", 0, "errors", "code", "limit_exceeded",
-                               "pointer", "", "message",
-                               "more than 20 specs were saved; only the first 20 were rendered"));
+    if (extra > 0) {
+        kiln_error e;
+        kiln_error_limit(&e, KILN_E_LIMIT, "", KILN_RUN_MAX_DOCUMENTS,
+                         KILN_RUN_MAX_DOCUMENTS + extra,
+                         "more than %d specs were saved; only the first %d were rendered",
+                         KILN_RUN_MAX_DOCUMENTS, KILN_RUN_MAX_DOCUMENTS);
+        json_array_append_new(renders, failed_entry(new_entry("", KILN_SPEC_DIR, ""),
+                                                    kiln_error_json(&e)));
+    }
     return renders;
 }

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/wait.h>
 
+#include "contract/limits.h"
 #include "exec/exec_internal.h"
 #include "../common/banned.h"
 
@@ -24,23 +25,6 @@ static json_t *signal_name(int sig)
     return json_sprintf("SIG%s", abbrev);
 }
 
-static json_t *limits_json(const kiln_run_limits *l)
-{
-    return json_pack("{s:I, s:i, s:f, s:f, s:I, s:i, s:I, s:I, s:I, s:I, s:i, s:I, s:I}",
-                     "memory_bytes", (json_int_t)l->memory_bytes,
-                     "processes", (int)l->processes,
-                     "cpu_seconds", l->cpu_seconds,
-                     "wall_seconds", l->wall_seconds,
-                     "file_bytes", (json_int_t)l->file_bytes,
-                     "open_files", (int)l->open_files,
-                     "disk_bytes", (json_int_t)l->job_dir_bytes,
-                     "tmp_bytes", (json_int_t)l->tmp_bytes,
-                     "stream_keep_bytes", (json_int_t)l->stream_keep_bytes,
-                     "stream_kill_bytes", (json_int_t)l->stream_kill_bytes,
-                     "output_files", (int)l->output_files,
-                     "output_file_bytes", (json_int_t)l->output_file_bytes,
-                     "output_total_bytes", (json_int_t)l->output_total_bytes);
-}
 
 /* Split the collected files into plain files and rendered documents, and
  * list the renders that failed. files/documents/render_errors are new. */
@@ -191,7 +175,7 @@ json_t *kiln_result_build(const kiln_run_report *r)
         "peak_memory_bytes", r->usage.peak_bytes ? json_integer((json_int_t)r->usage.peak_bytes)
                                                   : json_null(),
         "language", r->language == KILN_LANG_BASH ? "bash" : "python",
-        "limits", limits_json(l),
+        "limits", kiln_job_limits_json(l),
         "stdout", r->out ? kiln_stream_json(r->out) : json_null(),
         "stderr", r->err ? kiln_stream_json(r->err) : json_null(),
         "files", files,

@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "common/templates.h"
+#include "contract/limits.h"
 #include "exec/exec_internal.h"
 #include "../common/banned.h"
 
@@ -42,45 +43,6 @@
  * its CPU limit by this much at most. */
 #define KILN_CPU_POLL_MS 50
 
-void kiln_run_limits_default(kiln_run_limits *l)
-{
-    l->memory_bytes = 1ull << 30;
-    l->processes = 64;
-    l->cpu_seconds = 60;
-    l->wall_seconds = 60;
-    l->file_bytes = 256ull << 20;
-    l->open_files = 256;
-    l->job_dir_bytes = 256ull << 20;
-    l->tmp_bytes = 64ull << 20;
-    l->stream_keep_bytes = 1ull << 20;
-    l->stream_kill_bytes = 256ull << 20;
-    l->output_files = 100;
-    l->output_file_bytes = 30ull << 20;
-    l->output_total_bytes = 100ull << 20;
-}
-
-static void fill_defaults(kiln_run_limits *l)
-{
-    kiln_run_limits d;
-    kiln_run_limits_default(&d);
-#define KILN_DEFAULT_IF_ZERO(field) \
-    if (l->field == 0)              \
-        l->field = d.field;
-    KILN_DEFAULT_IF_ZERO(memory_bytes)
-    KILN_DEFAULT_IF_ZERO(processes)
-    KILN_DEFAULT_IF_ZERO(cpu_seconds)
-    KILN_DEFAULT_IF_ZERO(wall_seconds)
-    KILN_DEFAULT_IF_ZERO(file_bytes)
-    KILN_DEFAULT_IF_ZERO(open_files)
-    KILN_DEFAULT_IF_ZERO(job_dir_bytes)
-    KILN_DEFAULT_IF_ZERO(tmp_bytes)
-    KILN_DEFAULT_IF_ZERO(stream_keep_bytes)
-    KILN_DEFAULT_IF_ZERO(stream_kill_bytes)
-    KILN_DEFAULT_IF_ZERO(output_files)
-    KILN_DEFAULT_IF_ZERO(output_file_bytes)
-    KILN_DEFAULT_IF_ZERO(output_total_bytes)
-#undef KILN_DEFAULT_IF_ZERO
-}
 
 const char *kiln_python_lib(size_t *len)
 {
@@ -518,7 +480,7 @@ static json_t *supervise(supervisor *s, kiln_error *err)
     kiln_cgroup_release(&s->cg);
 
     if (opt->render && !w.setup_failed)
-        renders = kiln_render_job_specs(&s->jd, &s->map, l, l->output_file_bytes);
+        renders = kiln_render_job_specs(&s->jd, &s->map, l, l->output_file_bytes, opt->render);
 
     kiln_collect_limits cl = {.files = l->output_files, .file_bytes = l->output_file_bytes,
                               .total_bytes = l->output_total_bytes};
@@ -610,24 +572,15 @@ static kiln_status check_options(const kiln_run_options *opt, const kiln_run_lim
         return kiln_error_set(err, KILN_E_USAGE, "", "no program to run");
     if (opt->language != KILN_LANG_PYTHON && opt->language != KILN_LANG_BASH)
         return kiln_error_set(err, KILN_E_USAGE, "", "unknown language");
-    if (!(l->wall_seconds > 0 && l->wall_seconds <= KILN_RUN_SECONDS_MAX && isfinite(l->wall_seconds)))
-        return kiln_error_set(err, KILN_E_USAGE, "", "limits.wall_seconds (--timeout) must be more than 0 and at most 86400");
-    if (!(l->cpu_seconds > 0 && l->cpu_seconds <= KILN_RUN_SECONDS_MAX && isfinite(l->cpu_seconds)))
-        return kiln_error_set(err, KILN_E_USAGE, "", "limits.cpu_seconds (--cpu) must be more than 0 and at most 86400");
-    if (l->memory_bytes < KILN_RUN_MEMORY_MIN)
-        return kiln_error_set(err, KILN_E_USAGE, "", "limits.memory_bytes (--memory): the memory limit must be at least 16 MiB");
-    if (l->processes < KILN_RUN_PROCESSES_MIN)
-        return kiln_error_set(err, KILN_E_USAGE, "", "limits.processes (--processes) must be at least 2");
-    if (l->open_files < KILN_RUN_OPEN_FILES_MIN)
-        return kiln_error_set(err, KILN_E_USAGE, "", "limits.open_files (--open-files) must be at least 16");
-    if (l->stream_keep_bytes > KILN_RUN_STREAM_KEEP_MAX)
-        return kiln_error_set(err, KILN_E_USAGE, "", "limits.stream_keep_bytes (--stream-keep): at most 64 MiB of each stream can be kept");
+    kiln_status st = kiln_job_limits_check(l, err);
+    if (st != KILN_E_OK)
+        return st;
     if (opt->out_dir && opt->out_dir[0] != '/')
         return kiln_error_set(err, KILN_E_USAGE, "", "the output directory must be absolute");
     if (opt->ro_bind_count > KILN_RUN_RO_BINDS_MAX)
         return kiln_error_set(err, KILN_E_USAGE, "", "--ro-bind: at most %d paths", KILN_RUN_RO_BINDS_MAX);
     for (size_t i = 0; i < opt->ro_bind_count; i++) {
-        kiln_status st = check_ro_bind(opt->ro_binds[i], err);
+        st = check_ro_bind(opt->ro_binds[i], err);
         if (st != KILN_E_OK)
             return st;
     }
@@ -638,7 +591,7 @@ kiln_status kiln_run_job(const kiln_run_options *opt, json_t **result, kiln_erro
 {
     *result = NULL;
     kiln_run_limits l = opt->limits;
-    fill_defaults(&l);
+    kiln_job_limits_fill(&l);
     kiln_status st = check_options(opt, &l, err);
     if (st != KILN_E_OK)
         return st;

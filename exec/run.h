@@ -24,9 +24,9 @@
 
 typedef enum { KILN_LANG_PYTHON, KILN_LANG_BASH } kiln_run_language;
 
-/* Every limit a job runs under. kiln_run_limits_default() fills the
- * documented defaults (docs/run.md); a zero in a field passed to kiln_run_job_job
- * means "the default". */
+/* Every limit a job runs under: what each is, its bounds and its default
+ * are in one table, contract/limits.h. A zero in a field passed to
+ * kiln_run_job means "the default". */
 typedef struct kiln_run_limits {
     uint64_t memory_bytes;     /* cgroup memory (RAM + swap), default 1 GiB */
     uint32_t processes;        /* cgroup pids.max, default 64 */
@@ -43,18 +43,6 @@ typedef struct kiln_run_limits {
     uint64_t output_total_bytes; /* all collected files, default 100 MiB */
 } kiln_run_limits;
 
-void kiln_run_limits_default(kiln_run_limits *limits);
-
-/* The bounds kiln_run_job holds limits to (and the CLI and the server's
- * run maxima and run requests with it, so none of them can ask for a run
- * the runner would refuse). */
-#define KILN_RUN_SECONDS_MAX 86400.0          /* wall_seconds, cpu_seconds */
-#define KILN_RUN_MEMORY_MIN (16ull << 20)     /* memory_bytes */
-#define KILN_RUN_PROCESSES_MIN 2u
-#define KILN_RUN_OPEN_FILES_MIN 16u
-#define KILN_RUN_STREAM_KEEP_MAX (64ull << 20) /* stream_keep_bytes */
-#define KILN_RUN_COUNT_MAX 1000000u           /* what the CLI takes for any count */
-
 /* Host paths a job may be given read-only (kiln run --ro-bind), at most. */
 #define KILN_RUN_RO_BINDS_MAX 16
 
@@ -63,6 +51,29 @@ typedef struct kiln_run_input {
     const char *host_path; /* read by the runner (not by the job) */
     const char *name;      /* name under /mnt/data; NULL = host_path's last component */
 } kiln_run_input;
+
+/*
+ * The render step: what the runner does with each spec a job saved
+ * (/mnt/data/.kiln/OUT.spec.json). exec/ knows nothing of specs or
+ * formats: it finds the saved specs, gives each a sandbox of its own and
+ * calls these; Kiln's step (contract/render_step.h) renders documents.
+ */
+typedef struct kiln_run_render_step {
+    /* In the runner's process, before the render sandbox is made: may OUT
+     * (a file name under /mnt/data) be made, and is what that needs ready?
+     * (What the step runs must be loaded now: the sandbox's root holds no
+     * Kiln files to load it from.) Adds what it knows to entry (a new
+     * result entry, e.g. its "format"); 0, or -1 with *error a new error
+     * object (contract/report.h's shape). */
+    int (*prepare)(void *arg, const char *out_name, json_t *entry, json_t **error);
+    /* In the render sandbox, after seccomp: make out_path from spec_path,
+     * whose relative paths are beneath base_dir, at most max_bytes, scratch
+     * files in tmp_dir. Returns the outcome's members ("ok", "errors",
+     * "warnings", ...) as a new object, or NULL when out of memory. */
+    json_t *(*render)(void *arg, const char *spec_path, const char *base_dir,
+                      const char *out_path, uint64_t max_bytes, const char *tmp_dir);
+    void *arg;
+} kiln_run_render_step;
 
 typedef struct kiln_run_options {
     kiln_run_language language;
@@ -77,7 +88,8 @@ typedef struct kiln_run_options {
                                   directory or regular file, not the sandbox's own
                                   (docs/run.md); kiln_run_add_ro_bind() appends */
     size_t ro_bind_count;      /* may pass the max: kiln_run_job refuses it then */
-    int render;                /* render the specs `import kiln` saved (--render) */
+    const kiln_run_render_step *render; /* what to do with the specs `import kiln`
+                                  saved (--render); NULL = leave them as files */
     const char *out_dir;       /* host directory the collected files and rendered
                                   documents are copied to; NULL = list them only */
     int in_process;            /* supervise in the calling process instead of a forked

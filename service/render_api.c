@@ -36,6 +36,7 @@
 
 #include "artifacts/render.h"
 #include "artifacts/spec/spec.h"
+#include "contract/report.h"
 #include "../common/banned.h"
 
 static void bad_request(kiln_api_reply *reply, const char *pointer, const char *message)
@@ -44,30 +45,12 @@ static void bad_request(kiln_api_reply *reply, const char *pointer, const char *
                          json_pack("{s:s}", "pointer", pointer));
 }
 
-/* The error list of a 422: {pointer, code, message} each, as `kiln
- * validate --json` gives them, plus limit and actual for a limit. */
-static json_t *errors_json(const kiln_errors *errs)
-{
-    json_t *list = json_array();
-    for (size_t i = 0; i < errs->count; i++) {
-        const kiln_error *e = &errs->items[i];
-        json_t *o = json_pack("{s:s, s:s, s:s}", "pointer", e->pointer, "code",
-                              kiln_status_name(e->code), "message", e->message);
-        if (o && (e->code == KILN_E_LIMIT || e->code == KILN_E_TOO_LARGE) && e->limit) {
-            json_object_set_new(o, "limit", json_integer((json_int_t)e->limit));
-            json_object_set_new(o, "actual", json_integer((json_int_t)e->actual));
-        }
-        json_array_append_new(list, o);
-    }
-    return json_pack("{s:o, s:I}", "errors", list, "dropped", (json_int_t)errs->dropped);
-}
-
 static void invalid_spec(kiln_api_reply *reply, const kiln_errors *errs)
 {
     char msg[128];
     snprintf(msg, sizeof msg, "The spec has %zu error%s.", errs->count + errs->dropped,
              errs->count + errs->dropped == 1 ? "" : "s");
-    kiln_api_reply_error(reply, 422, "invalid_spec", msg, errors_json(errs));
+    kiln_api_reply_error(reply, 422, "invalid_spec", msg, kiln_errors_json(errs));
 }
 
 /* Put the body open on fd into dir_fd as name: a hard link when the store
@@ -177,29 +160,6 @@ static void explain_paths(kiln_errors *errs, const json_t *spec, const kiln_api_
                      "\"inputs\" and give that id here as the path",
                      path);
     }
-}
-
-static json_t *warnings_json(const kiln_render_result *res)
-{
-    json_t *w = json_array();
-    char msg[256];
-    if (res->missing_glyphs > 0) {
-        snprintf(msg, sizeof msg,
-                 "%llu character%s no glyph in any embedded font (the first is U+%04X); "
-                 "shown as '?'",
-                 (unsigned long long)res->missing_glyphs,
-                 res->missing_glyphs == 1 ? " has" : "s have", (unsigned)res->missing_first);
-        json_array_append_new(w, json_string(msg));
-    }
-    if (res->overflow_slides > 0) {
-        snprintf(msg, sizeof msg,
-                 "%u slide%s text that does not fit its placeholder or table even when shrunk "
-                 "(the first is slide %u)",
-                 (unsigned)res->overflow_slides, res->overflow_slides == 1 ? " has" : "s have",
-                 (unsigned)res->overflow_first);
-        json_array_append_new(w, json_string(msg));
-    }
-    return w;
 }
 
 void kiln_api_render(const kiln_api_ctx *ctx, const char *tenant, const json_t *request,
@@ -409,7 +369,7 @@ void kiln_api_render(const kiln_api_ctx *ctx, const char *tenant, const json_t *
     }
     json_t *body = kiln_api_file_json(&file);
     if (body && (res.missing_glyphs > 0 || res.overflow_slides > 0))
-        json_object_set_new(body, "warnings", warnings_json(&res));
+        json_object_set_new(body, "warnings", kiln_warnings_json(&res));
     if (!body) {
         kiln_api_reply_internal(reply, "out of memory");
         goto remove_scratch;

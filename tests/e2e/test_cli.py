@@ -968,7 +968,8 @@ def test_json_success_shape(tmp_path, kiln_bin):
     p = run_kiln("render", sp, "-o", out, "--json")
     assert p.returncode == 0, describe(p)
     obj = parse_json_stdout(p)
-    assert obj == {"ok": True, "path": str(out), "format": "xlsx", "bytes": out.stat().st_size}, obj
+    assert obj == {"ok": True, "path": str(out), "format": "xlsx", "bytes": out.stat().st_size,
+                   "warnings": []}, obj
     assert err_text(p).strip() == "", "stderr on success: " + err_text(p)
 
 

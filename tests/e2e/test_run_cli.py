@@ -86,7 +86,7 @@ def test_no_copy_lists_only(tmp_path):
     (["--timeout", "abc", "-c", "pass"], "--timeout"),
     (["--memory", "12Q", "-c", "pass"], "--memory"),
     (["--processes", "-1", "-c", "pass"], "--processes"),
-    (["--memory", "1M", "-c", "pass"], "memory limit must be at least"),
+    (["--memory", "1M", "-c", "pass"], "--memory: must be at least 16M"),
     (["--bogus"], "unknown option"),
     (["-c"], "needs a value"),
     (["-c", "pass", "file.py"], "not both"),
@@ -471,3 +471,84 @@ def test_a_kiln_dir_that_is_a_symlink_is_reported(tmp_path):
     assert proc.returncode == 1, describe(proc)
     assert r["render_errors"][0]["spec"] == ".kiln"
     assert "not a directory" in r["render_errors"][0]["errors"][0]["message"]
+
+
+def test_request_document_is_the_whole_job(tmp_path):
+    """--request FILE: the code, language, args, inputs, limits and render of one JSON
+    document (docs/run.md, "Job requests"); an input's name may hold ':' (no PATH:NAME)."""
+    data = tmp_path / "in.csv"
+    data.write_text("a,b\n")
+    request = tmp_path / "job.json"
+    request.write_text(json.dumps({
+        "code": "import sys\nprint(sys.argv[1:], open('10:30 notes.csv').read())",
+        "args": ["--x", "y"],
+        "inputs": [{"path": str(data), "name": "10:30 notes.csv"}],
+        "limits": {"wall_seconds": 7.5, "memory_bytes": 256 << 20, "stream_kill_bytes": 1 << 20},
+        "render": False}))
+    proc, r = run_json("-n", "--request", str(request))
+    assert r["status"] == "ok", describe(proc)
+    assert r["stdout"]["text"] == "['--x', 'y'] a,b\n\n"
+    assert r["limits"]["wall_seconds"] == 7.5
+    assert r["limits"]["memory_bytes"] == 256 << 20
+    assert r["limits"]["stream_kill_bytes"] == 1 << 20
+    assert r["limits"]["processes"] == 64  # left out: the default
+
+
+def test_request_from_stdin_with_bash():
+    proc = subprocess.run([KILN_BIN, "run", "-n", "--request", "-"],
+                          input=json.dumps({"code": "echo $0-ok", "language": "bash"}).encode(),
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+    r = json.loads(proc.stdout)
+    assert proc.returncode == 0, describe(proc)
+    assert r["language"] == "bash" and r["stdout"]["text"].endswith("-ok\n")
+
+
+def test_request_errors_name_their_pointers_exit_2(tmp_path):
+    request = tmp_path / "job.json"
+    request.write_text(json.dumps({
+        "code": 7, "language": "ruby", "args": ["ok", 3], "extra": 1,
+        "inputs": [{"path": ""}, "id"],
+        "limits": {"wall_seconds": 86401, "processes": 1.5, "memory_bytes": 1, "bogus": 1}}))
+    proc = run_kiln("run", "-n", "--request", str(request))
+    assert proc.returncode == 2, describe(proc)
+    err = proc.stderr.decode()
+    for pointer in ["/code", "/language", "/args/1", "/extra", "/inputs/0/path", "/inputs/1",
+                    "/limits/wall_seconds", "/limits/processes", "/limits/memory_bytes",
+                    "/limits/bogus"]:
+        assert "kiln: error: %s: " % pointer in err, (pointer, err)
+    assert "wall_seconds may be at most 86400" in err
+    assert "memory_bytes must be at least 16M" in err
+    assert proc.stdout == b""
+
+
+@pytest.mark.parametrize("extra", [["-c", "pass"], ["--timeout", "5"], ["-l", "bash"],
+                                   ["-i", "/etc/hostname"], ["--no-render"], ["prog.py"],
+                                   ["--", "arg"]])
+def test_request_with_job_flags_is_a_usage_error(tmp_path, extra):
+    request = tmp_path / "job.json"
+    request.write_text('{"code": "pass"}')
+    proc = run_kiln("run", "-n", "--request", str(request), *extra)
+    assert proc.returncode == 2, describe(proc)
+    assert "--request gives the whole job" in proc.stderr.decode()
+
+
+def test_request_not_json_or_unreadable(tmp_path):
+    request = tmp_path / "job.json"
+    request.write_text('{"code": ')
+    proc = run_kiln("run", "-n", "--request", str(request))
+    assert proc.returncode == 2, describe(proc)
+    assert "the request is not valid JSON at line 1" in proc.stderr.decode()
+    proc = run_kiln("run", "-n", "--request", str(tmp_path / "missing.json"))
+    assert proc.returncode == 5, describe(proc)
+
+
+@pytest.mark.parametrize("flag, value, member, want", [
+    ("--timeout", "2m", "wall_seconds", 120.0),
+    ("--timeout", "1.5", "wall_seconds", 1.5),
+    ("--cpu", "90s", "cpu_seconds", 90.0),
+    ("--memory", "512M", "memory_bytes", 512 << 20),
+    ("--stream-kill", "2M", "stream_kill_bytes", 2 << 20),
+])
+def test_limit_flags_take_the_table_units(flag, value, member, want):
+    proc, r = run_json("-n", flag, value, "-c", "pass")
+    assert r["limits"][member] == want, describe(proc)

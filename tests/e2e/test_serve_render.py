@@ -264,7 +264,7 @@ def test_render_spec_errors(server, tmp_path):
     d = r.json["error"]["details"]
     assert sorted(e["pointer"] for e in d["errors"]) == sorted(e["pointer"] for e in expected)
     assert {e["pointer"]: e["message"] for e in d["errors"]} == {e["pointer"]: e["message"] for e in expected}
-    assert d["dropped"] == 0
+    assert d["more_errors"] == 0
     assert "/sheets/0/columns/0/type" in [e["pointer"] for e in d["errors"]]
 
 

@@ -25,6 +25,7 @@
 
 #include "tests/unit/test_util.h"
 
+#include "contract/limits.h"
 #include "exec/exec_internal.h"
 #include "common/banned.h"
 
@@ -52,7 +53,7 @@ static void test_setup_failure_is_reported_not_sigpipe(void **state)
     assert_int_equal(pipe2(errs, O_CLOEXEC), 0);
     assert_int_equal(pipe2(report, O_CLOEXEC), 0);
     kiln_run_limits limits;
-    kiln_run_limits_default(&limits);
+    kiln_job_limits_default(&limits);
     char *argv[] = {"/bin/true", NULL}, *envp[] = {NULL};
     kiln_contain_job job = {
         .mount = {.job_dir_host = "/nonexistent-kiln-test-job-dir", .tmp_bytes = 1 << 20,

@@ -24,6 +24,7 @@
 #include "tests/unit/test_util.h"
 
 #include "common/error.h"
+#include "contract/limits.h"
 #include "service/api.h"
 #include "service/store.h"
 #include "service/store_testing.h"
@@ -725,7 +726,7 @@ static void test_run_invalid(void **state)
 {
     (void)state;
     kiln_api_ctx c = ctx;
-    kiln_run_limits_default(&c.run_max);
+    kiln_job_limits_default(&c.run_max);
     json_t *rq = load("{'language': 'perl', 'render': 1, 'args': ['a', 2],"
                       " 'limits': {'memory_bytes': 1e12, 'bogus': 1, 'wall_seconds': -1,"
                       " 'processes': 2.5, 'cpu_seconds': 10}}");
@@ -751,9 +752,26 @@ static void test_run_invalid(void **state)
     json_decref(r.body);
     json_decref(rq);
 
-    /* An input whose stored name /mnt/data cannot hold. */
-    kiln_store_file odd = put_text("a:b.csv", "x\n");
+    /* A ':' in an input's name is a name like any other: the job request
+     * names each input in a member of its own (contract/job.h), not as
+     * kiln run's -i PATH:NAME. */
+    kiln_store_file colon = put_text("a:b.csv", "x\n");
     char *text = NULL;
+    assert_true(asprintf(&text, "{\"code\": \"print(open('a:b.csv').read())\", \"inputs\": [\"%s\"]}",
+                         colon.id) > 0);
+    rq = json_loads(text, 0, NULL);
+    kiln_api_run(&c, "t1", rq, -1, &r);
+    if (r.status != 503) { /* 503: no sandbox here (not root) */
+        assert_status(&r, 200);
+        assert_string_equal(json_string_value(json_object_get(
+                                json_object_get(r.body, "stdout"), "text")), "x\n\n");
+    }
+    json_decref(r.body);
+    json_decref(rq);
+    free(text);
+
+    /* An input whose stored name /mnt/data cannot hold. */
+    kiln_store_file odd = put_text(".kiln", "x\n");
     assert_true(asprintf(&text, "{\"code\": \"print(1)\", \"inputs\": [\"%s\"]}", odd.id) > 0);
     rq = json_loads(text, 0, NULL);
     kiln_api_run(&c, "t1", rq, -1, &r);
@@ -790,7 +808,7 @@ static void test_run_real(void **state)
     if (!can_run())
         skip();
     kiln_api_ctx c = ctx;
-    kiln_run_limits_default(&c.run_max);
+    kiln_job_limits_default(&c.run_max);
     json_t *rq = load("{'code': 'print(1)', 'limits': {'wall_seconds': 30}}");
     kiln_api_reply r;
     kiln_api_run(&c, "t1", rq, -1, &r);
@@ -955,7 +973,7 @@ static void *run_thread(void *arg)
 {
     kiln_api_reply *r = arg;
     kiln_api_ctx c = ctx;
-    kiln_run_limits_default(&c.run_max);
+    kiln_job_limits_default(&c.run_max);
     json_t *rq = json_loads("{\"language\": \"bash\", \"code\": \"sleep 30\"}", 0, NULL);
     kiln_api_run(&c, "t1", rq, -1, r);
     json_decref(rq);
@@ -987,7 +1005,7 @@ static void *gone_run_thread(void *arg)
 {
     struct gone_run *g = arg;
     kiln_api_ctx c = ctx;
-    kiln_run_limits_default(&c.run_max);
+    kiln_job_limits_default(&c.run_max);
     json_t *rq = json_loads("{\"language\": \"bash\", \"code\": \"echo hi > f.txt; sleep 30\"}",
                             0, NULL);
     kiln_api_run(&c, "t1", rq, g->client_fd, &g->reply);

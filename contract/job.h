@@ -1,0 +1,76 @@
+/*
+ * job.h - a job request: what to run and under which limits, as one JSON
+ * document.
+ *
+ * The same document is the body of POST /v1/runs, the file `kiln run
+ * --request FILE` reads, and what `kiln serve` hands the `kiln run` child
+ * it starts for a run (on a descriptor: nothing of the job is re-printed as
+ * flags). docs/run.md, "Job requests", describes every member:
+ *
+ *   {"code": "...", "language": "python"|"bash", "args": ["..."],
+ *    "inputs": [...], "limits": {"wall_seconds": 5, ...}, "render": true}
+ *
+ * Inputs are the one member whose form depends on who reads it: the API
+ * takes stored file ids ("inputs": ["<id>"]); a document for `kiln run`
+ * names host files ("inputs": [{"path": "/data/a.csv", "name": "a.csv"}]).
+ *
+ * Ownership: a parsed kiln_job_request borrows the document's strings; it
+ * lives as long as the document.
+ */
+#ifndef KILN_CONTRACT_JOB_H
+#define KILN_CONTRACT_JOB_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+#include "../common/error.h"
+#include "../exec/run.h"
+
+/* The most program text a job takes (a file, standard input, -c or "code"). */
+#define KILN_JOB_CODE_MAX (16u << 20)
+/* The program's arguments: how many, the bytes of one (the kernel's limit
+ * on one argv string is 128 KiB), the bytes of all together. */
+#define KILN_JOB_ARGS_MAX 1024
+#define KILN_JOB_ARG_BYTES ((128u << 10) - 1)
+#define KILN_JOB_ARGS_BYTES (1u << 20)
+/* Inputs of one job. */
+#define KILN_JOB_INPUTS_MAX 64
+
+typedef enum {
+    KILN_JOB_INPUT_IDS,   /* "inputs": ["<file id>", ...] (the API) */
+    KILN_JOB_INPUT_PATHS, /* "inputs": [{"path": ..., "name": ...}, ...] (kiln run) */
+} kiln_job_input_form;
+
+typedef struct kiln_job_request {
+    kiln_run_language language;
+    const char *code;         /* borrowed */
+    size_t code_len;
+    const json_t *args;       /* borrowed array of strings; NULL = none */
+    const json_t *inputs;     /* borrowed array in the form asked for; NULL = none */
+    kiln_run_limits limits;   /* every field set */
+    int render;               /* render the specs `import kiln` saves (default 1) */
+} kiln_job_request;
+
+typedef struct kiln_job_parse_options {
+    kiln_job_input_form inputs;
+    /* The most each limit may be: NULL = the table's maximum. A limit
+     * above it is limit_exceeded ("on this server"). */
+    const kiln_run_limits *max;
+    /* What a limit left out gets: NULL = the table's default. (The service
+     * gives its maximum: an operator's --run-memory is what runs get.) */
+    const kiln_run_limits *unset;
+} kiln_job_parse_options;
+
+/* Check doc against the contract and fill *out. Every error goes into
+ * errs with its JSON Pointer (code invalid_run, or limit_exceeded with the
+ * limit for a limit above max). KILN_E_OK, or the first error's code. */
+kiln_status kiln_job_request_parse(const json_t *doc, const kiln_job_parse_options *opt,
+                                   kiln_job_request *out, kiln_errors *errs);
+
+/* The document of a request whose inputs are host paths: rq's code,
+ * language, args, render and every limit, and inputs[i] = {path: paths[i],
+ * name: names[i]}. A new reference; NULL when out of memory. */
+json_t *kiln_job_request_json(const kiln_job_request *rq, const char *const *paths,
+                              const char *const *names, size_t input_count);
+
+#endif
