@@ -3,8 +3,10 @@
  *
  * Read contain.c first: contain() is the ordered list of steps the sandbox's
  * first process takes between clone() and exec(). run.c is the supervisor
- * around it (job directory, cgroup, clone, timers, streams, collection,
- * rendering); result.c is the only place that builds the JSON result.
+ * around it (job directory, cgroup, clone, collection, the render step);
+ * watch.c follows a contained process to its end (streams, timers); result.c
+ * is the only place that builds the JSON result. Nothing here knows what a
+ * job's saved specs are: the render step is handed in (exec/run.h).
  *
  *   user.c     user namespace: uid/gid maps, dropping to the job's uid, caps
  *   mount.c    mount namespace: the minimal read-only root, pivot_root
@@ -17,7 +19,9 @@
  *   streams.c  stdout/stderr kept up to a cap while counting every byte
  *   collect.c  output files, found without following a symlink
  *   jobdir.c   the job directory (/mnt/data), a size-limited tmpfs
- *   render_job.c  rendering the specs a job saved, in a sandbox of its own
+ *   watch.c    a contained process watched to its end: streams, wall and CPU time
+ *   render_job.c  the specs a job saved, each handed to the render step in a
+ *                 sandbox of its own
  *   fontcache.c   matplotlib's font list, made once by Kiln's own code
  *   result.c   the JSON result
  *
@@ -294,7 +298,7 @@ pid_t kiln_contain_spawn(kiln_contain_job *job, const kiln_idmap *map, const kil
 
 enum { KILN_TIMEOUT_NONE = 0, KILN_TIMEOUT_WALL = 1, KILN_TIMEOUT_CPU = 2 };
 
-/* ---- run.c ------------------------------------------------------------- */
+/* ---- watch.c ----------------------------------------------------------- */
 
 /* Watching a contained process from the supervisor: its streams, its
  * report, its wall and CPU time. Used for the job and for each render. */
@@ -334,7 +338,7 @@ int kiln_fontcache_make(const kiln_jobdir *jd, const kiln_idmap *map,
                         const kiln_run_limits *limits, const kiln_seccomp_program *filter,
                         kiln_file_blob *blob);
 
-/* Spawn job (kiln_contain_spawn) with its stdout and stderr captured into
+/* (watch.c) Spawn job (kiln_contain_spawn) with its stdout and stderr captured into
  * out and err_stream, and watch it to its end (kiln_watch_run): *w says
  * how it ended. Not OK only when it could not be spawned (err set). */
 kiln_status kiln_sandbox_run(kiln_contain_job *job, const kiln_idmap *map, const kiln_cgroup *cg,
