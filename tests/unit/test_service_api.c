@@ -938,7 +938,10 @@ static void test_render_warnings(void **state)
     if (json_array_size(w) != 1)
         dump_reply(&r);
     assert_int_equal(json_array_size(w), 1);
-    assert_non_null(strstr(json_string_value(json_array_get(w, 0)), "U+E000"));
+    json_t *w0 = json_array_get(w, 0);
+    assert_string_equal(json_string_value(json_object_get(w0, "code")), "missing_glyphs");
+    assert_int_equal(json_integer_value(json_object_get(w0, "first")), 0xE000);
+    assert_non_null(strstr(json_string_value(json_object_get(w0, "message")), "U+E000"));
     json_decref(r.body);
     json_decref(rq);
 }
