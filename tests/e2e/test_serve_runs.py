@@ -8,6 +8,7 @@ the server is started as nobody for it). Runs need root (namespaces, cgroups): s
 with a reason otherwise.
 """
 import csv
+import json
 import os
 import hashlib
 import re
@@ -643,3 +644,59 @@ def test_run_max_bad_value(tmp_path, how, name, value, named):
     assert p.returncode == 2, "exit %s\n%s" % (p.returncode, err)
     assert named in err and ("'%s'" % value) in err, err
     assert not (tmp_path / "data").exists(), "the server got as far as the data directory"
+
+
+# A spec with a limit error (a cell past Excel's 32,767 characters) and a PDF spec whose
+# text has a character no embedded font draws (U+1200): what each front end says of them.
+BAD_SPEC = {"sheets": [{"name": "s", "rows": [["x" * 32768]]}]}
+GLYPH_SPEC = {"blocks": [{"type": "paragraph", "text": "Ethiopic \u1200 here"}]}
+
+
+def test_one_shape_for_errors_and_warnings_everywhere(server, tmp_path):
+    """contract/report.h: `kiln render|validate --json`, a run's render step and the API
+    give the same error and warning objects (docs/cli.md, "One shape everywhere")."""
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(BAD_SPEC))
+    cli_errors = json.loads(run_kiln("validate", "--json", bad).stdout)
+    (cli_error,) = cli_errors["errors"]
+    assert cli_error["code"] == "limit_exceeded" and cli_error["limit"] == 32767, cli_error
+    assert cli_errors["more_errors"] == 0
+
+    r = server.request("POST", "/v1/render", body={"format": "xlsx", "spec": BAD_SPEC})
+    assert r.status == 422, r
+    assert r.json["error"]["details"] == {k: v for k, v in cli_errors.items() if k != "ok"}
+
+    good = tmp_path / "glyph.json"
+    good.write_text(json.dumps(GLYPH_SPEC))
+    cli_render = json.loads(run_kiln("render", good, "-o", tmp_path / "g.pdf", "--json").stdout)
+    (warning,) = cli_render["warnings"]
+    assert warning["code"] == "missing_glyphs" and warning["first"] == 0x1200, warning
+    r = server.request("POST", "/v1/render", body={"format": "pdf", "spec": GLYPH_SPEC})
+    assert r.status == 201, r
+    assert r.json["warnings"] == cli_render["warnings"]
+
+    code = ("import json, os\nos.makedirs('.kiln')\n"
+            "open('.kiln/bad.xlsx.spec.json', 'w').write(%r)\n"
+            "open('.kiln/g.pdf.spec.json', 'w').write(%r)\n"
+            % (json.dumps(BAD_SPEC), json.dumps(GLYPH_SPEC)))
+    r = run(server, code)
+    assert r.status == 200, r
+    res = r.json
+    (failed,) = res["render_errors"]
+    assert failed["errors"] == cli_errors["errors"], failed
+    (doc,) = res["documents"]
+    assert doc["name"] == "g.pdf" and doc["warnings"] == cli_render["warnings"], doc
+
+
+def test_run_limits_stream_kill_and_colon_names(server):
+    """Every limit of the table is a request's (stream_kill_bytes too), and an input's
+    stored name reaches /mnt/data as it is, ':' included (the job goes to kiln run as one
+    document, not as -i PATH:NAME)."""
+    f = server.upload("10:30 notes.csv", b"a,b\n")
+    r = run(server, "print(open('10:30 notes.csv').read(), end='')", inputs=[f["id"]],
+            limits={"stream_kill_bytes": 4096})
+    assert r.status == 200, r
+    assert r.json["stdout"]["text"] == "a,b\n"
+    assert r.json["limits"]["stream_kill_bytes"] == 4096
+    r = run(server, "print('x' * 100000)", limits={"stream_kill_bytes": 4096})
+    assert r.status == 200 and r.json["status"] == "output_limit", r
