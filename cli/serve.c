@@ -598,37 +598,186 @@ static int bad_value(const struct setting *s, const char *what)
     return usage_error("invalid value '%s' for %s: %s", s->value, s->origin, what);
 }
 
+/* The value of setting s, checked for its kind: 0 with *v (counts, sizes,
+ * durations) or *host and opt's port (the address) or opt's run limit set,
+ * else the exit status of the usage error printed. */
+static int parse_setting(struct setting *s, uint64_t *out, char *host, size_t host_cap,
+                         kiln_server_options *opt)
+{
+    int status = 0;
+    uint64_t v = 0;
+    switch (s->kind) {
+    case K_LISTEN:
+        if (parse_listen(s->value, host, host_cap, &opt->port) != 0) {
+            status = bad_value(s, "expected HOST:PORT (or [IPV6]:PORT), port 0 to 65535");
+            return status;
+        }
+        opt->host = host;
+        break;
+    case K_COUNT:
+        if (s->zero_ok && strcmp(s->value, "0") == 0) {
+            v = 0;
+            break;
+        }
+        if (parse_count(s->value, s->max, &v) != 0 || v < s->min) {
+            char why[64];
+            snprintf(why, sizeof why, "expected a whole number from %llu to %llu",
+                     (unsigned long long)(s->zero_ok ? 0 : s->min ? s->min : 1),
+                     (unsigned long long)s->max);
+            status = bad_value(s, why);
+            return status;
+        }
+        break;
+    case K_SIZE:
+        if (kiln_parse_size(s->value, &v) != 0 || v < s->min || (s->max && v > s->max)) {
+            char why[160];
+            size_t o = (size_t)snprintf(why, sizeof why,
+                                        "expected a size: bytes, or a number with K, M or G");
+            char lim[32];
+            if (s->min) {
+                format_size(s->min, lim, sizeof lim);
+                o += (size_t)snprintf(why + o, sizeof why - o, ", at least %s", lim);
+            }
+            if (s->max) {
+                format_size(s->max, lim, sizeof lim);
+                snprintf(why + o, sizeof why - o, ", at most %s", lim);
+            }
+            status = bad_value(s, why);
+            return status;
+        }
+        break;
+    case K_DURATION:
+        if (parse_duration(s->value, s->max, &v) != 0) {
+            char why[128];
+            snprintf(why, sizeof why, "expected a duration: seconds, or a number with s, m, "
+                     "h or d, more than 0 and at most %llus", (unsigned long long)s->max);
+            status = bad_value(s, why);
+            return status;
+        }
+        break;
+    case K_URL:
+        if (strncmp(s->value, "http://", 7) != 0 && strncmp(s->value, "https://", 8) != 0) {
+            status = bad_value(s, "expected an http:// or https:// URL");
+            return status;
+        }
+        break;
+    case K_LIMIT: {
+        char why[128];
+        double lv;
+        if (kiln_limit_parse(s->limit, s->value, &lv, why, sizeof why) != 0) {
+            status = bad_value(s, why);
+            return status;
+        }
+        kiln_limit_set(&opt->run_max, s->limit, lv);
+        break;
+    }
+    case K_STR:
+        break;
+    }
+    *out = v;
+    return 0;
+}
+
+/* Setting i's checked value into the server's options. */
+static void apply_setting(int i, const struct setting *s, uint64_t v, kiln_server_options *opt)
+{
+switch (i) {
+case S_DATA_DIR: opt->data_dir = s->value; break;
+case S_KEYS_FILE: opt->keys_file = s->value; break;
+case S_THREADS: opt->threads = (unsigned)v; break;
+case S_MAX_JOBS: opt->max_jobs = (unsigned)v; break;
+case S_QUEUE: opt->queue_max = (unsigned)v; break;
+case S_MAX_UPLOAD: opt->max_upload_bytes = v; break;
+case S_MAX_REQUEST: opt->max_request_bytes = v; break;
+case S_TTL: opt->ttl_seconds = (int64_t)v; break;
+case S_SWEEP: opt->sweep_seconds = (unsigned)v; break;
+case S_CONN_TIMEOUT: opt->connection_timeout = (unsigned)v; break;
+case S_HEADER_TIMEOUT: opt->header_timeout = (unsigned)v; break;
+case S_REQUEST_TIMEOUT: opt->request_timeout = (unsigned)v; break;
+case S_GRACE: opt->shutdown_grace = (unsigned)v; break;
+case S_MAX_CONN: opt->max_connections = (unsigned)v; break;
+case S_MAX_PER_IP: opt->max_connections_per_ip = (unsigned)v; break;
+case S_PUBLIC_URL: opt->public_url = s->value; break;
+default: break;
+}
+}
+
+/* Every chosen setting into opt (host: room for the address's host). 0, or
+ * the exit status of the usage error printed. */
+static int gather_settings(kiln_server_options *opt, char *host, size_t host_cap)
+{
+    for (int i = 0; i < S__COUNT; i++) {
+        struct setting *s = &settings[i];
+        uint64_t v = 0;
+        if (!s->value)
+            continue;
+        int status = parse_setting(s, &v, host, host_cap, opt);
+        if (status != 0)
+            return status;
+        apply_setting(i, s, v, opt);
+    }
+    opt->env_keys = getenv("KILN_API_KEYS");
+    if (opt->env_keys && !opt->env_keys[0])
+        opt->env_keys = NULL;
+    return 0;
+}
+
+/* Start the server with opt, log, and wait for SIGTERM or SIGINT to stop
+ * it. The exit status. */
+static int serve_until_signal(kiln_server_options *opt)
+{
+    /* The first key is made by prepare, once the server holds the data
+     * directory: a server refused because another one uses it writes
+     * nothing there. */
+    struct first_key fk = {.env_keys = opt->env_keys != NULL};
+    opt->prepare = prepare_keys;
+    opt->prepare_arg = &fk;
+    opt->log = log_line;
+    /* Signals are taken by sigwait below, so every thread must have them
+     * blocked; a client going away must not kill the process. */
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    kiln_server *srv = NULL;
+    kiln_error err;
+    memset(&err, 0, sizeof err);
+    kiln_status st = kiln_server_start(&srv, opt, &err);
+    if (st != KILN_E_OK) {
+        start_error(&err, opt->data_dir);
+        return kiln_status_exit(st);
+    }
+    if (fk.made) {
+        char kp[PATH_MAX * 2];
+        json_escape(fk.key_path, kp, sizeof kp);
+        log_event("\"event\":\"api_key_created\",\"tenant\":\"default\",\"key_file\":\"%s\","
+                  "\"message\":\"no API keys were configured: a key for tenant default is in "
+                  "key_file (its hash in the keys file beside it)\"",
+                  kp);
+    }
+    int sig = 0;
+    while (sigwait(&set, &sig) != 0)
+        ;
+    log_event("\"event\":\"signal\",\"signal\":\"%s\"", sig == SIGINT ? "SIGINT" : "SIGTERM");
+    kiln_server_stop(srv);
+    return 0;
+}
+
 int kiln_serve_main(int argc, char **argv)
 {
-    static const struct option fixed[] = {
-        {"listen", required_argument, NULL, 256 + S_LISTEN},
-        {"data-dir", required_argument, NULL, 256 + S_DATA_DIR},
-        {"keys-file", required_argument, NULL, 256 + S_KEYS_FILE},
-        {"threads", required_argument, NULL, 256 + S_THREADS},
-        {"max-jobs", required_argument, NULL, 256 + S_MAX_JOBS},
-        {"queue", required_argument, NULL, 256 + S_QUEUE},
-        {"max-upload", required_argument, NULL, 256 + S_MAX_UPLOAD},
-        {"max-request", required_argument, NULL, 256 + S_MAX_REQUEST},
-        {"ttl", required_argument, NULL, 256 + S_TTL},
-        {"sweep-interval", required_argument, NULL, 256 + S_SWEEP},
-        {"connection-timeout", required_argument, NULL, 256 + S_CONN_TIMEOUT},
-        {"header-timeout", required_argument, NULL, 256 + S_HEADER_TIMEOUT},
-        {"request-timeout", required_argument, NULL, 256 + S_REQUEST_TIMEOUT},
-        {"shutdown-grace", required_argument, NULL, 256 + S_GRACE},
-        {"max-connections", required_argument, NULL, 256 + S_MAX_CONN},
-        {"max-connections-per-ip", required_argument, NULL, 256 + S_MAX_PER_IP},
-        {"public-url", required_argument, NULL, 256 + S_PUBLIC_URL},
-        {"config", required_argument, NULL, 'c'},
-        {"hash-key", no_argument, NULL, 'k'},
-        {"help", no_argument, NULL, 'h'}};
-    struct option opts[sizeof fixed / sizeof fixed[0] + KILN_JOB_LIMIT_COUNT + 1];
-    memcpy(opts, fixed, sizeof fixed);
+    /* A long option per setting (its name), then the three that are not. */
+    enum { OPT_CONFIG = 'c', OPT_HASH_KEY = 'k' };
+    struct option opts[S__COUNT + 4];
     init_run_settings();
-    for (size_t i = 0; i < KILN_JOB_LIMIT_COUNT; i++)
-        opts[sizeof fixed / sizeof fixed[0] + i] =
-            (struct option){settings[S_RUN_FIRST + i].name, required_argument, NULL,
-                            256 + S_RUN_FIRST + (int)i};
-    opts[sizeof fixed / sizeof fixed[0] + KILN_JOB_LIMIT_COUNT] = (struct option){NULL, 0, NULL, 0};
+    for (int i = 0; i < S__COUNT; i++)
+        opts[i] = (struct option){settings[i].name, required_argument, NULL, 256 + i};
+    opts[S__COUNT] = (struct option){"config", required_argument, NULL, OPT_CONFIG};
+    opts[S__COUNT + 1] = (struct option){"hash-key", no_argument, NULL, OPT_HASH_KEY};
+    opts[S__COUNT + 2] = (struct option){"help", no_argument, NULL, 'h'};
+    opts[S__COUNT + 3] = (struct option){NULL, 0, NULL, 0};
     const char *config = NULL;
     int hash_key = 0, c, status = 0;
 
@@ -640,8 +789,8 @@ int kiln_serve_main(int argc, char **argv)
             continue;
         }
         switch (c) {
-        case 'c': config = optarg; break;
-        case 'k': hash_key = 1; break;
+        case OPT_CONFIG: config = optarg; break;
+        case OPT_HASH_KEY: hash_key = 1; break;
         case 'h': print_usage(); return 0;
         case ':': return usage_error("option '%s' needs a value", argv[optind - 1]);
         default: return usage_error("unknown option '%s'", argv[optind - 1]);
@@ -664,102 +813,8 @@ int kiln_serve_main(int argc, char **argv)
     kiln_server_options opt;
     kiln_server_options_init(&opt);
     char host[256];
-    uint64_t v = 0;
-    for (int i = 0; i < S__COUNT; i++) {
-        struct setting *s = &settings[i];
-        if (!s->value)
-            continue;
-        switch (s->kind) {
-        case K_LISTEN:
-            if (parse_listen(s->value, host, sizeof host, &opt.port) != 0) {
-                status = bad_value(s, "expected HOST:PORT (or [IPV6]:PORT), port 0 to 65535");
-                goto free_settings;
-            }
-            opt.host = host;
-            break;
-        case K_COUNT:
-            if (s->zero_ok && strcmp(s->value, "0") == 0) {
-                v = 0;
-                break;
-            }
-            if (parse_count(s->value, s->max, &v) != 0 || v < s->min) {
-                char why[64];
-                snprintf(why, sizeof why, "expected a whole number from %llu to %llu",
-                         (unsigned long long)(s->zero_ok ? 0 : s->min ? s->min : 1),
-                         (unsigned long long)s->max);
-                status = bad_value(s, why);
-                goto free_settings;
-            }
-            break;
-        case K_SIZE:
-            if (kiln_parse_size(s->value, &v) != 0 || v < s->min || (s->max && v > s->max)) {
-                char why[160];
-                size_t o = (size_t)snprintf(why, sizeof why,
-                                            "expected a size: bytes, or a number with K, M or G");
-                char lim[32];
-                if (s->min) {
-                    format_size(s->min, lim, sizeof lim);
-                    o += (size_t)snprintf(why + o, sizeof why - o, ", at least %s", lim);
-                }
-                if (s->max) {
-                    format_size(s->max, lim, sizeof lim);
-                    snprintf(why + o, sizeof why - o, ", at most %s", lim);
-                }
-                status = bad_value(s, why);
-                goto free_settings;
-            }
-            break;
-        case K_DURATION:
-            if (parse_duration(s->value, s->max, &v) != 0) {
-                char why[128];
-                snprintf(why, sizeof why, "expected a duration: seconds, or a number with s, m, "
-                         "h or d, more than 0 and at most %llus", (unsigned long long)s->max);
-                status = bad_value(s, why);
-                goto free_settings;
-            }
-            break;
-        case K_URL:
-            if (strncmp(s->value, "http://", 7) != 0 && strncmp(s->value, "https://", 8) != 0) {
-                status = bad_value(s, "expected an http:// or https:// URL");
-                goto free_settings;
-            }
-            break;
-        case K_LIMIT: {
-            char why[128];
-            double lv;
-            if (kiln_limit_parse(s->limit, s->value, &lv, why, sizeof why) != 0) {
-                status = bad_value(s, why);
-                goto free_settings;
-            }
-            kiln_limit_set(&opt.run_max, s->limit, lv);
-            break;
-        }
-        case K_STR:
-            break;
-        }
-        switch (i) {
-        case S_DATA_DIR: opt.data_dir = s->value; break;
-        case S_KEYS_FILE: opt.keys_file = s->value; break;
-        case S_THREADS: opt.threads = (unsigned)v; break;
-        case S_MAX_JOBS: opt.max_jobs = (unsigned)v; break;
-        case S_QUEUE: opt.queue_max = (unsigned)v; break;
-        case S_MAX_UPLOAD: opt.max_upload_bytes = v; break;
-        case S_MAX_REQUEST: opt.max_request_bytes = v; break;
-        case S_TTL: opt.ttl_seconds = (int64_t)v; break;
-        case S_SWEEP: opt.sweep_seconds = (unsigned)v; break;
-        case S_CONN_TIMEOUT: opt.connection_timeout = (unsigned)v; break;
-        case S_HEADER_TIMEOUT: opt.header_timeout = (unsigned)v; break;
-        case S_REQUEST_TIMEOUT: opt.request_timeout = (unsigned)v; break;
-        case S_GRACE: opt.shutdown_grace = (unsigned)v; break;
-        case S_MAX_CONN: opt.max_connections = (unsigned)v; break;
-        case S_MAX_PER_IP: opt.max_connections_per_ip = (unsigned)v; break;
-        case S_PUBLIC_URL: opt.public_url = s->value; break;
-        default: break;
-        }
-    }
-    opt.env_keys = getenv("KILN_API_KEYS");
-    if (opt.env_keys && !opt.env_keys[0])
-        opt.env_keys = NULL;
+    if ((status = gather_settings(&opt, host, sizeof host)) != 0)
+        goto free_settings;
 
     static char exe[PATH_MAX];
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
@@ -771,46 +826,7 @@ int kiln_serve_main(int argc, char **argv)
     }
     exe[n] = '\0';
     opt.kiln_exe = exe;
-
-    /* The first key is made by prepare, once the server holds the data
-     * directory: a server refused because another one uses it writes
-     * nothing there. */
-    struct first_key fk = {.env_keys = opt.env_keys != NULL};
-    opt.prepare = prepare_keys;
-    opt.prepare_arg = &fk;
-
-    opt.log = log_line;
-    /* Signals are taken by sigwait below, so every thread must have them
-     * blocked; a client going away must not kill the process. */
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGINT);
-    pthread_sigmask(SIG_BLOCK, &set, NULL);
-    signal(SIGPIPE, SIG_IGN);
-
-    kiln_server *srv = NULL;
-    kiln_error err;
-    memset(&err, 0, sizeof err);
-    kiln_status st = kiln_server_start(&srv, &opt, &err);
-    if (st != KILN_E_OK) {
-        start_error(&err, opt.data_dir);
-        status = kiln_status_exit(st);
-        goto free_settings;
-    }
-    if (fk.made) {
-        char kp[PATH_MAX * 2];
-        json_escape(fk.key_path, kp, sizeof kp);
-        log_event("\"event\":\"api_key_created\",\"tenant\":\"default\",\"key_file\":\"%s\","
-                  "\"message\":\"no API keys were configured: a key for tenant default is in "
-                  "key_file (its hash in the keys file beside it)\"",
-                  kp);
-    }
-    int sig = 0;
-    while (sigwait(&set, &sig) != 0)
-        ;
-    log_event("\"event\":\"signal\",\"signal\":\"%s\"", sig == SIGINT ? "SIGINT" : "SIGTERM");
-    kiln_server_stop(srv);
+    status = serve_until_signal(&opt);
 
 free_settings:
     free_settings();
