@@ -168,6 +168,7 @@ check:
 	@mk/timed.sh --start $(CHECK_TIMES)
 	$(TIMED) build $(MAKE) -j$(NPROC) all unit-bins
 	$(TIMED) banned tests/check_banned.sh
+	$(TIMED) cycles tests/check_cycles.sh $(BUILD)
 	$(TIMED) samples $(MAKE) samples
 	$(TIMED) unit $(MAKE) unit
 	$(TIMED) e2e $(MAKE) e2e
