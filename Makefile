@@ -169,6 +169,7 @@ check:
 	$(TIMED) build $(MAKE) -j$(NPROC) all unit-bins
 	$(TIMED) banned tests/check_banned.sh
 	$(TIMED) layers sh -c "tests/check_layers.sh --self-test && tests/check_layers.sh"
+	$(TIMED) cycles tests/check_cycles.sh $(BUILD)
 	$(TIMED) samples $(MAKE) samples
 	$(TIMED) unit $(MAKE) unit
 	$(TIMED) e2e $(MAKE) e2e

@@ -11,10 +11,13 @@
  * (libzip) into the size-enforced kiln_output, stopping as soon as the
  * ceiling would be passed.
  *
- * Files, one per part kind, as libxlsxwriter does it:
+ * Files, one per part kind, as libxlsxwriter does it (opc_internal.h gives
+ * their layers):
  *   opc_xml.c            the XML writer every part is written with (libxml2's
  *                        xmlTextWriter) and the one text-escaping path
- *   opc_package.c        parts, relationships, zip assembly into kiln_output
+ *   opc_package.c        parts, relationships, zip assembly into kiln_output,
+ *                        and an XML writer's part added to the package
+ *                        (opc_xml_set_ceiling, opc_xml_finish)
  *   opc_content_types.c  [Content_Types].xml
  *   opc_relationships.c  _rels/.rels and every PART_rels/NAME.rels
  *   opc_core.c           docProps/core.xml (Dublin Core properties)
@@ -240,7 +243,8 @@ size_t opc_xml_size(const opc_xml *x);
 void opc_xml_set_ceiling(opc_xml *x, const opc_package *pkg, uint64_t max_bytes);
 /* Close every open element, and add the result as a part (compressed).
  * Frees x in every case. KILN_E_NOMEM / KILN_E_INTERNAL / KILN_E_TOO_LARGE
- * (with err's limit and actual set) on failure. */
+ * (with err's limit and actual set) on failure. This and
+ * opc_xml_set_ceiling are opc_package.c's: they know the package. */
 kiln_status opc_xml_finish(opc_xml *x, opc_package *pkg, const char *part_name,
                            const char *content_type, kiln_error *err);
 

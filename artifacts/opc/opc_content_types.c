@@ -10,13 +10,16 @@
  *
  * A part gets an Override unless a Default for its extension already gives
  * its content type. So every .xml part with a type of its own is listed, as
- * Word writes it, and media added under a Default are not.
+ * Word writes it, and media added under a Default are not. Which Default a
+ * part falls under (opc_default_for) is here too: opc_package.c asks it when
+ * it checks that every part has a content type.
  */
 #include "opc.h"
 #include "opc_internal.h"
 
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include "../../common/banned.h"
 
 #define OPC_NS_CONTENT_TYPES "http://schemas.openxmlformats.org/package/2006/content-types"
@@ -27,6 +30,25 @@ static void write_default(opc_xml *x, const char *extension, const char *content
     opc_xml_attr(x, "Extension", extension);
     opc_xml_attr(x, "ContentType", content_type);
     opc_xml_end(x);
+}
+
+static const char *extension_of(const char *part_name)
+{
+    const char *slash = strrchr(part_name, '/');
+    const char *base = slash ? slash + 1 : part_name;
+    const char *dot = strrchr(base, '.');
+    return dot ? dot + 1 : NULL;
+}
+
+const opc_default *opc_default_for(const opc_package *pkg, const char *part_name)
+{
+    const char *ext = extension_of(part_name);
+    if (!ext)
+        return NULL;
+    for (size_t i = 0; i < pkg->default_count; i++)
+        if (strcasecmp(pkg->defaults[i].extension, ext) == 0)
+            return &pkg->defaults[i];
+    return NULL;
 }
 
 /* 1 when the part's content type must be spelled out. */

@@ -4,6 +4,25 @@
  * The package's own structure is visible here so the content-types and
  * relationship part writers can walk it; nothing outside artifacts/opc/
  * includes this file (writers use opc.h).
+ *
+ * The files in layers, each calling only files of the layers below it (make
+ * check's cycles part, tests/check_cycles.py, fails on a call back up):
+ *
+ *   top     opc_core.c, opc_app.c   docProps/core.xml and docProps/app.xml
+ *           opc_chart.c             native charts and their caches
+ *           opc_chart_workbook.c    the workbook embedded behind a chart
+ *           opc_template.c          a template part with its placeholders
+ *                                   filled
+ *   package opc_package.c           parts, relationships, the zip; also the
+ *                                   XML writer's package side
+ *                                   (opc_xml_set_ceiling, opc_xml_finish)
+ *   parts   opc_content_types.c     [Content_Types].xml, and which Default
+ *                                   types a part (opc_default_for)
+ *           opc_relationships.c     the .rels parts
+ *   bottom  opc_xml.c               the XML writer: it makes a part's bytes
+ *                                   and knows no package (what it needs of
+ *                                   one, the size of the rest of the zip, is
+ *                                   passed in)
  */
 #ifndef KILN_OPC_INTERNAL_H
 #define KILN_OPC_INTERNAL_H
@@ -80,7 +99,8 @@ struct opc_package {
  * NULL when there is none. */
 const opc_part *opc_part_find(const opc_package *pkg, const char *name, size_t name_len);
 
-/* The Default added for a part name's extension; NULL when none. */
+/* The Default added for a part name's extension; NULL when none
+ * (opc_content_types.c). */
 const opc_default *opc_default_for(const opc_package *pkg, const char *part_name);
 
 /* [Content_Types].xml for pkg (opc_content_types.c); *data is malloc'd. */
@@ -103,14 +123,41 @@ kiln_status opc_part_add_deflated(opc_package *pkg, const char *name, const char
                                   void *data, size_t len, uint64_t plain_len, uint32_t crc,
                                   kiln_error *err);
 
-/* What the parts added so far take in the zip at least (pkg->packed): the
- * early ceiling check of opc_xml_set_ceiling. */
+/* What the parts added so far take in the zip at least (pkg->packed, which
+ * opc_xml_set_ceiling has the writer read as it grows). */
 uint64_t opc_package_packed_bytes(const opc_package *pkg);
+
+/* ---- the XML writer's internal calls (opc_xml.c) ---- */
 
 /* Close every open element and hand back the bytes written (malloc'd, the
  * caller frees) instead of adding a part; a part large enough to be held
  * deflated (opc_xml.c) is inflated back. Frees x in every case. */
 kiln_status opc_xml_take(opc_xml *x, unsigned char **data, size_t *len, kiln_error *err);
+
+/* opc_xml_set_ceiling without a package: *rest_of_zip is what the rest of
+ * the zip takes at least, read each time the part's compressed bytes grow
+ * (so it must outlive x). rest_of_zip NULL or max_bytes 0 = no ceiling. */
+void opc_xml_set_zip_ceiling(opc_xml *x, const uint64_t *rest_of_zip, uint64_t max_bytes);
+
+/* Close every open element, push out what libxml2 still stages and end the
+ * deflate stream: the writer then holds the whole part, for
+ * opc_xml_take_held. On failure err says what failed (x is still to be
+ * freed); x NULL (opc_xml_new failed) is out of memory. */
+kiln_status opc_xml_close(opc_xml *x, kiln_error *err);
+
+/* A closed part as the writer holds it: its plain bytes, or for a part past
+ * the size it deflates from, the raw deflate stream. */
+typedef struct opc_xml_held {
+    unsigned char *data; /* malloc'd, the caller's */
+    size_t len;          /* bytes at data */
+    int deflated;        /* data is a raw deflate stream of plain_len bytes */
+    uint64_t plain_len;  /* the part's own size */
+    uint32_t crc;        /* CRC-32 of the plain bytes, when deflated */
+} opc_xml_held;
+
+/* Hand over the bytes of a part opc_xml_close closed, as held (nothing is
+ * inflated). Frees x in every case. */
+kiln_status opc_xml_take_held(opc_xml *x, opc_xml_held *out, kiln_error *err);
 
 /* Text escaped so that it is safe both as character data and inside an
  * attribute value (quotes, tab, LF and CR as references): what a template's

@@ -284,26 +284,44 @@ uint64_t opc_package_packed_bytes(const opc_package *pkg)
     return pkg->packed;
 }
 
+/* ---- parts from the XML writer ----
+ * opc_xml.c writes a part and knows nothing of the package: these two give
+ * it the package's side, the size the rest of the zip takes and the part
+ * to add its bytes as. */
+
+void opc_xml_set_ceiling(opc_xml *x, const opc_package *pkg, uint64_t max_bytes)
+{
+    /* pkg->packed is read as it grows: parts added while x is written
+     * (images of a long document) count as soon as they are added. */
+    opc_xml_set_zip_ceiling(x, pkg ? &pkg->packed : NULL, max_bytes);
+}
+
+kiln_status opc_xml_finish(opc_xml *x, opc_package *pkg, const char *part_name,
+                           const char *content_type, kiln_error *err)
+{
+    kiln_status st = opc_xml_close(x, err);
+    if (st != KILN_E_OK) {
+        opc_xml_free(x);
+        /* Say which part, keeping the cause (a limit error keeps the
+         * message the ceiling's other checks give). */
+        if (err && st != KILN_E_TOO_LARGE) {
+            char cause[KILN_MESSAGE_MAX];
+            snprintf(cause, sizeof cause, "%s", err->message);
+            kiln_error_set(err, st, NULL, "writing %s: %s", part_name, cause);
+        }
+        return st;
+    }
+    opc_xml_held part;
+    st = opc_xml_take_held(x, &part, err);
+    if (st != KILN_E_OK)
+        return st;
+    if (!part.deflated)
+        return opc_part_add(pkg, part_name, content_type, part.data, part.len, 1, err);
+    return opc_part_add_deflated(pkg, part_name, content_type, part.data, part.len,
+                                 part.plain_len, part.crc, err);
+}
+
 /* ---- defaults ---- */
-
-static const char *extension_of(const char *part_name)
-{
-    const char *slash = strrchr(part_name, '/');
-    const char *base = slash ? slash + 1 : part_name;
-    const char *dot = strrchr(base, '.');
-    return dot ? dot + 1 : NULL;
-}
-
-const opc_default *opc_default_for(const opc_package *pkg, const char *part_name)
-{
-    const char *ext = extension_of(part_name);
-    if (!ext)
-        return NULL;
-    for (size_t i = 0; i < pkg->default_count; i++)
-        if (strcasecmp(pkg->defaults[i].extension, ext) == 0)
-            return &pkg->defaults[i];
-    return NULL;
-}
 
 kiln_status opc_default_add(opc_package *pkg, const char *extension, const char *content_type,
                             kiln_error *err)

@@ -110,7 +110,7 @@ struct opc_xml {
     size_t name_cap;
     char *scratch;          /* escaped copies of text that needed escaping */
     size_t scratch_cap;
-    const opc_package *ceiling_pkg; /* opc_xml_set_ceiling; NULL = none */
+    const uint64_t *rest_of_zip;    /* opc_xml_set_zip_ceiling; NULL = none */
     uint64_t ceiling;
     uint64_t ceiling_reached;       /* the zip's least size when it failed */
 };
@@ -222,9 +222,9 @@ static void unsilence_libxml2(void)
 /* The zip can no longer fit under the ceiling: fail, and say so. */
 static int past_ceiling(opc_xml *x)
 {
-    if (!x->ceiling_pkg)
+    if (!x->rest_of_zip)
         return 0;
-    uint64_t least = (uint64_t)x->sink.packed_len + opc_package_packed_bytes(x->ceiling_pkg);
+    uint64_t least = (uint64_t)x->sink.packed_len + *x->rest_of_zip;
     if (least <= x->ceiling)
         return 0;
     x->ceiling_reached = least;
@@ -402,11 +402,11 @@ void opc_xml_free(opc_xml *x)
     unsilence_libxml2();
 }
 
-void opc_xml_set_ceiling(opc_xml *x, const opc_package *pkg, uint64_t max_bytes)
+void opc_xml_set_zip_ceiling(opc_xml *x, const uint64_t *rest_of_zip, uint64_t max_bytes)
 {
     if (!x || x->failed)
         return;
-    x->ceiling_pkg = max_bytes ? pkg : NULL;
+    x->rest_of_zip = max_bytes ? rest_of_zip : NULL;
     x->ceiling = max_bytes;
     past_ceiling(x); /* the package may be past it already */
 }
@@ -868,9 +868,7 @@ kiln_status opc_xml_error(const opc_xml *x, const char *pointer, kiln_error *err
     return kiln_error_set(err, x->fail_code, pointer, "%s", x->fail_what);
 }
 
-/* Close every open element, push out what libxml2 still stages and end the
- * deflate stream: x->sink then holds the whole part. */
-static kiln_status finish_stream(opc_xml *x, kiln_error *err)
+kiln_status opc_xml_close(opc_xml *x, kiln_error *err)
 {
     if (!x)
         return kiln_error_set(err, KILN_E_NOMEM, NULL, "out of memory starting an XML part");
@@ -941,7 +939,7 @@ kiln_status opc_xml_take(opc_xml *x, unsigned char **data, size_t *len, kiln_err
 {
     *data = NULL;
     *len = 0;
-    kiln_status st = finish_stream(x, err);
+    kiln_status st = opc_xml_close(x, err);
     if (st == KILN_E_OK)
         st = take_plain(x, data, err);
     if (st == KILN_E_OK)
@@ -950,29 +948,15 @@ kiln_status opc_xml_take(opc_xml *x, unsigned char **data, size_t *len, kiln_err
     return st;
 }
 
-kiln_status opc_xml_finish(opc_xml *x, opc_package *pkg, const char *part_name,
-                           const char *content_type, kiln_error *err)
+kiln_status opc_xml_take_held(opc_xml *x, opc_xml_held *out, kiln_error *err)
 {
-    kiln_status st = finish_stream(x, err);
-    if (st != KILN_E_OK) {
-        opc_xml_free(x);
-        /* Say which part, keeping the cause (a limit error keeps the
-         * message the ceiling's other checks give). */
-        if (err && st != KILN_E_TOO_LARGE) {
-            char cause[KILN_MESSAGE_MAX];
-            snprintf(cause, sizeof cause, "%s", err->message);
-            kiln_error_set(err, st, NULL, "writing %s: %s", part_name, cause);
-        }
-        return st;
-    }
     xml_sink *s = &x->sink;
+    *out = (opc_xml_held){.plain_len = s->len};
     if (!s->deflating) {
-        unsigned char *data;
-        st = take_plain(x, &data, err);
-        size_t len = (size_t)s->len;
+        kiln_status st = take_plain(x, &out->data, err);
+        out->len = (size_t)s->len;
         opc_xml_free(x);
-        return st == KILN_E_OK ? opc_part_add(pkg, part_name, content_type, data, len, 1, err)
-                               : st;
+        return st;
     }
     /* The compressed bytes are taken over; a buffer grown by doubling
      * gives back its unused part first (a failed shrink keeps it whole). */
@@ -982,9 +966,10 @@ kiln_status opc_xml_finish(opc_xml *x, opc_package *pkg, const char *part_name,
     if (shrunk)
         packed = shrunk;
     s->packed = NULL;
-    uint64_t plain_len = s->len;
-    uint32_t crc = s->crc;
+    out->data = packed;
+    out->len = packed_len;
+    out->deflated = 1;
+    out->crc = s->crc;
     opc_xml_free(x);
-    return opc_part_add_deflated(pkg, part_name, content_type, packed, packed_len, plain_len,
-                                 crc, err);
+    return KILN_E_OK;
 }

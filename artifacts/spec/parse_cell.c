@@ -1,7 +1,8 @@
 /*
- * parse_cell.c - the pieces validation and the row readers share: JSON
- * Pointers, UTF-8 checks, the scan over a JSON tree, colors, styles, and the
- * conversion of one JSON cell or one CSV field into a kiln_cell.
+ * parse_cell.c - the pieces validation and the row readers share: the
+ * default limits, JSON Pointers, UTF-8 checks, the scan over a JSON tree,
+ * colors, styles, and the conversion of one JSON cell or one CSV field into a
+ * kiln_cell.
  *
  * The cell conversions sit on the hot path (every cell of every row is
  * converted once at validation and again when a writer reads it), so they
@@ -18,6 +19,28 @@
 
 #include "spec_internal.h"
 #include "../../common/banned.h"
+
+/* ---- limits ---- */
+
+/* Here, under both of their users: the parser starts from them, and a row
+ * reader for a doc the parser did not make applies them (rows.c). */
+kiln_limits kiln_limits_default(void)
+{
+    kiln_limits l = {
+        .spec_bytes = KILN_LIMIT_SPEC_BYTES,
+        .json_depth = KILN_LIMIT_JSON_DEPTH,
+        .sheets = KILN_LIMIT_SHEETS,
+        .rows = KILN_LIMIT_ROWS,
+        .columns = KILN_LIMIT_COLUMNS,
+        .cell_chars = KILN_LIMIT_CELL_CHARS,
+        .string_bytes = KILN_LIMIT_STRING_BYTES,
+        .images = KILN_LIMIT_IMAGES,
+        .image_bytes = KILN_LIMIT_IMAGE_BYTES,
+        .images_bytes = KILN_LIMIT_IMAGES_BYTES,
+        .list_depth = KILN_LIMIT_LIST_DEPTH,
+    };
+    return l;
+}
 
 /* ---- JSON Pointer ---- */
 
@@ -182,21 +205,6 @@ static size_t breaks_to_lf(char *s, size_t len)
 }
 
 static int normalize_breaks(json_t *v, const char *s, size_t len);
-
-const char *kiln_one_line(kiln_pctx *c, const char *s)
-{
-    if (!s)
-        return NULL;
-    /* Always a copy: the model owns its strings (the tree s is in is freed). */
-    char *copy = kiln_arena_strdup(c->arena, s);
-    if (!copy) {
-        kiln_pnomem(c);
-        return NULL;
-    }
-    for (char *p = copy; (p = strchr(p, '\n')); p++)
-        *p = ' ';
-    return copy;
-}
 
 int kiln_json_breaks_to_lf(json_t *v)
 {

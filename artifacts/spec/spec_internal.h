@@ -1,7 +1,29 @@
 /*
  * spec_internal.h - declarations shared by the spec parser's own files
- * (spec_parse.c, parse_*.c, rows.c, image.c, cellref.c). Writers include
- * spec.h only; nothing here is a stable interface.
+ * (artifacts/spec/). Writers include spec.h only; nothing here is a stable
+ * interface.
+ *
+ * The files in layers, each calling only files of the layers below it (make
+ * check's cycles part, tests/check_cycles.py, fails on a call back up):
+ *
+ *   top     spec_parse.c        kiln_doc_parse / kiln_doc_load: the root,
+ *                               metadata, theme and page; the doc's life
+ *   walk    parse_sheet.c       sheets and what they hold
+ *           parse_content.c     blocks, lists, runs, slides
+ *   shared  parse_table_data.c  a table's columns, rows and data source (a
+ *                               sheet's or a table block's)
+ *           parse_chart.c       a chart object, wherever it is placed
+ *           parse_image.c       an image object, wherever it is placed
+ *           markdown.c          a markdown block's text to blocks (md4c)
+ *   state   parse_state.c       the walk's kiln_pctx: errors at the current
+ *                               pointer, the spec loaded a piece at a time,
+ *                               member getters, sheet-name rules
+ *           rows.c              row readers: inline JSON, CSV, JSON Lines
+ *   values  parse_cell.c        default limits, JSON Pointers, UTF-8, the
+ *                               tree scan, colors, styles, cells
+ *   bottom  json_text.c         the spec's text walked without a tree
+ *           cellref.c           A1 references, ranges, ISO dates
+ *           image.c             files beneath the base directory, PNG/JPEG
  */
 #ifndef KILN_SPEC_INTERNAL_H
 #define KILN_SPEC_INTERNAL_H
@@ -230,7 +252,7 @@ int kiln_base64_decode(kiln_arena *arena, const char *in, size_t len, uint64_t m
 int kiln_read_fd(kiln_arena *arena, int fd, uint64_t max_bytes, unsigned char **out,
                  size_t *size, char *why, size_t why_cap);
 
-/* ---- the parser's working state (spec_parse.c, parse_sheet.c, parse_content.c) ---- */
+/* ---- the parser's working state (parse_state.c) ---- */
 typedef enum { KILN_IN_SHEET, KILN_IN_BLOCK, KILN_IN_SLIDE } kiln_chart_place;
 
 typedef struct kiln_pctx {
@@ -256,7 +278,7 @@ typedef struct kiln_pctx {
     const char *table_style;   /* theme.json default */
 } kiln_pctx;
 
-/* ---- the spec loaded a piece at a time (spec_parse.c) ----
+/* ---- the spec loaded a piece at a time (parse_state.c) ----
  * A piece is a value of the text (the root object, a block, a slide, a
  * sheet, a row) loaded by jansson. Its big arrays are left out of it: each
  * member on a holes path whose value is a non-empty array is loaded as an
@@ -276,6 +298,9 @@ typedef struct kiln_hole {
  * mark being c->hole_count before the call. */
 json_t *kiln_pload(kiln_pctx *c, kiln_span span, const char *const *holes, const char *pointer);
 void kiln_phole_pop(kiln_pctx *c, size_t mark);
+/* Report a syntax error of the spec's text (e from kiln_json_check or a
+ * piece's load) with its line and column. */
+void kiln_perr_syntax(kiln_pctx *c, const kiln_json_syntax *e);
 /* The span the array v stands for when it is a hole, else NULL. */
 const kiln_span *kiln_phole(const kiln_pctx *c, const json_t *v);
 /* Elements of the array v, a hole or not. */
@@ -329,20 +354,22 @@ int kiln_name_equal_fold(const char *a, const char *b);
 /* Sheet-name rules without uniqueness; NULL when fine, else what is wrong. */
 const char *kiln_sheet_name_problem(const char *name, size_t len);
 
-/* Sheets and tables (parse_sheet.c). The table data: columns + rows/data +
- * header of obj into td. */
+/* ---- what sheets and content both hold ---- */
+/* A table's data (parse_table_data.c): columns + rows/data + header of obj
+ * into td. */
 void kiln_parse_table_data(kiln_pctx *c, const json_t *obj, kiln_table_data *td);
-void kiln_parse_sheets(kiln_pctx *c, const json_t *arr);
-
-/* Content (parse_content.c). */
-void kiln_parse_blocks(kiln_pctx *c, const json_t *arr);
-void kiln_parse_slides(kiln_pctx *c, const json_t *arr);
-/* Parse a chart object at the current pointer. extra: additional allowed
- * members (NULL-terminated) beyond the chart's own. */
+/* Parse a chart object at the current pointer (parse_chart.c). extra:
+ * additional allowed members (NULL-terminated) beyond the chart's own. */
 void kiln_parse_chart(kiln_pctx *c, const json_t *obj, kiln_chart *ch, kiln_chart_place place,
                       const char *const *extra);
-/* An image object at the current pointer; NULL on error (reported). */
+/* An image object at the current pointer (parse_image.c); NULL on error
+ * (reported). */
 kiln_image *kiln_parse_image(kiln_pctx *c, const json_t *v);
+
+/* ---- sheets (parse_sheet.c) and content (parse_content.c) ---- */
+void kiln_parse_sheets(kiln_pctx *c, const json_t *arr);
+void kiln_parse_blocks(kiln_pctx *c, const json_t *arr);
+void kiln_parse_slides(kiln_pctx *c, const json_t *arr);
 int kiln_parse_text(kiln_pctx *c, const json_t *obj, kiln_text *out, int required);
 
 #endif

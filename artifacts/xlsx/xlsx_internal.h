@@ -1,16 +1,25 @@
 /*
  * xlsx_internal.h - what the files of the xlsx writer share (artifacts/xlsx/).
+ * In layers, each file calling only files of the layers below it (make
+ * check's cycles part, tests/check_cycles.py, fails on a call back up):
  *
- *   xlsx_writer.c   kiln_xlsx_write: workbook, properties, memory mode, the
- *                   sheet loop (cells, header, freeze, filter, table, merges,
- *                   conditional formats, validations, images, comments) and
- *                   the one place lxw_error becomes kiln_error.
- *   xlsx_map.c      which sheets the workbook gets: doc sheets as they are, or
- *                   table blocks / slides mapped to sheets; sheet-name rules.
- *   xlsx_formats.c  a cache of lxw_format per distinct look, so thousands of
- *                   styled cells share a handful of formats.
- *   xlsx_autofit.c  column widths from content (a Calibri 11 pixel table).
- *   xlsx_charts.c   native charts and the hidden sheet holding literal data.
+ *   top     xlsx_writer.c   kiln_xlsx_write: workbook, properties, memory
+ *                           mode, the sheet loop (cells, header, freeze,
+ *                           filter, table, merges, conditional formats,
+ *                           validations, images, comments).
+ *   middle  xlsx_charts.c   native charts and the hidden sheet holding
+ *                           literal data.
+ *   bottom  xlsx_map.c      which sheets the workbook gets: doc sheets as they
+ *                           are, or table blocks / slides mapped to sheets;
+ *                           sheet-name rules.
+ *           xlsx_formats.c  a cache of lxw_format per distinct look, so
+ *                           thousands of styled cells share a handful of
+ *                           formats.
+ *           xlsx_autofit.c  column widths from content (a Calibri 11 pixel
+ *                           table).
+ *           xlsx_lxw_error.c  the one place lxw_error becomes kiln_error.
+ *           xlsx_xstring.c  cell text as SpreadsheetML stores it
+ *                           (xlsx_xstring.h, also used by opc/).
  *
  * Nothing here is an interface outside artifacts/xlsx/.
  */
@@ -138,7 +147,7 @@ kiln_status xlsx_chart_fill_caches(xlsx_chart_ctx *ctx, kiln_error *err);
 
 /* ---- text: xlsx_xstring (xlsx_xstring.h) ---- */
 
-/* ---- errors (xlsx_writer.c) ---- */
+/* ---- errors (xlsx_lxw_error.c) ---- */
 /* The one translation of a libxlsxwriter error into a kiln_error. */
 kiln_status xlsx_lxw_error(kiln_error *err, lxw_error e, const char *pointer,
                            const char *what);
