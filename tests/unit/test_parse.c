@@ -20,6 +20,7 @@
 #include <cmocka.h>
 
 #include "tests/unit/test_util.h"
+#include "tests/unit/test_spec_tree.h"
 #include <zlib.h>
 
 #include "artifacts/spec/spec.h"
@@ -28,6 +29,8 @@
 
 static char tmpdir[256];
 static kiln_errors errs;
+/* Render the documents test_same_as_tree compares (it takes a few seconds). */
+static int tree_render = 1;
 
 /* ---- helpers ---- */
 
@@ -41,8 +44,11 @@ static void dump_errors(void)
     test_dump_errors(&errs);
 }
 
+/* Every spec parsed here is also parsed as a jansson tree, which must give
+ * the same outcome (test_spec_tree.h). */
 static kiln_status parse_raw_opt(const char *json, const kiln_parse_options *opt, kiln_doc **doc)
 {
+    test_same_as_tree(json, strlen(json), opt, tree_render ? tmpdir : NULL);
     return kiln_doc_parse(json, strlen(json), opt, doc, &errs);
 }
 
