@@ -913,23 +913,25 @@ cleanup_upload:
     return r;
 }
 
+/* The body ready (r OK): commit it; else drop it. Frees up. */
+static kiln_store_result finish_upload(kiln_store_upload *up, kiln_store_result r,
+                                       kiln_store_file *file, kiln_error *err)
+{
+    if (r == KILN_STORE_OK)
+        return commit_body(up, file, err);
+    kiln_store_abort(up);
+    return r;
+}
+
 kiln_store_result kiln_store_commit(kiln_store_upload *up, kiln_store_file *file,
                                     kiln_error *err)
 {
-    kiln_store_result r;
-    if (up->failed) {
+    kiln_store_result r = KILN_STORE_ERROR;
+    if (up->failed)
         kiln_error_set(err, KILN_E_INTERNAL, NULL, "this upload already failed");
-        r = KILN_STORE_ERROR;
-        goto cleanup_upload;
-    }
-    r = flush_upload(up, err);
-    if (r != KILN_STORE_OK)
-        goto cleanup_upload;
-    return commit_body(up, file, err);
-
-cleanup_upload:
-    kiln_store_abort(up);
-    return r;
+    else
+        r = flush_upload(up, err);
+    return finish_upload(up, r, file, err);
 }
 
 int kiln_store_upload_fd(const kiln_store_upload *up)
@@ -937,37 +939,36 @@ int kiln_store_upload_fd(const kiln_store_upload *up)
     return up->fd;
 }
 
-kiln_store_result kiln_store_commit_written(kiln_store_upload *up, kiln_store_file *file,
-                                            kiln_error *err)
+/* Size and digest of a body someone else wrote, from the file itself:
+ * into up->bytes and up->sha. */
+static kiln_store_result hash_written(kiln_store_upload *up, kiln_error *err)
 {
-    kiln_store_result r = KILN_STORE_ERROR;
     uint64_t max = up->store->max_bytes;
     struct stat sb;
     if (up->failed || up->bytes || up->buffered) {
         kiln_error_set(err, KILN_E_INTERNAL, NULL,
                        up->failed ? "this upload already failed"
                                   : "this upload's body came through kiln_store_write");
-        goto cleanup_upload;
+        return KILN_STORE_ERROR;
     }
     if (fstat(up->fd, &sb) != 0) {
         kiln_error_set(err, KILN_E_WRITE, NULL, "cannot read a file in the store: %s",
                        strerror(errno));
-        goto cleanup_upload;
+        return KILN_STORE_ERROR;
     }
     /* Refused before any of it is read. */
     if ((uint64_t)sb.st_size > max) {
         kiln_error_limit(err, KILN_E_TOO_LARGE, NULL, max, (uint64_t)sb.st_size,
                          "the file is larger than the limit of %llu bytes",
                          (unsigned long long)max);
-        r = KILN_STORE_TOO_LARGE;
-        goto cleanup_upload;
+        return KILN_STORE_TOO_LARGE;
     }
-    /* Size and digest from the body itself, whoever wrote it. */
     unsigned char *buf = malloc(UPLOAD_BUFFER);
     if (!buf) {
         kiln_error_set(err, KILN_E_NOMEM, NULL, "out of memory");
-        goto cleanup_upload;
+        return KILN_STORE_ERROR;
     }
+    kiln_store_result r = KILN_STORE_ERROR;
     for (;;) {
         ssize_t n = pread(up->fd, buf, UPLOAD_BUFFER, (off_t)up->bytes);
         if (n < 0 && errno == EINTR)
@@ -993,13 +994,13 @@ kiln_store_result kiln_store_commit_written(kiln_store_upload *up, kiln_store_fi
         up->bytes += (uint64_t)n;
     }
     free(buf);
-    if (r != KILN_STORE_OK)
-        goto cleanup_upload;
-    return commit_body(up, file, err);
-
-cleanup_upload:
-    kiln_store_abort(up);
     return r;
+}
+
+kiln_store_result kiln_store_commit_written(kiln_store_upload *up, kiln_store_file *file,
+                                            kiln_error *err)
+{
+    return finish_upload(up, hash_written(up, err), file, err);
 }
 
 void kiln_store_abort(kiln_store_upload *up)

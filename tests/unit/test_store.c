@@ -163,6 +163,21 @@ static void test_upload_and_get(void **state)
     kiln_store_close(store);
 }
 
+/* The body stored as content/ID is data[0..len). */
+static void assert_body(const char *id, const void *data, size_t len)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/content/%s", dir, id);
+    FILE *fp = fopen(path, "rb");
+    assert_non_null(fp);
+    unsigned char *back = malloc(len + 1);
+    assert_non_null(back);
+    assert_int_equal(fread(back, 1, len + 1, fp), len);
+    fclose(fp);
+    assert_memory_equal(back, data, len);
+    free(back);
+}
+
 static void test_body_content(void **state)
 {
     (void)state;
@@ -189,17 +204,11 @@ static void test_body_content(void **state)
     assert_int_equal(f.bytes, len);
 
     /* On disk, under its id. */
-    char path[512];
-    snprintf(path, sizeof path, "%s/content/%s", dir, f.id);
-    FILE *fp = fopen(path, "rb");
-    assert_non_null(fp);
-    unsigned char *back = malloc(len + 1);
-    assert_non_null(back);
-    assert_int_equal(fread(back, 1, len + 1, fp), len);
-    fclose(fp);
-    assert_memory_equal(back, data, len);
+    assert_body(f.id, data, len);
 
     /* And through open_body. */
+    unsigned char *back = malloc(len + 1);
+    assert_non_null(back);
     int fd = -1;
     kiln_error err;
     assert_int_equal(kiln_store_open_body(store, "acme", f.id, &g, &fd, &err), KILN_STORE_OK);
@@ -377,16 +386,7 @@ static void test_commit_written(void **state)
         assert_int_equal(kiln_store_get(store, "acme", f.id, &g, &err), KILN_STORE_OK);
         assert_int_equal(g.bytes, len);
         assert_string_equal(g.sha256, f.sha256);
-        char path[512];
-        snprintf(path, sizeof path, "%s/content/%s", dir, f.id);
-        FILE *fp = fopen(path, "rb");
-        assert_non_null(fp);
-        unsigned char *back = malloc(len + 1);
-        assert_non_null(back);
-        assert_int_equal(fread(back, 1, len + 1, fp), len);
-        fclose(fp);
-        assert_memory_equal(back, data, len);
-        free(back);
+        assert_body(f.id, data, len);
         /* No temporary left: the bodies only. */
         assert_int_equal(content_entries(), 2 + named);
     }
