@@ -50,43 +50,58 @@ int kiln_format_from_path(const char *path, kiln_format *out)
     return kiln_format_from_name(dot, out);
 }
 
+kiln_status kiln_render_to_output(const kiln_doc *doc, kiln_format format, kiln_output *out,
+                                  const kiln_render_options *opt, kiln_render_result *result,
+                                  kiln_error *err)
+{
+    static const kiln_render_options defaults = {0, NULL};
+    kiln_error load_err;
+    kiln_status st;
+    if (!opt)
+        opt = &defaults;
+    kiln_write_fn write_fn = kiln_writer_write_fn(format, err ? err : &load_err);
+    if (!write_fn) {
+        st = (err ? err : &load_err)->code;
+        goto fail_abort;
+    }
+    kiln_render_result report;
+    memset(&report, 0, sizeof report);
+    st = write_fn(doc, out, opt, &report, err);
+    if (st != KILN_E_OK)
+        goto fail_abort;
+    if (result) {
+        *result = report;
+        result->format = format;
+        result->bytes = kiln_output_size(out);
+    }
+    return KILN_E_OK;
+
+fail_abort:
+    kiln_output_abort(out);
+    return st;
+}
+
 kiln_status kiln_render(const kiln_doc *doc, kiln_format format, const char *out_path,
                         const kiln_render_options *opt, kiln_render_result *result,
                         kiln_error *err)
 {
-    static const kiln_render_options defaults = {0, NULL};
-    const kiln_writer *w = kiln_writer_for(format);
     kiln_output out;
-    kiln_status st;
     uint64_t bytes = 0;
-
-    if (!opt)
-        opt = &defaults;
-    if (!w)
+    if (!kiln_writer_for(format))
         return kiln_error_set(err, KILN_E_USAGE, NULL, "unknown output format");
-    kiln_error load_err;
-    kiln_write_fn write_fn = kiln_writer_write_fn(format, err ? err : &load_err);
-    if (!write_fn)
-        return (err ? err : &load_err)->code;
-    st = kiln_output_open(&out, out_path, opt->max_bytes, err);
+    kiln_status st = kiln_output_open(&out, out_path, opt ? opt->max_bytes : 0, err);
     if (st != KILN_E_OK)
         return st;
     kiln_render_result report;
-    memset(&report, 0, sizeof report);
-    st = write_fn(doc, &out, opt, &report, err);
+    st = kiln_render_to_output(doc, format, &out, opt, &report, err);
     if (st != KILN_E_OK)
-        goto fail_abort;
+        return st; /* the output is aborted */
     st = kiln_output_commit(&out, &bytes, err);
     if (st != KILN_E_OK)
         return st; /* commit cleans up after itself */
     if (result) {
         *result = report;
-        result->format = format;
         result->bytes = bytes;
     }
     return KILN_E_OK;
-
-fail_abort:
-    kiln_output_abort(&out);
-    return st;
 }

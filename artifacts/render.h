@@ -63,10 +63,20 @@ int kiln_format_from_name(const char *name, kiln_format *out);
 int kiln_format_from_path(const char *path, kiln_format *out);
 
 /* Render doc to out_path ("-" = stdout). Nothing appears at out_path unless
- * the whole file was written within the ceiling. */
+ * the whole file was written within the ceiling. kiln_output_open,
+ * kiln_render_to_output, kiln_output_commit. */
 kiln_status kiln_render(const kiln_doc *doc, kiln_format format, const char *out_path,
                         const kiln_render_options *opt, kiln_render_result *result,
                         kiln_error *err);
+
+/* Render doc into an open output (kiln_output_open, or kiln_output_open_fd
+ * over a file the caller owns). On success the output is left for the
+ * caller to commit (kiln_output_commit checks the ceiling once more) or
+ * abort, result->bytes being what it holds now; on failure it is aborted.
+ * opt->max_bytes is not used: the output's own ceiling applies. */
+kiln_status kiln_render_to_output(const kiln_doc *doc, kiln_format format, kiln_output *out,
+                                  const kiln_render_options *opt, kiln_render_result *result,
+                                  kiln_error *err);
 
 /* Writers (one per format). */
 kiln_status kiln_xlsx_write(const kiln_doc *doc, kiln_output *out,

@@ -101,6 +101,27 @@ fail_release:
     return st;
 }
 
+kiln_status kiln_output_open_fd(kiln_output *out, int fd, const char *name, uint64_t max_bytes,
+                                kiln_error *err)
+{
+    output_reset(out);
+    struct stat sb;
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_size != 0)
+        return kiln_error_set(err, KILN_E_USAGE, NULL,
+                              "an output over a file needs an empty regular file");
+    out->max_bytes = max_bytes ? max_bytes : KILN_DEFAULT_MAX_BYTES;
+    out->target = strdup(name ? name : "the output");
+    if (!out->target)
+        return kiln_error_set(err, KILN_E_NOMEM, NULL, "out of memory");
+    out->fd = fd;
+    out->borrowed = 1;
+    const char *tmp = getenv("TMPDIR");
+    snprintf(out->path, sizeof out->path, "/proc/self/fd/%d", fd);
+    snprintf(out->dir_path, sizeof out->dir_path, "%s",
+             tmp && *tmp && strlen(tmp) < sizeof out->dir_path ? tmp : "/tmp");
+    return KILN_E_OK;
+}
+
 const char *kiln_output_path(const kiln_output *out)
 {
     return out->path;
@@ -228,7 +249,9 @@ kiln_status kiln_output_commit(kiln_output *out, uint64_t *final_bytes, kiln_err
                               (unsigned long long)out->max_bytes, (unsigned long long)size);
         goto fail_abort;
     }
-    if (out->to_stdout) {
+    if (out->borrowed) {
+        /* The file's owner names it and makes it durable. */
+    } else if (out->to_stdout) {
         st = copy_to_stdout(out, err);
         if (st != KILN_E_OK)
             goto fail_abort;
@@ -246,6 +269,8 @@ kiln_status kiln_output_commit(kiln_output *out, uint64_t *final_bytes, kiln_err
     }
     if (final_bytes)
         *final_bytes = size;
+    if (out->borrowed)
+        out->fd = -1; /* committed: abort below must not empty it */
     kiln_output_abort(out); /* closes and frees; the file now has its real name */
     return KILN_E_OK;
 
@@ -258,8 +283,14 @@ void kiln_output_abort(kiln_output *out)
 {
     if (out->temp_name && out->dir_fd >= 0)
         unlinkat(out->dir_fd, out->temp_name, 0);
-    if (out->fd >= 0)
+    if (out->fd >= 0 && out->borrowed) {
+        /* Nothing written stays, and the descriptor stays the caller's
+         * (should emptying fail, the owner drops the file whatever it holds). */
+        int rc = ftruncate(out->fd, 0);
+        (void)rc;
+    } else if (out->fd >= 0) {
         close(out->fd);
+    }
     if (out->dir_fd >= 0)
         close(out->dir_fd);
     free(out->temp_name);

@@ -17,6 +17,13 @@
  * (".NAME.kiln-XXXXXX") in the same directory is used and removed on abort.
  * The target "-" means standard output: the file is built in $TMPDIR and
  * copied out on commit.
+ *
+ * kiln_output_open_fd makes an output over a file the caller already holds
+ * open and owns (the service's store upload: the document is written
+ * straight into the store's own temporary file). The ceiling is kept the
+ * same way (the early stop, the size check at commit); commit links nothing
+ * and does not sync (the file's owner names it and makes it durable), abort
+ * empties the file; neither closes it.
  */
 #ifndef KILN_OUTPUT_H
 #define KILN_OUTPUT_H
@@ -35,6 +42,7 @@ typedef struct kiln_output {
     char *base;          /* target's last component */
     char *temp_name;     /* fallback only: the named temporary file, else NULL */
     int to_stdout;
+    int borrowed;        /* kiln_output_open_fd: fd is the caller's */
     uint64_t max_bytes;
     uint64_t written;    /* bytes written through kiln_output_write */
     char path[64];       /* "/proc/self/fd/N": a name a library can open */
@@ -44,6 +52,13 @@ typedef struct kiln_output {
 /* Prepare to write target_path with the given ceiling (0 = default). */
 kiln_status kiln_output_open(kiln_output *out, const char *target_path, uint64_t max_bytes,
                              kiln_error *err);
+/* An output over fd, an empty regular file open for reading and writing
+ * that the caller owns and keeps open until the output is committed or
+ * aborted (name: what messages call it). Its directory
+ * (kiln_output_dir_path) is $TMPDIR, else /tmp: a render into it names its
+ * scratch directory in kiln_render_options.tmp_dir. */
+kiln_status kiln_output_open_fd(kiln_output *out, int fd, const char *name, uint64_t max_bytes,
+                                kiln_error *err);
 /* A path naming the temporary file, for libraries that take a file name. */
 const char *kiln_output_path(const kiln_output *out);
 /* A path naming the target's directory: where a library's scratch files
@@ -57,9 +72,11 @@ kiln_status kiln_output_write(kiln_output *out, const void *data, size_t len,
 /* Current size of the temporary file (whoever wrote it). */
 uint64_t kiln_output_size(const kiln_output *out);
 /* Check the ceiling, make the file durable, move it into place. Frees out.
- * On failure the target is untouched and nothing is left behind. */
+ * On failure the target is untouched and nothing is left behind. (Over a
+ * caller's file: the ceiling checked only; on failure the file emptied.) */
 kiln_status kiln_output_commit(kiln_output *out, uint64_t *final_bytes, kiln_error *err);
-/* Discard everything. Safe to call on a committed or never-opened output. */
+/* Discard everything (a caller's file is emptied, not closed). Safe to call
+ * on a committed or never-opened output. */
 void kiln_output_abort(kiln_output *out);
 
 #endif

@@ -6,8 +6,10 @@
  * stored bodies, else copies), the spec is parsed with that directory as its
  * base, so {"path": "<id>"} names an input and nothing else is in reach (the
  * parser opens paths beneath its base only, never through a symlink), and
- * the document is written there before it is copied into the store. The
- * directory is removed whatever happens.
+ * the writers' scratch files go there; the document itself is written
+ * straight into the store's temporary file for it (kiln_output_open_fd),
+ * named only once it is complete. The directory is removed whatever
+ * happens.
  *
  * Thread safety: several workers render at once. The parser and the writers
  * keep no mutable static state (artifacts/: the libxml2 error handlers are
@@ -283,26 +285,19 @@ void kiln_api_render(const kiln_api_ctx *ctx, const char *tenant, const json_t *
         inputs[i].fd = -1;
     }
 
-    /* The spec goes back to text for the parser, which reports errors with
-     * JSON Pointers into it; jansson keeps the members' order. */
-    char *text = json_dumps(spec, JSON_COMPACT);
-    if (!text) {
-        kiln_api_reply_internal(reply, "cannot serialize the spec (out of memory)");
-        goto remove_scratch;
-    }
+    /* The request's own tree of the spec, parsed once (JSON Pointers into
+     * it, as into its text). */
     kiln_parse_options popt;
     kiln_parse_options_init(&popt);
     popt.base_dir = scratch;
     kiln_errors *errs = malloc(sizeof *errs);
     if (!errs) {
-        free(text);
         kiln_api_reply_internal(reply, "out of memory");
         goto remove_scratch;
     }
     kiln_errors_init(errs);
     kiln_doc *doc = NULL;
-    kiln_status st = kiln_doc_parse(text, strlen(text), &popt, &doc, errs);
-    free(text);
+    kiln_status st = kiln_doc_parse_json(spec, &popt, &doc, errs);
     if (st != KILN_E_OK) {
         if (st == KILN_E_NOMEM || st == KILN_E_INTERNAL) {
             kiln_api_reply_internal(reply, "parsing the spec: %s",
@@ -315,15 +310,32 @@ void kiln_api_render(const kiln_api_ctx *ctx, const char *tenant, const json_t *
         goto remove_scratch;
     }
 
-    char out_path[PATH_MAX + 16];
-    snprintf(out_path, sizeof out_path, "%s/.out%s", scratch, writer->extension);
+    /* The document is written straight into the store's temporary file,
+     * under the same ceiling (the early stop, the check at commit); the
+     * writers' scratch files go to the scratch directory. Nothing is
+     * visible in the store until kiln_store_commit_written names it. */
     kiln_render_options ropt = {.max_bytes = ctx->max_file_bytes, .tmp_dir = scratch};
     kiln_render_result res;
     kiln_error err;
     memset(&res, 0, sizeof res);
     memset(&err, 0, sizeof err);
-    st = kiln_render(doc, format, out_path, &ropt, &res, &err);
+    kiln_store_upload *up = NULL;
+    if (kiln_store_begin(ctx->store, tenant, filename, writer->media_type,
+                         KILN_STORE_SOURCE_DOCUMENT, &up, &err) != KILN_STORE_OK) {
+        kiln_doc_free(doc);
+        free(errs);
+        kiln_api_reply_internal(reply, "storing the document: %s", err.message);
+        goto remove_scratch;
+    }
+    kiln_output out;
+    st = kiln_output_open_fd(&out, kiln_store_upload_fd(up), filename, ropt.max_bytes, &err);
+    if (st == KILN_E_OK)
+        st = kiln_render_to_output(doc, format, &out, &ropt, &res, &err);
+    if (st == KILN_E_OK)
+        st = kiln_output_commit(&out, &res.bytes, &err);
     kiln_doc_free(doc);
+    if (st != KILN_E_OK)
+        kiln_store_abort(up);
     if (st == KILN_E_TOO_LARGE) {
         uint64_t limit = ctx->max_file_bytes ? ctx->max_file_bytes : KILN_DEFAULT_MAX_BYTES;
         char msg[160];
@@ -352,9 +364,7 @@ void kiln_api_render(const kiln_api_ctx *ctx, const char *tenant, const json_t *
 
     kiln_store_file file;
     memset(&err, 0, sizeof err);
-    kiln_store_result r = kiln_store_put_path(ctx->store, tenant, out_path, filename,
-                                              writer->media_type, KILN_STORE_SOURCE_DOCUMENT,
-                                              &file, &err);
+    kiln_store_result r = kiln_store_commit_written(up, &file, &err); /* frees up */
     if (r == KILN_STORE_TOO_LARGE) {
         char msg[160];
         snprintf(msg, sizeof msg, "The document would be larger than the limit of %llu bytes.",

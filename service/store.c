@@ -859,21 +859,15 @@ cleanup_unlock:
     return r;
 }
 
-kiln_store_result kiln_store_commit(kiln_store_upload *up, kiln_store_file *file,
-                                    kiln_error *err)
+/* The body complete in the temporary file, up->bytes and up->sha its size
+ * and digest: make it a stored file. Frees up. */
+static kiln_store_result commit_body(kiln_store_upload *up, kiln_store_file *file,
+                                     kiln_error *err)
 {
     kiln_store *store = up->store;
     kiln_store_result r;
     kiln_store_file f;
     memset(&f, 0, sizeof f);
-    if (up->failed) {
-        kiln_error_set(err, KILN_E_INTERNAL, NULL, "this upload already failed");
-        r = KILN_STORE_ERROR;
-        goto cleanup_upload;
-    }
-    r = flush_upload(up, err);
-    if (r != KILN_STORE_OK)
-        goto cleanup_upload;
     /* Durable before named: a crash must not leave a linked body whose
      * blocks never reached the disk. */
     if (fsync(up->fd) != 0) {
@@ -917,6 +911,96 @@ cleanup_body:
 cleanup_upload:
     kiln_store_abort(up);
     return r;
+}
+
+/* The body ready (r OK): commit it; else drop it. Frees up. */
+static kiln_store_result finish_upload(kiln_store_upload *up, kiln_store_result r,
+                                       kiln_store_file *file, kiln_error *err)
+{
+    if (r == KILN_STORE_OK)
+        return commit_body(up, file, err);
+    kiln_store_abort(up);
+    return r;
+}
+
+kiln_store_result kiln_store_commit(kiln_store_upload *up, kiln_store_file *file,
+                                    kiln_error *err)
+{
+    kiln_store_result r = KILN_STORE_ERROR;
+    if (up->failed)
+        kiln_error_set(err, KILN_E_INTERNAL, NULL, "this upload already failed");
+    else
+        r = flush_upload(up, err);
+    return finish_upload(up, r, file, err);
+}
+
+int kiln_store_upload_fd(const kiln_store_upload *up)
+{
+    return up->fd;
+}
+
+/* Size and digest of a body someone else wrote, from the file itself:
+ * into up->bytes and up->sha. */
+static kiln_store_result hash_written(kiln_store_upload *up, kiln_error *err)
+{
+    uint64_t max = up->store->max_bytes;
+    struct stat sb;
+    if (up->failed || up->bytes || up->buffered) {
+        kiln_error_set(err, KILN_E_INTERNAL, NULL,
+                       up->failed ? "this upload already failed"
+                                  : "this upload's body came through kiln_store_write");
+        return KILN_STORE_ERROR;
+    }
+    if (fstat(up->fd, &sb) != 0) {
+        kiln_error_set(err, KILN_E_WRITE, NULL, "cannot read a file in the store: %s",
+                       strerror(errno));
+        return KILN_STORE_ERROR;
+    }
+    /* Refused before any of it is read. */
+    if ((uint64_t)sb.st_size > max) {
+        kiln_error_limit(err, KILN_E_TOO_LARGE, NULL, max, (uint64_t)sb.st_size,
+                         "the file is larger than the limit of %llu bytes",
+                         (unsigned long long)max);
+        return KILN_STORE_TOO_LARGE;
+    }
+    unsigned char *buf = malloc(UPLOAD_BUFFER);
+    if (!buf) {
+        kiln_error_set(err, KILN_E_NOMEM, NULL, "out of memory");
+        return KILN_STORE_ERROR;
+    }
+    kiln_store_result r = KILN_STORE_ERROR;
+    for (;;) {
+        ssize_t n = pread(up->fd, buf, UPLOAD_BUFFER, (off_t)up->bytes);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            kiln_error_set(err, KILN_E_WRITE, NULL, "cannot read a file in the store: %s",
+                           strerror(errno));
+            break;
+        }
+        if (n == 0) {
+            r = KILN_STORE_OK;
+            break;
+        }
+        if ((uint64_t)n > max - up->bytes) {
+            /* It grew past the limit since the fstat. */
+            kiln_error_limit(err, KILN_E_TOO_LARGE, NULL, max, up->bytes + (uint64_t)n,
+                             "the file is larger than the limit of %llu bytes",
+                             (unsigned long long)max);
+            r = KILN_STORE_TOO_LARGE;
+            break;
+        }
+        sha256_update(&up->sha, (size_t)n, buf);
+        up->bytes += (uint64_t)n;
+    }
+    free(buf);
+    return r;
+}
+
+kiln_store_result kiln_store_commit_written(kiln_store_upload *up, kiln_store_file *file,
+                                            kiln_error *err)
+{
+    return finish_upload(up, hash_written(up, err), file, err);
 }
 
 void kiln_store_abort(kiln_store_upload *up)

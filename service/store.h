@@ -113,6 +113,18 @@ kiln_store_result kiln_store_commit(kiln_store_upload *up, kiln_store_file *file
                                     kiln_error *err);
 void kiln_store_abort(kiln_store_upload *up);
 
+/* A body written by someone else, straight into the upload (a render
+ * writing its document, through kiln_output_open_fd): the upload's
+ * temporary file, empty, open for reading and writing. It stays the
+ * upload's: write it, never close it, and do not mix in kiln_store_write.
+ * kiln_store_commit_written then takes its size and SHA-256 from the file
+ * itself (TOO_LARGE past max_bytes, checked before any of it is read, and
+ * nothing kept) and commits it as kiln_store_commit does; or
+ * kiln_store_abort drops it. Either frees up. */
+int kiln_store_upload_fd(const kiln_store_upload *up);
+kiln_store_result kiln_store_commit_written(kiln_store_upload *up, kiln_store_file *file,
+                                            kiln_error *err);
+
 /* Store a file that already exists on disk (a produced file, a rendered
  * document), copying it in through the same path. */
 kiln_store_result kiln_store_put_path(kiln_store *store, const char *tenant, const char *path,

@@ -432,26 +432,21 @@ void kiln_parse_blocks(kiln_pctx *c, const json_t *arr)
         kiln_ptr_pop(&c->ptr, saved);
         return;
     }
-    const kiln_span *span = kiln_phole(c, arr);
     block_vec vec = {0};
-    if (span) {
-        /* Room for one block each; a markdown block's grow it. */
-        size_t n = kiln_json_count(c->text, c->text_len, *span);
-        if (n && !vec_push(c, &vec, n))
-            goto pop;
-        vec.count = 0;
-        kiln_json_iter it;
-        kiln_span el;
-        kiln_json_iter_init(&it, c->text, c->text_len, *span);
-        for (size_t i = 0; !c->nomem && kiln_json_next_element(&it, &el); i++) {
-            size_t s2 = kiln_ptr_push_index(&c->ptr, i), mark = c->hole_count;
-            json_t *b = kiln_pload(c, el, block_holes, c->ptr.buf);
-            if (b)
-                parse_block(c, b, &vec);
-            json_decref(b);
-            kiln_phole_pop(c, mark);
-            kiln_ptr_pop(&c->ptr, s2);
-        }
+    kiln_pwalk w;
+    /* Room for one block each; a markdown block's grow it. */
+    size_t n = kiln_pwalk_init(&w, c, arr);
+    if (n && !vec_push(c, &vec, n))
+        goto pop;
+    vec.count = 0;
+    while (!c->nomem && kiln_pwalk_next(&w)) {
+        size_t s2 = kiln_ptr_push_index(&c->ptr, w.index), mark = c->hole_count;
+        json_t *b = kiln_pwalk_load(&w, block_holes, c->ptr.buf);
+        if (b)
+            parse_block(c, b, &vec);
+        json_decref(b);
+        kiln_phole_pop(c, mark);
+        kiln_ptr_pop(&c->ptr, s2);
     }
     c->doc->blocks = vec.items;
     c->doc->block_count = vec.count;
@@ -579,8 +574,8 @@ void kiln_parse_slides(kiln_pctx *c, const json_t *arr)
         kiln_ptr_pop(&c->ptr, saved);
         return;
     }
-    const kiln_span *span = kiln_phole(c, arr);
-    size_t n = span ? kiln_json_count(c->text, c->text_len, *span) : 0;
+    kiln_pwalk w;
+    size_t n = kiln_pwalk_init(&w, c, arr);
     c->doc->slides = kiln_arena_calloc(c->arena, n ? n : 1, sizeof *c->doc->slides);
     if (!c->doc->slides) {
         kiln_pnomem(c);
@@ -588,13 +583,9 @@ void kiln_parse_slides(kiln_pctx *c, const json_t *arr)
         return;
     }
     c->doc->slide_count = n;
-    kiln_json_iter it;
-    kiln_span el;
-    if (span)
-        kiln_json_iter_init(&it, c->text, c->text_len, *span);
-    for (size_t i = 0; i < n && !c->nomem && kiln_json_next_element(&it, &el); i++) {
-        size_t s2 = kiln_ptr_push_index(&c->ptr, i), mark = c->hole_count;
-        json_t *sl = kiln_pload(c, el, slide_holes, c->ptr.buf);
+    while (!c->nomem && kiln_pwalk_next(&w)) {
+        size_t i = w.index, s2 = kiln_ptr_push_index(&c->ptr, i), mark = c->hole_count;
+        json_t *sl = kiln_pwalk_load(&w, slide_holes, c->ptr.buf);
         c->doc->slides[i].layout = KILN_LAYOUT_CONTENT;
         if (sl)
             parse_slide(c, sl, &c->doc->slides[i]);

@@ -695,8 +695,8 @@ void kiln_parse_sheets(kiln_pctx *c, const json_t *arr)
         kiln_perr(c, NULL, "expected an array of sheets");
         goto pop;
     }
-    const kiln_span *span = kiln_phole(c, arr);
-    n = span ? kiln_json_count(c->text, c->text_len, *span) : 0;
+    kiln_pwalk w;
+    n = kiln_pwalk_init(&w, c, arr);
     if (n > c->lim.sheets) {
         kiln_perr_limit(c, NULL, c->lim.sheets, n, "%zu sheets, more than the %u allowed", n,
                         (unsigned)c->lim.sheets);
@@ -709,15 +709,10 @@ void kiln_parse_sheets(kiln_pctx *c, const json_t *arr)
         n = 0;
         goto pop;
     }
-    if (span) {
-        kiln_json_iter it;
-        kiln_span el;
-        kiln_json_iter_init(&it, c->text, c->text_len, *span);
-        for (size_t i = 0; i < n && kiln_json_next_element(&it, &el); i++) {
-            size_t s2 = kiln_ptr_push_index(&c->ptr, i);
-            pieces[i] = kiln_pload(c, el, sheet_holes, c->ptr.buf);
-            kiln_ptr_pop(&c->ptr, s2);
-        }
+    while (kiln_pwalk_next(&w)) {
+        size_t s2 = kiln_ptr_push_index(&c->ptr, w.index);
+        pieces[w.index] = kiln_pwalk_load(&w, sheet_holes, c->ptr.buf);
+        kiln_ptr_pop(&c->ptr, s2);
     }
     collect_sheet_names(c, pieces, n);
     c->doc->sheets = kiln_arena_calloc(c->arena, n ? n : 1, sizeof *c->doc->sheets);

@@ -163,7 +163,7 @@ int kiln_pcell_own(kiln_pctx *c, kiln_cell *cell)
     return 0;
 }
 
-static int add_hole(kiln_pctx *c, const char *path, kiln_span span)
+static int add_hole(kiln_pctx *c, const char *path, kiln_span span, const json_t *array)
 {
     if (c->hole_count == c->hole_cap) {
         size_t cap = c->hole_cap ? c->hole_cap * 2 : 8;
@@ -175,7 +175,7 @@ static int add_hole(kiln_pctx *c, const char *path, kiln_span span)
         c->holes = h;
         c->hole_cap = cap;
     }
-    c->holes[c->hole_count++] = (kiln_hole){NULL, span, path};
+    c->holes[c->hole_count++] = (kiln_hole){NULL, span, array, path};
     return 0;
 }
 
@@ -205,7 +205,7 @@ static int find_holes(kiln_pctx *c, kiln_span span, const char *path, const char
         if (slash) {
             if (find_holes(c, value, path, slash + 1) != 0)
                 return -1;
-        } else if (nonempty_array(c, value) && add_hole(c, path, value) != 0) {
+        } else if (nonempty_array(c, value) && add_hole(c, path, value, NULL) != 0) {
             return -1;
         }
     }
@@ -323,18 +323,191 @@ void kiln_phole_pop(kiln_pctx *c, size_t mark)
         c->hole_count = mark;
 }
 
-const kiln_span *kiln_phole(const kiln_pctx *c, const json_t *v)
+const kiln_hole *kiln_phole(const kiln_pctx *c, const json_t *v)
 {
     for (size_t i = c->hole_count; v && i-- > 0;)
         if (c->holes[i].placeholder == v)
-            return &c->holes[i].span;
+            return &c->holes[i];
     return NULL;
 }
 
 size_t kiln_parray_size(const kiln_pctx *c, const json_t *v)
 {
-    const kiln_span *span = kiln_phole(c, v);
-    return span ? kiln_json_count(c->text, c->text_len, *span) : json_array_size(v);
+    const kiln_hole *h = kiln_phole(c, v);
+    if (!h)
+        return json_array_size(v);
+    return h->array ? json_array_size(h->array) : kiln_json_count(c->text, c->text_len, h->span);
+}
+
+/* ---- the spec as a tree (kiln_doc_parse_json) ---- */
+
+/* The holes path of member key of an object at path (NULL: on none), when
+ * it leads to a hole or on towards one; else NULL. *is_hole says which. */
+static const char *hole_step(const char *const *holes, const char *path, const char *key,
+                             char *buf, size_t cap, int *is_hole)
+{
+    *is_hole = 0;
+    /* A name with a slash is no segment of a path (as find_holes sees it). */
+    if (!path || !holes || strchr(key, '/'))
+        return NULL;
+    int n = snprintf(buf, cap, "%s%s%s", path, *path ? "/" : "", key);
+    if (n < 0 || (size_t)n >= cap)
+        return NULL;
+    const char *on = NULL;
+    for (size_t i = 0; holes[i]; i++) {
+        size_t len = (size_t)n;
+        if (strcmp(holes[i], buf) == 0) {
+            *is_hole = 1;
+            return holes[i];
+        }
+        if (strncmp(holes[i], buf, len) == 0 && holes[i][len] == '/')
+            on = buf;
+    }
+    return on;
+}
+
+/* A copy of v for a piece: its members on a holes path (path: v's own, ""
+ * for the piece; NULL when v is on none) that are non-empty arrays become
+ * holes. Everything else is copied, too deep or not, as the text's piece
+ * holds it (the parse goes on past a depth error). The recursion is as deep
+ * as the tree, as deep as check_size's dump of it went. NULL when out of
+ * memory. */
+static json_t *copy_piece(kiln_pctx *c, const json_t *v, const char *const *holes,
+                          const char *path)
+{
+    switch (json_typeof(v)) {
+    case JSON_OBJECT: {
+        json_t *o = json_object();
+        if (!o)
+            return o;
+        const char *key;
+        json_t *m;
+        json_object_foreach((json_t *)v, key, m) {
+            char buf[128];
+            int is_hole;
+            const char *sub = hole_step(holes, path, key, buf, sizeof buf, &is_hole);
+            json_t *copy;
+            if (is_hole && json_is_array(m) && json_array_size(m)) {
+                copy = json_array();
+                if (copy && add_hole(c, sub, (kiln_span){0, 0}, m) == 0)
+                    c->holes[c->hole_count - 1].placeholder = copy;
+                else if (copy) {
+                    json_decref(copy);
+                    copy = NULL;
+                }
+            } else {
+                copy = copy_piece(c, m, holes, is_hole ? NULL : sub);
+            }
+            if (!copy || json_object_set_new_nocheck(o, key, copy) != 0) {
+                json_decref(o);
+                return NULL;
+            }
+        }
+        return o;
+    }
+    case JSON_ARRAY: {
+        json_t *a = json_array();
+        for (size_t i = 0; a && i < json_array_size(v); i++) {
+            if (json_array_append_new(a, copy_piece(c, json_array_get(v, i), NULL, NULL)) != 0) {
+                json_decref(a);
+                return NULL;
+            }
+        }
+        return a;
+    }
+    case JSON_STRING:
+        return json_stringn_nocheck(json_string_value(v), json_string_length(v));
+    default:
+        /* Numbers are copied, true, false and null are jansson's own. */
+        return json_copy((json_t *)v);
+    }
+}
+
+/* kiln_pload for a value of the spec's tree. */
+json_t *kiln_pload_tree(kiln_pctx *c, const json_t *v, const char *const *holes,
+                         const char *pointer)
+{
+    size_t mark = c->hole_count;
+    json_t *copy = copy_piece(c, v, holes, "");
+    if (!copy) {
+        kiln_pnomem(c);
+        kiln_phole_pop(c, mark);
+        return NULL;
+    }
+    kiln_json_scan(copy, pointer, &c->lim, &c->string_bytes, c->errs, NULL);
+    return copy;
+}
+
+/* ---- walking a hole, in either mode ---- */
+
+size_t kiln_pwalk_init(kiln_pwalk *w, kiln_pctx *c, const json_t *v)
+{
+    memset(w, 0, sizeof *w);
+    w->c = c;
+    const kiln_hole *h = kiln_phole(c, v);
+    if (h && h->array) {
+        w->array = h->array;
+        w->count = json_array_size(h->array);
+    } else if (h) {
+        w->span = h->span;
+        w->count = kiln_json_count(c->text, c->text_len, h->span);
+        kiln_json_iter_init(&w->it, c->text, c->text_len, h->span);
+    }
+    return w->count;
+}
+
+int kiln_pwalk_next(kiln_pwalk *w)
+{
+    size_t next = w->started ? w->index + 1 : 0;
+    if (next >= w->count)
+        return 0;
+    if (!w->array && !kiln_json_next_element(&w->it, &w->el))
+        return 0;
+    w->index = next;
+    w->started = 1;
+    return 1;
+}
+
+json_t *kiln_pwalk_load(kiln_pwalk *w, const char *const *holes, const char *pointer)
+{
+    if (w->array)
+        return kiln_pload_tree(w->c, json_array_get(w->array, w->index), holes, pointer);
+    return kiln_pload(w->c, w->el, holes, pointer);
+}
+
+int kiln_pwalk_is_object(const kiln_pwalk *w)
+{
+    if (w->array)
+        return json_is_object(json_array_get(w->array, w->index));
+    return w->c->text[w->el.off] == '{';
+}
+
+kiln_inline_rows *kiln_pwalk_keep_rows(kiln_pctx *c, const json_t *v)
+{
+    kiln_pwalk w;
+    size_t n = kiln_pwalk_init(&w, c, v);
+    if (w.array) {
+        kiln_inline_rows *kept = kiln_inline_rows_from_json(c->arena, w.array);
+        if (!kept)
+            kiln_pnomem(c);
+        return kept;
+    }
+    /* The text copied, each row's span in it. */
+    kiln_inline_rows *out = kiln_arena_alloc(c->arena, sizeof *out);
+    kiln_span *rows = kiln_arena_calloc(c->arena, n ? n : 1, sizeof *rows);
+    char *text = kiln_arena_strndup(c->arena, n ? c->text + w.span.off : "", n ? w.span.len : 0);
+    if (!out || !rows || !text) {
+        kiln_pnomem(c);
+        return NULL;
+    }
+    size_t i = 0;
+    while (kiln_pwalk_next(&w))
+        rows[i++] = (kiln_span){w.el.off - w.span.off, w.el.len};
+    out->text = text;
+    out->len = n ? w.span.len : 0;
+    out->rows = rows;
+    out->count = i;
+    return out;
 }
 
 /* ---- member getters ---- */

@@ -152,21 +152,22 @@ static void check_derived_keys(kiln_pctx *c, const json_t *cols, const kiln_tabl
     json_decref(seen);
 }
 
-/* Check every row, one at a time (each scanned and converted as a reader
- * would); the rows' text is kept at base in the spec's. */
-static void validate_inline_rows(kiln_pctx *c, kiln_table_data *td, const kiln_inline_rows *out,
-                                 uint32_t base)
+/* Check every row of the array rows, one at a time (each scanned and
+ * converted as a reader would). */
+static void validate_inline_rows(kiln_pctx *c, kiln_table_data *td, const json_t *rows)
 {
     kiln_cell *cells = NULL;
     kiln_style *styles = NULL;
     size_t cap = 0;
-    for (size_t i = 0; i < out->count; i++) {
+    kiln_pwalk w;
+    kiln_pwalk_init(&w, c, rows);
+    while (kiln_pwalk_next(&w)) {
+        size_t i = w.index;
         /* Past the list's size every further error would only be dropped. */
         if (c->errs->count >= KILN_ERRORS_MAX)
             break;
         size_t saved = kiln_ptr_push_index(&c->ptr, i);
-        kiln_span in_spec = {base + out->rows[i].off, out->rows[i].len};
-        json_t *row = kiln_pload(c, in_spec, NULL, c->ptr.buf);
+        json_t *row = kiln_pwalk_load(&w, NULL, c->ptr.buf);
         kiln_ptr_pop(&c->ptr, saved);
         if (!row)
             continue;
@@ -196,30 +197,6 @@ static void validate_inline_rows(kiln_pctx *c, kiln_table_data *td, const kiln_i
     }
     free(cells);
     free(styles);
-}
-
-/* The rows of a table as the model keeps them (kiln_inline_rows): their
- * text copied, each row's span in it. NULL when out of memory (reported). */
-static kiln_inline_rows *keep_rows(kiln_pctx *c, kiln_span span, size_t n)
-{
-    kiln_inline_rows *out = kiln_arena_alloc(c->arena, sizeof *out);
-    kiln_span *rows = kiln_arena_calloc(c->arena, n ? n : 1, sizeof *rows);
-    char *text = kiln_arena_strndup(c->arena, c->text + span.off, span.len);
-    if (!out || !rows || !text) {
-        kiln_pnomem(c);
-        return NULL;
-    }
-    kiln_json_iter it;
-    kiln_span el;
-    size_t i = 0;
-    kiln_json_iter_init(&it, c->text, c->text_len, span);
-    while (i < n && kiln_json_next_element(&it, &el))
-        rows[i++] = (kiln_span){el.off - span.off, el.len};
-    out->text = text;
-    out->len = span.len;
-    out->rows = rows;
-    out->count = i;
-    return out;
 }
 
 static void parse_data_source(kiln_pctx *c, const json_t *d, kiln_table_data *td)
@@ -379,17 +356,14 @@ void kiln_parse_table_data(kiln_pctx *c, const json_t *obj, kiln_table_data *td)
             td->header = 1;
     kiln_get_bool(c, obj, "header", &td->header);
 
-    /* The rows are a hole of the piece (kiln_pload): their text, read a row
-     * at a time; an empty array is none. */
-    const kiln_span *rows_span = json_is_array(rows) ? kiln_phole(c, rows) : NULL;
-    size_t row_count = rows_span ? kiln_json_count(c->text, c->text_len, *rows_span) : 0;
-    if (rows_span && cols_ok && td->column_count) {
+    /* The rows are a hole of the piece (kiln_pload): read a row at a time;
+     * an empty array is none. */
+    kiln_pwalk w;
+    size_t row_count = json_is_array(rows) ? kiln_pwalk_init(&w, c, rows) : 0;
+    if (row_count && cols_ok && td->column_count) {
         int any_object = 0;
-        kiln_json_iter it;
-        kiln_span el;
-        kiln_json_iter_init(&it, c->text, c->text_len, *rows_span);
-        while (!any_object && kiln_json_next_element(&it, &el))
-            any_object = c->text[el.off] == '{';
+        while (!any_object && kiln_pwalk_next(&w))
+            any_object = kiln_pwalk_is_object(&w);
         if (any_object) {
             size_t before_keys = c->errs->count;
             check_derived_keys(c, cols, td, "rows are objects");
@@ -404,7 +378,6 @@ void kiln_parse_table_data(kiln_pctx *c, const json_t *obj, kiln_table_data *td)
         } else {
             uint64_t total = (uint64_t)row_count + (td->header ? 1 : 0);
             td->inline_row_count = row_count;
-            kiln_span none = {0, 0};
             kiln_inline_rows *kept = NULL;
             /* Counted in the text before a row is copied or built. */
             if (total > c->lim.rows)
@@ -412,8 +385,8 @@ void kiln_parse_table_data(kiln_pctx *c, const json_t *obj, kiln_table_data *td)
                                 "%llu rows (the header row included), more than the %u a sheet "
                                 "can have",
                                 (unsigned long long)total, (unsigned)c->lim.rows);
-            else if ((kept = keep_rows(c, rows_span ? *rows_span : none, row_count)) && cols_ok)
-                validate_inline_rows(c, td, kept, rows_span ? rows_span->off : 0);
+            else if ((kept = kiln_pwalk_keep_rows(c, rows)) && cols_ok)
+                validate_inline_rows(c, td, rows);
             td->private_rows = kept;
         }
         kiln_ptr_pop(&c->ptr, saved);

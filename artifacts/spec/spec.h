@@ -403,6 +403,25 @@ void kiln_parse_options_init(kiln_parse_options *opt);
 kiln_status kiln_doc_parse(const char *json, size_t len, const kiln_parse_options *opt,
                            kiln_doc **out, kiln_errors *errs);
 
+/*
+ * The same for a spec that is already a jansson tree (a spec inside a JSON
+ * request): the same validation, errors (codes, JSON Pointers, messages) and
+ * model as kiln_doc_parse of its text, without the tree being written back to
+ * text as a whole. spec is borrowed: it is never modified (each piece the
+ * parser works on is its own copy) and nothing of the model points into it,
+ * so the caller may free it as soon as this returns.
+ *
+ * limits.spec_bytes applies to the tree's compact JSON text (json_dumpb with
+ * JSON_COMPACT: no whitespace), counted before anything else without being
+ * kept, and only up to the limit: past it the error says "more than" as
+ * kiln_doc_load's does. A tree that cannot be written as JSON (a string not
+ * UTF-8, made with a _nocheck constructor; a value containing itself) is
+ * refused at "" with KILN_E_INVALID_SPEC.
+ */
+struct json_t; /* jansson's json_t: writers need not include jansson.h */
+kiln_status kiln_doc_parse_json(const struct json_t *spec, const kiln_parse_options *opt,
+                                kiln_doc **out, kiln_errors *errs);
+
 /* Read path ("-" = standard input, bounded by limits.spec_bytes) and parse it. */
 kiln_status kiln_doc_load(const char *path, const kiln_parse_options *opt, kiln_doc **out,
                           kiln_errors *errs);

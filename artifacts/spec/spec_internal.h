@@ -268,6 +268,8 @@ typedef struct kiln_pctx {
     int nomem;                 /* an allocation failed: stop and report once */
     const char *text;          /* the spec's JSON text (checked), while it is parsed */
     size_t text_len;
+    const json_t *tree;        /* or the spec's tree (kiln_doc_parse_json; text is NULL),
+                                  borrowed: the pieces are copies of its values */
     uint64_t string_bytes;     /* of the strings scanned so far (the string_bytes limit) */
     struct kiln_hole *holes;   /* the arrays left out of the pieces loaded (kiln_pload) */
     size_t hole_count, hole_cap;
@@ -284,10 +286,17 @@ typedef struct kiln_pctx {
  * member on a holes path whose value is a non-empty array is loaded as an
  * empty array, a hole standing for the array's span of the text, which the
  * parser then walks an element at a time. Paths are member names, "a" or
- * "a/b" (b inside a's object), NULL-terminated. */
+ * "a/b" (b inside a's object), NULL-terminated.
+ *
+ * A spec given as a tree (kiln_doc_parse_json) is taken the same way: a
+ * piece is a copy of one of its values (the scan changes what it scans, and
+ * the spec is the caller's), its holes left out of the copy just as the
+ * text's are, each standing for the spec's own array. The parser sees the
+ * same pieces in both modes; only the walkers below know which it is. */
 typedef struct kiln_hole {
     const json_t *placeholder; /* the empty array in the piece's tree */
-    kiln_span span;            /* the array it stands for */
+    kiln_span span;            /* the array it stands for (text mode) */
+    const json_t *array;       /* ... (tree mode: the spec's, borrowed) */
     const char *path;          /* its holes path */
 } kiln_hole;
 
@@ -297,14 +306,52 @@ typedef struct kiln_hole {
  * reported). Forget its holes with kiln_phole_pop(c, mark) once it is freed,
  * mark being c->hole_count before the call. */
 json_t *kiln_pload(kiln_pctx *c, kiln_span span, const char *const *holes, const char *pointer);
+/* The same for a value of the spec's tree (a spec given as one, kiln_doc_parse_json): a
+ * copy, its holes left out likewise. */
+json_t *kiln_pload_tree(kiln_pctx *c, const json_t *v, const char *const *holes,
+                        const char *pointer);
 void kiln_phole_pop(kiln_pctx *c, size_t mark);
 /* Report a syntax error of the spec's text (e from kiln_json_check or a
  * piece's load) with its line and column. */
 void kiln_perr_syntax(kiln_pctx *c, const kiln_json_syntax *e);
-/* The span the array v stands for when it is a hole, else NULL. */
-const kiln_span *kiln_phole(const kiln_pctx *c, const json_t *v);
+/* The hole the array v stands for, else NULL. */
+const kiln_hole *kiln_phole(const kiln_pctx *c, const json_t *v);
 /* Elements of the array v, a hole or not. */
 size_t kiln_parray_size(const kiln_pctx *c, const json_t *v);
+
+/* Walking the elements of a piece's array, a hole (its text's elements, or
+ * the spec tree's) or not (an empty array: none), a piece at a time:
+ *
+ *   kiln_pwalk w;
+ *   size_t n = kiln_pwalk_init(&w, c, arr);
+ *   while (kiln_pwalk_next(&w)) {
+ *       json_t *el = kiln_pwalk_load(&w, holes, pointer);  (w.index: which)
+ *       ...
+ *   }
+ */
+typedef struct kiln_pwalk {
+    kiln_pctx *c;
+    kiln_span span;       /* text mode: the array's */
+    const json_t *array;  /* tree mode: the array's (NULL: no elements) */
+    kiln_json_iter it;
+    kiln_span el;         /* text mode: the current element's */
+    size_t index;         /* the current element's (after kiln_pwalk_next) */
+    size_t count;
+    int started;
+} kiln_pwalk;
+/* Start at the elements of v; returns how many there are. */
+size_t kiln_pwalk_init(kiln_pwalk *w, kiln_pctx *c, const json_t *v);
+/* On to the next element: 1, or 0 past the last. */
+int kiln_pwalk_next(kiln_pwalk *w);
+/* The current element as a piece, as kiln_pload gives it (holes, scan,
+ * errors, kiln_phole_pop). */
+json_t *kiln_pwalk_load(kiln_pwalk *w, const char *const *holes, const char *pointer);
+/* 1 when the current element is an object (without loading it). */
+int kiln_pwalk_is_object(const kiln_pwalk *w);
+/* The elements of the array v as the model keeps inline rows (rows.c):
+ * their text, an arena copy (tree mode: each element's compact text). NULL
+ * when out of memory (reported). */
+kiln_inline_rows *kiln_pwalk_keep_rows(kiln_pctx *c, const json_t *v);
 /* Arena copy of a JSON string's value (its length, NULs and all); NULL when
  * out of memory (reported). */
 const char *kiln_pstrdup(kiln_pctx *c, const json_t *s);

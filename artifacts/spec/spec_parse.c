@@ -391,8 +391,53 @@ static kiln_status first_code(const kiln_errors *errs)
     return errs->count ? errs->items[0].code : KILN_E_INTERNAL;
 }
 
-kiln_status kiln_doc_parse(const char *json, size_t len, const kiln_parse_options *opt,
-                           kiln_doc **out, kiln_errors *errs)
+/* Counting the compact text of a tree (kiln_doc_parse_json) up to a limit. */
+struct text_count {
+    uint64_t bytes, max;
+};
+
+static int count_text(const char *buf, size_t size, void *data)
+{
+    (void)buf;
+    struct text_count *tc = data;
+    tc->bytes += size;
+    return tc->bytes > tc->max ? -1 : 0;
+}
+
+/* The spec is over its size limit (an error added), under it (0), or a
+ * tree that cannot be written as JSON (an error added). */
+static int check_size(size_t len, const json_t *tree, const kiln_limits *lim,
+                      kiln_errors *errs)
+{
+    kiln_error e;
+    if (!tree) {
+        if (len <= lim->spec_bytes)
+            return 0;
+        kiln_error_limit(&e, KILN_E_LIMIT, "", lim->spec_bytes, len,
+                         "the spec is %zu bytes, more than the %llu allowed", len,
+                         (unsigned long long)lim->spec_bytes);
+    } else {
+        /* Measured, not kept, and no further than the limit (spec.h). */
+        struct text_count tc = {0, lim->spec_bytes};
+        int rc = json_dump_callback(tree, count_text, &tc, JSON_COMPACT | JSON_ENCODE_ANY);
+        if (tc.bytes > lim->spec_bytes)
+            kiln_error_limit(&e, KILN_E_LIMIT, "", lim->spec_bytes, tc.bytes,
+                             "the spec is more than the %llu bytes allowed",
+                             (unsigned long long)lim->spec_bytes);
+        else if (rc != 0)
+            kiln_error_set(&e, KILN_E_INVALID_SPEC, "",
+                           "the spec cannot be written as JSON: a string or member name that "
+                           "is not UTF-8, or a value that contains itself");
+        else
+            return 0;
+    }
+    kiln_errors_add(errs, &e);
+    return -1;
+}
+
+/* kiln_doc_parse (json, len) or kiln_doc_parse_json (tree). */
+static kiln_status parse_spec(const char *json, size_t len, const json_t *tree,
+                              const kiln_parse_options *opt, kiln_doc **out, kiln_errors *errs)
 {
     kiln_errors local;
     if (!errs)
@@ -405,14 +450,8 @@ kiln_status kiln_doc_parse(const char *json, size_t len, const kiln_parse_option
         opt = &defaults;
     }
     const kiln_limits *lim = &opt->limits;
-    if (len > lim->spec_bytes) {
-        kiln_error e;
-        kiln_error_limit(&e, KILN_E_LIMIT, "", lim->spec_bytes, len,
-                         "the spec is %zu bytes, more than the %llu allowed", len,
-                         (unsigned long long)lim->spec_bytes);
-        kiln_errors_add(errs, &e);
-        return KILN_E_LIMIT;
-    }
+    if (check_size(len, tree, lim, errs) != 0)
+        return first_code(errs);
 
     struct kiln_doc_private *priv = calloc(1, sizeof *priv);
     if (!priv) {
@@ -441,11 +480,12 @@ kiln_status kiln_doc_parse(const char *json, size_t len, const kiln_parse_option
     c->scan_data = opt->scan_data_files;
     c->text = json;
     c->text_len = len;
+    c->tree = tree;
 
     /* The whole text's syntax first, so a spec that is not JSON gets that
-     * one error; then the pieces (spec_internal.h). */
+     * one error; then the pieces (spec_internal.h). A tree is JSON. */
     kiln_json_syntax se;
-    if (kiln_json_check(json, len, &se) != 0) {
+    if (!tree && kiln_json_check(json, len, &se) != 0) {
         kiln_perr_syntax(c, &se);
         goto free_pctx;
     }
@@ -455,19 +495,24 @@ kiln_status kiln_doc_parse(const char *json, size_t len, const kiln_parse_option
         kiln_pnomem(c);
     theme_defaults(c);
     page_defaults(&doc->page);
-    size_t at = kiln_json_skip_ws(json, len, 0);
-    if (json[at] != '{') {
+    size_t at = tree ? 0 : kiln_json_skip_ws(json, len, 0);
+    if (tree ? !json_is_object(tree) : json[at] != '{') {
         /* Not loaded: an array at the top could be the whole 64 MiB. */
         kiln_perr(c, NULL, "expected a JSON object (the document spec)");
     } else if (!c->nomem) {
         /* The root without its sheets, blocks and slides: those are read a
          * sheet, a block, a slide at a time. */
         static const char *const root_holes[] = {"sheets", "blocks", "slides", NULL};
-        kiln_span root = {(uint32_t)at, (uint32_t)(kiln_json_value_end(json, len, at) - at)};
-        json_t *tree = kiln_pload(c, root, root_holes, "");
-        if (tree)
-            parse_root(c, tree);
-        json_decref(tree);
+        json_t *root;
+        if (tree) {
+            root = kiln_pload_tree(c, tree, root_holes, "");
+        } else {
+            kiln_span span = {(uint32_t)at, (uint32_t)(kiln_json_value_end(json, len, at) - at)};
+            root = kiln_pload(c, span, root_holes, "");
+        }
+        if (root)
+            parse_root(c, root);
+        json_decref(root);
     }
     free(c->holes);
     free(c);
@@ -484,6 +529,25 @@ free_arena:
     kiln_arena_release(&priv->arena);
     free(priv);
     return first_code(errs);
+}
+
+kiln_status kiln_doc_parse(const char *json, size_t len, const kiln_parse_options *opt,
+                           kiln_doc **out, kiln_errors *errs)
+{
+    return parse_spec(json, len, NULL, opt, out, errs);
+}
+
+kiln_status kiln_doc_parse_json(const json_t *spec, const kiln_parse_options *opt,
+                                kiln_doc **out, kiln_errors *errs)
+{
+    if (!spec) {
+        kiln_errors local;
+        kiln_errors_init(errs ? errs : &local);
+        *out = NULL;
+        return kiln_errors_addf(errs ? errs : &local, KILN_E_INVALID_SPEC, "",
+                                "expected a JSON object (the document spec)");
+    }
+    return parse_spec(NULL, 0, spec, opt, out, errs);
 }
 
 kiln_status kiln_doc_load(const char *path, const kiln_parse_options *opt, kiln_doc **out,

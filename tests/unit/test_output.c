@@ -1,5 +1,6 @@
-/* test_output.c - the size-enforcing output path (common/output.c) and the
- * render entry point's format table (artifacts/render.c). */
+/* test_output.c - the size-enforcing output path (common/output.c), also
+ * over a caller's file, and the render entry point's format table and
+ * kiln_render_to_output (artifacts/render.c). */
 #include <dirent.h>
 #include <fcntl.h>
 #include <setjmp.h>
@@ -17,6 +18,7 @@
 #include "tests/unit/test_util.h"
 
 #include "artifacts/render.h"
+#include "artifacts/spec/spec.h"
 #include "common/error.h"
 #include "common/output.h"
 #include "common/banned.h"
@@ -186,6 +188,136 @@ static void test_missing_directory(void **state)
     assert_int_equal(kiln_output_open(&out, path_in(""), 0, &err), KILN_E_USAGE);
 }
 
+/* An unnamed file in the test directory, as the store's upload is. */
+static int caller_file(void)
+{
+    int fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+    assert_true(fd >= 0);
+    return fd;
+}
+
+static uint64_t fd_size(int fd)
+{
+    struct stat st;
+    assert_int_equal(fstat(fd, &st), 0);
+    return (uint64_t)st.st_size;
+}
+
+/* Over a caller's file: written, committed, nothing named anywhere, the
+ * descriptor still the caller's. */
+static void test_over_fd_commit(void **state)
+{
+    (void)state;
+    int fd = caller_file();
+    kiln_output out;
+    kiln_error err;
+    uint64_t bytes = 0;
+    assert_int_equal(kiln_output_open_fd(&out, fd, "upload", 100, &err), KILN_E_OK);
+    assert_int_equal(kiln_output_write(&out, "hello", 5, &err), KILN_E_OK);
+    assert_int_equal(kiln_output_commit(&out, &bytes, &err), KILN_E_OK);
+    assert_int_equal(bytes, 5);
+    assert_int_equal(entries(), 0);
+    assert_true(fcntl(fd, F_GETFD) >= 0); /* not closed */
+    char back[8] = "";
+    assert_int_equal(pread(fd, back, sizeof back, 0), 5);
+    assert_memory_equal(back, "hello", 5);
+    kiln_output_abort(&out); /* after a commit: harmless, the body stays */
+    assert_int_equal(fd_size(fd), 5);
+    close(fd);
+}
+
+/* The ceiling as for a named target: the early stop, and the size check
+ * at commit for what a library wrote through the path; a failure or an
+ * abort empties the file and leaves it open. */
+static void test_over_fd_ceiling(void **state)
+{
+    (void)state;
+    int fd = caller_file();
+    kiln_output out;
+    kiln_error err;
+    assert_int_equal(kiln_output_open_fd(&out, fd, "upload", 8, &err), KILN_E_OK);
+    assert_int_equal(kiln_output_write(&out, "12345", 5, &err), KILN_E_OK);
+    assert_int_equal(kiln_output_write(&out, "6789", 4, &err), KILN_E_TOO_LARGE);
+    assert_int_equal(err.limit, 8);
+    assert_int_equal(err.actual, 9);
+    assert_int_equal(kiln_output_size(&out), 5);
+    kiln_output_abort(&out);
+    assert_int_equal(fd_size(fd), 0);
+    assert_true(fcntl(fd, F_GETFD) >= 0);
+
+    assert_int_equal(kiln_output_open_fd(&out, fd, "upload", 8, &err), KILN_E_OK);
+    FILE *f = fopen(kiln_output_path(&out), "w");
+    assert_non_null(f);
+    fputs("0123456789", f);
+    fclose(f);
+    uint64_t bytes = 0;
+    assert_int_equal(kiln_output_commit(&out, &bytes, &err), KILN_E_TOO_LARGE);
+    assert_int_equal(err.limit, 8);
+    assert_int_equal(err.actual, 10);
+    assert_int_equal(fd_size(fd), 0);
+    assert_true(fcntl(fd, F_GETFD) >= 0);
+    assert_int_equal(entries(), 0);
+
+    /* Only an empty regular file. */
+    assert_int_equal(write(fd, "x", 1), 1);
+    assert_int_equal(kiln_output_open_fd(&out, fd, "upload", 8, &err), KILN_E_USAGE);
+    close(fd);
+    int d = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    assert_int_equal(kiln_output_open_fd(&out, d, "upload", 8, &err), KILN_E_USAGE);
+    close(d);
+}
+
+/* kiln_render_to_output fills an output over a caller's file with the
+ * document kiln_render writes to a path, and aborts it when it fails. */
+static void test_render_to_output(void **state)
+{
+    (void)state;
+    static const char spec[] = "{\"metadata\": {\"created\": \"2026-01-01T00:00:00Z\"}, "
+                               "\"blocks\": [{\"type\": \"heading\", \"text\": \"T\"}]}";
+    kiln_doc *doc;
+    assert_int_equal(kiln_doc_parse(spec, strlen(spec), NULL, &doc, NULL), KILN_E_OK);
+    kiln_render_options ro = {0, dir};
+    kiln_render_result res;
+    kiln_error err;
+    assert_int_equal(kiln_render(doc, KILN_FORMAT_DOCX, path_in("a.docx"), &ro, &res, &err),
+                     KILN_E_OK);
+    uint64_t by_path = res.bytes;
+
+    int fd = caller_file();
+    kiln_output out;
+    uint64_t bytes = 0;
+    assert_int_equal(kiln_output_open_fd(&out, fd, "upload", 0, &err), KILN_E_OK);
+    memset(&res, 0, sizeof res);
+    assert_int_equal(kiln_render_to_output(doc, KILN_FORMAT_DOCX, &out, &ro, &res, &err),
+                     KILN_E_OK);
+    assert_int_equal(res.format, KILN_FORMAT_DOCX);
+    assert_int_equal(res.bytes, by_path);
+    assert_int_equal(kiln_output_commit(&out, &bytes, &err), KILN_E_OK);
+    assert_int_equal(bytes, by_path);
+    /* The same bytes as the file kiln_render named. */
+    unsigned char *a = malloc(by_path), *b = malloc(by_path);
+    assert_non_null(a);
+    assert_non_null(b);
+    int afd = open(path_in("a.docx"), O_RDONLY | O_CLOEXEC);
+    assert_int_equal(pread(afd, a, by_path, 0), (ssize_t)by_path);
+    close(afd);
+    assert_int_equal(pread(fd, b, by_path, 0), (ssize_t)by_path);
+    assert_memory_equal(a, b, by_path);
+    free(a);
+    free(b);
+    assert_int_equal(ftruncate(fd, 0), 0);
+
+    /* Past the ceiling: the writer's early stop, the output aborted (the
+     * file empty), nothing named. */
+    assert_int_equal(kiln_output_open_fd(&out, fd, "upload", 100, &err), KILN_E_OK);
+    assert_int_equal(kiln_render_to_output(doc, KILN_FORMAT_DOCX, &out, &ro, &res, &err),
+                     KILN_E_TOO_LARGE);
+    assert_int_equal(fd_size(fd), 0);
+    assert_int_equal(entries(), 1); /* a.docx only */
+    close(fd);
+    kiln_doc_free(doc);
+}
+
 static void test_formats(void **state)
 {
     (void)state;
@@ -231,6 +363,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_commit_replaces_existing, setup, teardown),
         cmocka_unit_test_setup_teardown(test_symlink_target_replaced, setup, teardown),
         cmocka_unit_test_setup_teardown(test_missing_directory, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_over_fd_commit, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_over_fd_ceiling, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_render_to_output, setup, teardown),
         cmocka_unit_test(test_formats),
         cmocka_unit_test(test_error_codes),
     };

@@ -436,10 +436,18 @@ static void test_render_good(void **state)
 {
     (void)state;
     json_t *rq = load("{'format': 'xlsx', 'filename': 'report ü.xlsx',"
-                      " 'spec': {'sheets': [{'name': 'S', 'rows': [[1, 'a'], [2, 'b']]}]}}");
+                      " 'spec': {'sheets': [{'name': 'S', 'rows': [[1, 'a\\r\\nb'], [2, 'b']]}]}}");
     kiln_api_reply r;
+    char *request_before = json_dumps(rq, JSON_COMPACT);
     kiln_api_render(&ctx, "t1", rq, &r);
     assert_status(&r, 201);
+    /* The spec was parsed as the request's tree, which it leaves as it was
+     * (the parser normalises line breaks in copies of its own). */
+    char *request_after = json_dumps(rq, JSON_COMPACT);
+    assert_string_equal(request_before, request_after);
+    assert_non_null(strstr(request_after, "a\\r\\nb"));
+    free(request_before);
+    free(request_after);
     const char *id = json_string_value(json_object_get(r.body, "id"));
     assert_true(kiln_api_valid_id(id));
     assert_string_equal(json_string_value(json_object_get(r.body, "filename")), "report ü.xlsx");
@@ -670,6 +678,11 @@ static void test_render_too_large(void **state)
     small.max_file_bytes = 1000;
     json_t *rq = load("{'format': 'xlsx', 'spec': {'sheets': [{'rows': [[1, 'a']]}]}}");
     kiln_api_reply r;
+    kiln_error err;
+    int64_t before = -1, after = -1;
+    uint64_t bytes_before = kiln_store_bytes(ctx.store);
+    assert_int_equal(kiln_store_list(ctx.store, "t1", 0, 10, NULL, NULL, &before, &err),
+                     KILN_STORE_OK);
     kiln_api_render(&small, "t1", rq, &r);
     assert_status(&r, 413);
     assert_string_equal(error_code(&r), "too_large");
@@ -677,6 +690,12 @@ static void test_render_too_large(void **state)
     json_decref(r.body);
     json_decref(rq);
     assert_work_empty();
+    /* The document was being written into the store's own temporary file:
+     * nothing of it stays there. */
+    assert_int_equal(kiln_store_list(ctx.store, "t1", 0, 10, NULL, NULL, &after, &err),
+                     KILN_STORE_OK);
+    assert_int_equal(after, before);
+    assert_int_equal(kiln_store_bytes(ctx.store), bytes_before);
 }
 
 /* Renders from several threads at once (the pool's workers). */

@@ -163,6 +163,21 @@ static void test_upload_and_get(void **state)
     kiln_store_close(store);
 }
 
+/* The body stored as content/ID is data[0..len). */
+static void assert_body(const char *id, const void *data, size_t len)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/content/%s", dir, id);
+    FILE *fp = fopen(path, "rb");
+    assert_non_null(fp);
+    unsigned char *back = malloc(len + 1);
+    assert_non_null(back);
+    assert_int_equal(fread(back, 1, len + 1, fp), len);
+    fclose(fp);
+    assert_memory_equal(back, data, len);
+    free(back);
+}
+
 static void test_body_content(void **state)
 {
     (void)state;
@@ -189,17 +204,11 @@ static void test_body_content(void **state)
     assert_int_equal(f.bytes, len);
 
     /* On disk, under its id. */
-    char path[512];
-    snprintf(path, sizeof path, "%s/content/%s", dir, f.id);
-    FILE *fp = fopen(path, "rb");
-    assert_non_null(fp);
-    unsigned char *back = malloc(len + 1);
-    assert_non_null(back);
-    assert_int_equal(fread(back, 1, len + 1, fp), len);
-    fclose(fp);
-    assert_memory_equal(back, data, len);
+    assert_body(f.id, data, len);
 
     /* And through open_body. */
+    unsigned char *back = malloc(len + 1);
+    assert_non_null(back);
     int fd = -1;
     kiln_error err;
     assert_int_equal(kiln_store_open_body(store, "acme", f.id, &g, &fd, &err), KILN_STORE_OK);
@@ -327,6 +336,126 @@ static void test_abort_leaves_nothing(void **state)
                      KILN_STORE_OK);
     assert_int_equal(total, 0);
     assert_int_equal(kiln_store_bytes(store), 0);
+    kiln_store_close(store);
+}
+
+/* Write the whole of data at fd, as a writer other than the store would. */
+static void write_fd(int fd, const void *data, size_t len)
+{
+    const unsigned char *p = data;
+    for (size_t done = 0; done < len;) {
+        ssize_t n = pwrite(fd, p + done, len - done, (off_t)done);
+        assert_true(n > 0);
+        done += (size_t)n;
+    }
+}
+
+/* A body written into the upload's own file by someone else: committed
+ * with its size and SHA-256 read back from the file, the same as the same
+ * bytes through kiln_store_write. */
+static void test_commit_written(void **state)
+{
+    (void)state;
+    kiln_store *store = open_store(0);
+    size_t len = 700001;
+    unsigned char *data = malloc(len);
+    assert_non_null(data);
+    for (size_t i = 0; i < len; i++)
+        data[i] = (unsigned char)(i * 7 + (i >> 9));
+    kiln_store_file through_write;
+    assert_int_equal(upload(store, "acme", "w.bin", data, len, &through_write), KILN_STORE_OK);
+    kiln_error err;
+    for (int named = 0; named <= 1; named++) {
+        kiln_store_force_named_temp(store, named);
+        kiln_store_upload *up = NULL;
+        assert_int_equal(kiln_store_begin(store, "acme", "r.docx", "application/x-test",
+                                          KILN_STORE_SOURCE_DOCUMENT, &up, &err),
+                         KILN_STORE_OK);
+        int fd = kiln_store_upload_fd(up);
+        assert_true(fd >= 0);
+        write_fd(fd, data, len);
+        kiln_store_file f, g;
+        assert_int_equal(kiln_store_commit_written(up, &f, &err), KILN_STORE_OK);
+        assert_true(is_id(f.id));
+        assert_int_equal(f.bytes, len);
+        assert_string_equal(f.sha256, through_write.sha256);
+        assert_string_equal(f.filename, "r.docx");
+        assert_string_equal(f.media_type, "application/x-test");
+        assert_int_equal(f.source, KILN_STORE_SOURCE_DOCUMENT);
+        /* Stored under its id, with its row: the body as written. */
+        assert_int_equal(kiln_store_get(store, "acme", f.id, &g, &err), KILN_STORE_OK);
+        assert_int_equal(g.bytes, len);
+        assert_string_equal(g.sha256, f.sha256);
+        assert_body(f.id, data, len);
+        /* No temporary left: the bodies only. */
+        assert_int_equal(content_entries(), 2 + named);
+    }
+    /* A known digest. */
+    kiln_store_upload *up = NULL;
+    assert_int_equal(kiln_store_begin(store, "acme", "h", "text/plain", KILN_STORE_SOURCE_DOCUMENT,
+                                      &up, &err),
+                     KILN_STORE_OK);
+    write_fd(kiln_store_upload_fd(up), "hello world", 11);
+    kiln_store_file h;
+    assert_int_equal(kiln_store_commit_written(up, &h, &err), KILN_STORE_OK);
+    assert_string_equal(h.sha256, HELLO_SHA);
+    assert_int_equal(h.bytes, 11);
+    free(data);
+    kiln_store_close(store);
+}
+
+/* Past max_bytes: refused, nothing kept; max_bytes itself is fine. An
+ * aborted or mixed-up upload keeps nothing either. */
+static void test_commit_written_refusals(void **state)
+{
+    (void)state;
+    kiln_store *store = open_store(10);
+    kiln_error err;
+    kiln_store_file f;
+    for (int named = 0; named <= 1; named++) {
+        kiln_store_force_named_temp(store, named);
+        kiln_store_upload *up = NULL;
+        assert_int_equal(kiln_store_begin(store, "acme", "big", "text/plain",
+                                          KILN_STORE_SOURCE_DOCUMENT, &up, &err),
+                         KILN_STORE_OK);
+        write_fd(kiln_store_upload_fd(up), "0123456789A", 11);
+        memset(&err, 0, sizeof err);
+        assert_int_equal(kiln_store_commit_written(up, &f, &err), KILN_STORE_TOO_LARGE);
+        assert_int_equal(err.code, KILN_E_TOO_LARGE);
+        assert_int_equal(err.limit, 10);
+        assert_int_equal(err.actual, 11);
+        assert_int_equal(content_entries(), 0);
+
+        /* Written, then abandoned. */
+        assert_int_equal(kiln_store_begin(store, "acme", "a", "text/plain",
+                                          KILN_STORE_SOURCE_DOCUMENT, &up, &err),
+                         KILN_STORE_OK);
+        write_fd(kiln_store_upload_fd(up), "partial", 7);
+        assert_int_equal(content_entries(), named);
+        kiln_store_abort(up);
+        assert_int_equal(content_entries(), 0);
+
+        /* kiln_store_write and a body written by someone else: refused. */
+        assert_int_equal(kiln_store_begin(store, "acme", "m", "text/plain",
+                                          KILN_STORE_SOURCE_DOCUMENT, &up, &err),
+                         KILN_STORE_OK);
+        assert_int_equal(kiln_store_write(up, "abc", 3, &err), KILN_STORE_OK);
+        assert_int_equal(kiln_store_commit_written(up, &f, &err), KILN_STORE_ERROR);
+        assert_int_equal(content_entries(), 0);
+    }
+    kiln_store_force_named_temp(store, 0);
+    kiln_store_upload *up = NULL;
+    assert_int_equal(kiln_store_begin(store, "acme", "exact", "text/plain",
+                                      KILN_STORE_SOURCE_DOCUMENT, &up, &err),
+                     KILN_STORE_OK);
+    write_fd(kiln_store_upload_fd(up), "0123456789", 10);
+    assert_int_equal(kiln_store_commit_written(up, &f, &err), KILN_STORE_OK);
+    assert_int_equal(f.bytes, 10);
+    int64_t total = -1;
+    assert_int_equal(kiln_store_list(store, "acme", 0, 10, NULL, NULL, &total, &err),
+                     KILN_STORE_OK);
+    assert_int_equal(total, 1);
+    assert_int_equal(content_entries(), 1);
     kiln_store_close(store);
 }
 
@@ -1123,6 +1252,8 @@ int main(void)
         T(test_max_bytes_exact),
         T(test_max_bytes_exact_named_temp),
         T(test_abort_leaves_nothing),
+        T(test_commit_written),
+        T(test_commit_written_refusals),
         T(test_cross_tenant),
         T(test_malformed_ids),
         T(test_list),

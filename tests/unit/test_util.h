@@ -55,6 +55,17 @@ static inline char *test_quote(const char *s)
     return out;
 }
 
+/* TEST_UNDER_ASAN: built with AddressSanitizer, whose every malloc and free
+ * unwinds its stack the exact, slow way (tests/lsan.supp): time bounds are
+ * for the plain build. */
+#if defined(__SANITIZE_ADDRESS__)
+#define TEST_UNDER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TEST_UNDER_ASAN 1
+#endif
+#endif
+
 /* Every collected error on stderr, to explain a failed assertion. */
 static inline void test_dump_errors(const kiln_errors *errs)
 {
