@@ -11,10 +11,12 @@
 
 #include "service/api.h"
 #include "service/store.h"
+#include "contract/job.h"
 
-/* The most inputs one render or run may name (each is an open file
- * descriptor while the job runs, and a child's inherited one for a run). */
-#define KILN_API_MAX_INPUTS 64
+/* The most inputs one render or run may name is the job contract's
+ * (contract/job.h): each is an open file descriptor while the job runs,
+ * and a child's inherited one for a run. */
+#define KILN_API_MAX_INPUTS KILN_JOB_INPUTS_MAX
 
 /* One input of a job: its id, its stored metadata and its body, open. */
 typedef struct kiln_api_input {
