@@ -52,7 +52,7 @@ UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 TEMPLATES := $(shell find templates -type f) exec/python/kiln.py
 
-.PHONY: all deps check unit unit-bins e2e asan asan-bins fuzz fuzz-check fuzz-corpus fuzz-targets bench samples demo serve clean
+.PHONY: all deps check unit unit-bins e2e asan asan-bins fuzz fuzz-check fuzz-corpus fuzz-targets format format-check bench samples demo serve clean
 all: $(BIN)
 
 $(BUILD)/libkiln.a: $(LIB_OBJS)
@@ -103,7 +103,7 @@ DEB_PKGS := build-essential pkg-config libjansson-dev libxlsxwriter-dev libmd4c-
 	python3-pil poppler-utils fonts-dejavu-core fonts-dejavu-extra fonts-crosextra-carlito \
 	time unzip libhpdf-dev libfreetype-dev libpng-dev qpdf python3-pypdf python3-reportlab \
 	fonts-wqy-zenhei python3-fonttools libfribidi-dev libseccomp-dev nettle-dev bubblewrap libsqlite3-dev \
-	libmicrohttpd-dev curl jq wrk nginx-light \
+	libmicrohttpd-dev curl jq wrk nginx-light clang-format \
 	python3-numpy python3-pandas python3-matplotlib python3-pytest-xdist
 deps:
 	@missing=$$(for p in $(DEB_PKGS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null \
@@ -168,6 +168,7 @@ check:
 	@mk/timed.sh --start $(CHECK_TIMES)
 	$(TIMED) build $(MAKE) -j$(NPROC) all unit-bins
 	$(TIMED) banned tests/check_banned.sh
+	$(TIMED) format-check $(MAKE) format-check
 	$(TIMED) samples $(MAKE) samples
 	$(TIMED) unit $(MAKE) unit
 	$(TIMED) e2e $(MAKE) e2e
@@ -178,6 +179,17 @@ check:
 	$(TIMED) asan-e2e env $(SAN_ENV) $(ASAN_MAKE) e2e
 	@echo "make check: every part passed; wall time by part:"
 	@mk/timed.sh --report $(CHECK_TIMES)
+
+# The C style is .clang-format's (clang-format 14, Debian 12's, in DEB_PKGS):
+# `make format` rewrites every tracked .c and .h in place; `make format-check`
+# changes nothing and fails listing the files that differ (tests/check_format.sh).
+CLANG_FORMAT := clang-format
+export CLANG_FORMAT
+format:
+	git ls-files -z '*.c' '*.h' | xargs -0 $(CLANG_FORMAT) --style=file -i
+
+format-check:
+	@tests/check_format.sh
 
 # Sanitizer runtime settings for every instrumented run (tests/lsan.supp says why).
 # intercept_tls_get_addr=0: clang 14's LeakSanitizer tracks the thread-local blocks
