@@ -45,7 +45,7 @@ if [ -z "$artifact" ] || [ ! -f "$artifact" ]; then
 fi
 # An input longer than -max_len runs cut to its first max_len bytes.
 size=$(stat -c %s "$artifact")
-exact= prefix=
+exact='' prefix=''
 while IFS= read -r -d '' f; do
 	if cmp -s "$artifact" "$f"; then
 		exact=$f

@@ -10,7 +10,7 @@
 # refuses to run with one rather than fail on lines nobody wrote. $CLANG_FORMAT
 # names the binary (default clang-format).
 set -u
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 cf=${CLANG_FORMAT:-clang-format}
 if ! version=$("$cf" --version 2>/dev/null); then
 	echo "check_format: $cf not found (make deps installs Debian's clang-format)"

@@ -7,9 +7,9 @@
 # input's path in the output. `make fuzz-check` runs it beside the real targets;
 # nothing is left in the tree (checked). $MAKE is the make to run (default make).
 set -u
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 make=${MAKE:-make}
-target=fuzz/build/selftest/fuzz_selftest
+target=fuzz/build/selftest/fuzz_selftest # the Makefile's FUZZ_SELFTEST_TARGET
 tmp=$(mktemp -d)
 # KEEP_TMP=1 keeps the directory, with every case's output and log.
 trap '[ -n "${KEEP_TMP:-}" ] && echo "check_fuzz_check: kept $tmp" || rm -rf "$tmp"' EXIT
