@@ -52,7 +52,7 @@ UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 TEMPLATES := $(shell find templates -type f) exec/python/kiln.py
 
-.PHONY: all deps check unit unit-bins e2e asan asan-bins fuzz fuzz-check fuzz-targets bench samples demo serve clean
+.PHONY: all deps check unit unit-bins e2e asan asan-bins fuzz fuzz-check fuzz-corpus fuzz-targets format format-check bench samples demo serve clean
 all: $(BIN)
 
 $(BUILD)/libkiln.a: $(LIB_OBJS)
@@ -103,7 +103,7 @@ DEB_PKGS := build-essential pkg-config libjansson-dev libxlsxwriter-dev libmd4c-
 	python3-pil poppler-utils fonts-dejavu-core fonts-dejavu-extra fonts-crosextra-carlito \
 	time unzip libhpdf-dev libfreetype-dev libpng-dev qpdf python3-pypdf python3-reportlab \
 	fonts-wqy-zenhei python3-fonttools libfribidi-dev libseccomp-dev nettle-dev bubblewrap libsqlite3-dev \
-	libmicrohttpd-dev curl jq wrk nginx-light \
+	libmicrohttpd-dev curl jq wrk nginx-light clang-format \
 	python3-numpy python3-pandas python3-matplotlib python3-pytest-xdist
 deps:
 	@missing=$$(for p in $(DEB_PKGS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null \
@@ -170,6 +170,7 @@ check:
 	$(TIMED) banned tests/check_banned.sh
 	$(TIMED) layers sh -c "tests/check_layers.sh --self-test && tests/check_layers.sh"
 	$(TIMED) cycles tests/check_cycles.sh $(BUILD)
+	$(TIMED) format-check $(MAKE) format-check
 	$(TIMED) samples $(MAKE) samples
 	$(TIMED) unit $(MAKE) unit
 	$(TIMED) e2e $(MAKE) e2e
@@ -180,6 +181,17 @@ check:
 	$(TIMED) asan-e2e env $(SAN_ENV) $(ASAN_MAKE) e2e
 	@echo "make check: every part passed; wall time by part:"
 	@mk/timed.sh --report $(CHECK_TIMES)
+
+# The C style is .clang-format's (clang-format 14, Debian 12's, in DEB_PKGS):
+# `make format` rewrites every tracked .c and .h in place; `make format-check`
+# changes nothing and fails listing the files that differ (tests/check_format.sh).
+CLANG_FORMAT := clang-format
+export CLANG_FORMAT
+format:
+	git ls-files -z '*.c' '*.h' | xargs -0 $(CLANG_FORMAT) --style=file -i
+
+format-check:
+	@tests/check_format.sh
 
 # Sanitizer runtime settings for every instrumented run (tests/lsan.supp says why).
 # intercept_tls_get_addr=0: clang 14's LeakSanitizer tracks the thread-local blocks
@@ -206,18 +218,23 @@ asan: asan-bins
 
 # Fuzzing (fuzz/README.md). The library is compiled once with the sanitizers
 # and libFuzzer's coverage hooks into fuzz/build/obj/ and linked into each
-# target. The corpus libFuzzer writes to is always its first directory: a
-# fresh temporary one for fuzz-check, fuzz/corpus/NAME for fuzz; fuzz/seeds and
-# samples/ come after it and are only read.
+# target. Each run (mk/fuzz_one.sh) first executes every kept input once: the
+# minimized corpus fuzz/corpus/NAME, the crash regressions fuzz/regressions/NAME
+# and the seeds (fuzz/seeds, samples/); those are only read. New inputs go to
+# the first directory libFuzzer is given: a fresh temporary one for fuzz-check,
+# fuzz/build/corpus/NAME (kept between runs, not committed) for fuzz.
 FUZZ_CC      := clang
 FUZZ_CFLAGS  := -std=c11 -D_GNU_SOURCE -I. $(WARN) -O1 -g -fno-omit-frame-pointer \
 	-fsanitize=address,undefined -fno-sanitize-recover=all $(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null)
 FUZZ_OBJS    := $(LIB_SRCS:%.c=fuzz/build/obj/%.o)
 FUZZ_TARGETS := $(patsubst fuzz/%.c,fuzz/build/%,$(wildcard fuzz/fuzz_*.c))
-FUZZ_ARGS    := -max_len=65536 -timeout=25 -rss_limit_mb=2048 -detect_leaks=1 \
-	-artifact_prefix=fuzz/build/ -print_final_stats=1
-# Each run is mk/fuzz_one.sh (its dictionary and seeds per target).
-export FUZZ_ARGS
+FUZZ_CORPUS      := fuzz/corpus
+FUZZ_REGRESSIONS := fuzz/regressions
+FUZZ_ARTIFACTS   := fuzz/build/
+FUZZ_TIMEOUT     := 25
+FUZZ_ARGS    := -max_len=65536 -timeout=$(FUZZ_TIMEOUT) -rss_limit_mb=2048 -detect_leaks=1 \
+	-artifact_prefix=$(FUZZ_ARTIFACTS) -print_final_stats=1
+export FUZZ_ARGS FUZZ_CORPUS FUZZ_REGRESSIONS
 
 fuzz/build/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -225,27 +242,44 @@ fuzz/build/obj/%.o: %.c
 
 fuzz/build/obj/common/templates.o: $(TEMPLATES)
 
-$(FUZZ_TARGETS): fuzz/build/%: fuzz/%.c fuzz/fuzz_common.h $(FUZZ_OBJS)
+# fuzz/selftest/fuzz_selftest fails on purpose, for tests/check_fuzz_check.sh
+# (fuzz-check runs it); it is built with the others but never fuzzed.
+FUZZ_SELFTEST_TARGET := fuzz/build/selftest/fuzz_selftest
+$(sort $(FUZZ_TARGETS) $(FUZZ_SELFTEST_TARGET)): fuzz/build/%: fuzz/%.c fuzz/fuzz_common.h $(FUZZ_OBJS)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_OBJS) $(LDLIBS)
 
 -include $(FUZZ_OBJS:.o=.d)
 
-fuzz-targets: $(FUZZ_TARGETS)
+fuzz-targets: $(FUZZ_TARGETS) $(FUZZ_SELFTEST_TARGET)
 
-# Long runs: FUZZ_SECONDS per target (default 300), corpus kept in fuzz/corpus/.
+# Long runs: FUZZ_SECONDS per target (default 300), new inputs kept in
+# fuzz/build/corpus/NAME. `make fuzz-corpus` then folds them into fuzz/corpus/.
 fuzz: $(FUZZ_TARGETS)
-	@for f in $(FUZZ_TARGETS); do n=$$(basename $$f); mkdir -p fuzz/corpus/$$n; \
+	@for f in $(FUZZ_TARGETS); do n=$$(basename $$f); mkdir -p fuzz/build/corpus/$$n; \
 		echo "== $$n ($${FUZZ_SECONDS:-300} s)"; \
-		$(SAN_ENV) mk/fuzz_one.sh $$f $${FUZZ_SECONDS:-300} fuzz/corpus/$$n || exit 1; done
+		$(SAN_ENV) mk/fuzz_one.sh $$f $${FUZZ_SECONDS:-300} fuzz/build/corpus/$$n || exit 1; done
 
-# Quick check for `make check`: FUZZ_SECONDS per target (default 20), NPROC at a
-# time. Any crash, leak, timeout or sanitizer report fails the make; the logs
-# stay in fuzz/build/logs/, a crashing input in fuzz/build/.
-fuzz-check: $(FUZZ_TARGETS)
-	@$(SAN_ENV) mk/run_parallel.sh $(NPROC) fuzz/build/logs \
-		$(foreach f,$(FUZZ_TARGETS),$(notdir $(f))="mk/fuzz_one.sh $(f) $${FUZZ_SECONDS:-20}")
-	@grep -H -E '^(Done|stat::number_of_executed_units)' fuzz/build/logs/*.log
+# fuzz/corpus/NAME made afresh with libFuzzer's -merge=1: the fewest, smallest
+# inputs of fuzz/build/corpus/NAME and the old fuzz/corpus/NAME that reach what
+# the seeds and regressions do not (mk/fuzz_corpus.sh).
+fuzz-corpus: $(FUZZ_TARGETS)
+	@for f in $(FUZZ_TARGETS); do $(SAN_ENV) mk/fuzz_corpus.sh $$f || exit 1; done
+
+# For `make check`: every target NPROC at a time, each replaying its corpus,
+# regressions and seeds, then fuzzing for the rest of FUZZ_SECONDS (default
+# 15; 0: the replay alone). Any crash, leak, timeout or sanitizer report fails
+# the make, naming the input; the logs stay in fuzz/build/logs/, a crashing
+# input in fuzz/build/. Beside them, tests/check_fuzz_check.sh plants failing
+# inputs for fuzz/selftest/fuzz_selftest and checks that this rule fails on
+# each (FUZZ_SELFTEST=0 leaves it out: it runs this rule itself).
+FUZZ_SELFTEST := 1
+FUZZ_LOGS     := fuzz/build/logs
+fuzz-check: $(FUZZ_TARGETS) $(if $(filter 1,$(FUZZ_SELFTEST)),$(FUZZ_SELFTEST_TARGET))
+	@$(SAN_ENV) mk/run_parallel.sh $(NPROC) $(FUZZ_LOGS) \
+		$(if $(filter 1,$(FUZZ_SELFTEST)),fuzz_selftest="MAKE='$(MAKE)' tests/check_fuzz_check.sh") \
+		$(foreach f,$(FUZZ_TARGETS),$(notdir $(f))="mk/fuzz_one.sh $(f) $${FUZZ_SECONDS:-15}")
+	@grep -H -E '^(Done|stat::number_of_executed_units)' $(foreach f,$(FUZZ_TARGETS),$(FUZZ_LOGS)/$(notdir $(f)).log)
 
 # The npm packages the benchmark compares with, pinned in bench/package-lock.json.
 bench/node_modules: bench/package.json
