@@ -33,7 +33,8 @@ static void check_errors(kiln_status st, const kiln_errors *errs)
             abort();
 }
 
-/* The same job, written back and read again as kiln run reads it. */
+/* The same job, written back and read again as kiln run reads it: file ids
+ * become the descriptors the service hands its child, as runs_api.c does. */
 static void round_trip(const kiln_job_request *rq)
 {
     size_t n = json_array_size(rq->inputs);
@@ -43,7 +44,7 @@ static void round_trip(const kiln_job_request *rq)
         abort();
     for (size_t i = 0; i < n; i++) {
         const json_t *in = json_array_get(rq->inputs, i);
-        paths[i] = json_is_string(in) ? json_string_value(in)
+        paths[i] = json_is_string(in) ? "/proc/self/fd/4"
                                       : json_string_value(json_object_get(in, "path"));
         names[i] = json_is_string(in) ? "input" : json_string_value(json_object_get(in, "name"));
     }
