@@ -34,12 +34,14 @@
     X(NOMEM, "out_of_memory", 7)                         \
     X(INTERNAL, "internal", 70)
 
+/* clang-format off: the enumerators come from the X-macro, which clang-format cannot see */
 typedef enum {
 #define KILN_X_ENUM(name, str, status) KILN_E_##name,
     KILN_ERROR_CODES(KILN_X_ENUM)
 #undef KILN_X_ENUM
     KILN_E__COUNT
 } kiln_status;
+/* clang-format on */
 
 #define KILN_POINTER_MAX 256
 #define KILN_MESSAGE_MAX 512

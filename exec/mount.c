@@ -58,12 +58,14 @@ static const char *const usr_binds[] = {"bin", "sbin", "lib", "lib32", "lib64", 
  * boot details): a file gets /dev/null bound over it and reads as empty, a
  * directory an empty read-only tmpfs. What programs size themselves by
  * (meminfo, cpuinfo, stat, uptime, loadavg) stays. */
+/* clang-format off: the last line is the directories masked with a tmpfs */
 static const char *const proc_masked[] = {
     "kcore", "kallsyms", "keys", "key-users", "timer_list", "timer_stats", "sched_debug",
     "latency_stats", "config.gz", "iomem", "ioports", "partitions", "swaps", "diskstats",
     "modules", "cmdline", "vmallocinfo", "slabinfo",
     "acpi", "asound", "bus", "driver", "fs", "irq", "scsi",
 };
+/* clang-format on */
 
 /* /proc entries bound read-only over themselves (runc's readonlyPaths): the
  * job's uid cannot write them anyway; this holds whatever their modes. */

@@ -139,6 +139,7 @@ static void write_file(const char *name, const void *data, size_t len)
 /* A whole PNG: signature, IHDR 3x2 RGB, pHYs 11811 px/m (300 dpi), IDAT (two
  * rows of red pixels, deflated), IEND; every chunk with its CRC, which the
  * probe checks. */
+/* clang-format off: one PNG chunk or JPEG segment a line */
 static const unsigned char png_bytes[] = {
     0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n',
     0, 0, 0, 13, 'I', 'H', 'D', 'R', 0, 0, 0, 3, 0, 0, 0, 2, 8, 2, 0, 0, 0,
@@ -164,7 +165,8 @@ static const unsigned char jpeg_bytes[] = {
 /* The same 3x2 PNG without its pHYs chunk, as base64. */
 #define PNG_3X2_BASE64 "iVBORw0KGgoAAAANSUhEUgAAAAMAAAACCAIAAAASFvFNAAAAEElEQVR42mP4z8AAQQxwFgBB0gX7b/EWxwAAAABJRU5ErkJggg=="
 
-static int setup_dir(void **state)
+static int setup_dir(void **state)/* clang-format on */
+
 {
     (void)state;
     if (test_dir_make(tmpdir, sizeof tmpdir, "parse") != 0)
