@@ -165,8 +165,9 @@ static const unsigned char jpeg_bytes[] = {
 /* The same 3x2 PNG without its pHYs chunk, as base64. */
 #define PNG_3X2_BASE64 "iVBORw0KGgoAAAANSUhEUgAAAAMAAAACCAIAAAASFvFNAAAAEElEQVR42mP4z8AAQQxwFgBB0gX7b/EWxwAAAABJRU5ErkJggg=="
 
-static int setup_dir(void **state)/* clang-format on */
+/* clang-format on */
 
+static int setup_dir(void **state)
 {
     (void)state;
     if (test_dir_make(tmpdir, sizeof tmpdir, "parse") != 0)
