@@ -289,9 +289,9 @@ static kiln_status measure_row(kiln_table_layout *t, uint32_t row, const kiln_ce
 }
 
 /* The first pass: how many columns, what the rows measured need. Rows past
- * rules.measure_rows can be wider than those only when the columns are not
- * fixed by the table (a CSV record never has more fields than the columns
- * defined), so they are read on for their width alone, and no cell is ever
+ * rules.measure_rows can be wider than those only when the table defines no
+ * columns (the row readers reject a row wider than the columns defined), so
+ * then they are read on for their width alone, and no cell is ever
  * dropped. */
 static kiln_status measure(kiln_table_layout *t)
 {
@@ -305,7 +305,7 @@ static kiln_status measure(kiln_table_layout *t)
             return st;
         row++;
     }
-    int count_on = d->source != KILN_ROWS_CSV || d->column_count == 0;
+    int count_on = d->column_count == 0;
     kiln_row_reader *reader = NULL;
     st = kiln_rows_open(t->doc, d, &reader, t->err);
     if (st != KILN_E_OK)
