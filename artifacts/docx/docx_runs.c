@@ -77,12 +77,12 @@ static void write_run_props(docx_ctx *c, const kiln_run *r)
 {
     opc_xml *x = c->x;
     unsigned f = r->flags;
-    const char *rstyle = r->link                 ? DOCX_STYLE_HYPERLINK
+    const char *rstyle = r->link               ? DOCX_STYLE_HYPERLINK
                          : (f & KILN_RUN_CODE) ? DOCX_STYLE_CODE_CHAR
                                                : NULL;
     /* Code inside a link keeps the Hyperlink style and takes the mono font
      * directly, since a run has one character style. */
-    const char *font = r->font ? r->font
+    const char *font = r->font                            ? r->font
                        : (r->link && (f & KILN_RUN_CODE)) ? c->doc->theme.mono_font
                                                           : NULL;
     if (!rstyle && !font && r->color == KILN_COLOR_NONE && r->size <= 0 &&

@@ -167,7 +167,8 @@ int kiln_table_has_header(const kiln_table_data *d)
     return d->header && d->column_count;
 }
 
-double kiln_table_layout_cell_size(const kiln_table_layout *t, double size, const kiln_style *style)
+double kiln_table_layout_cell_size(const kiln_table_layout *t, double size,
+                                   const kiln_style *style)
 {
     if (!style || style->size <= 0)
         return size;
@@ -220,8 +221,9 @@ static kiln_status measure_cell(kiln_table_layout *t, kiln_table_col *into, cons
     if (!face)
         return failed(t);
     double line, word;
-    kiln_text_extent(t->metrics, face, kiln_table_layout_cell_size(t, t->rules.base_pt, cell->style),
-                     text, len, &line, &word);
+    kiln_text_extent(t->metrics, face,
+                     kiln_table_layout_cell_size(t, t->rules.base_pt, cell->style), text, len,
+                     &line, &word);
     int numeric = !header && kiln_cell_is_numeric(cell);
     if (line > into->text_want)
         into->text_want = line;
@@ -254,7 +256,8 @@ static kiln_status measure_merges(kiln_table_layout *t, uint32_t row, const kiln
         const kiln_cell *own = r->first_col < count ? &cells[r->first_col] : NULL;
         const kiln_cell *shown = kiln_merge_shown(span->merge, own, &merge_look);
         /* The merge's format has no column number format. */
-        const kiln_column *def = merge_look || header ? NULL : kiln_table_column(t->d, r->first_col);
+        const kiln_column *def = merge_look || header ? NULL
+                                                      : kiln_table_column(t->d, r->first_col);
         kiln_status st;
         if (span->measure_col != KILN_MERGE_NONE) {
             if (span->measure_col >= t->ncols)
@@ -273,8 +276,8 @@ static kiln_status measure_merges(kiln_table_layout *t, uint32_t row, const kiln
 }
 
 /* One row of the measuring pass. */
-static kiln_status measure_row(kiln_table_layout *t, uint32_t row, const kiln_cell *cells, size_t count,
-                               int header)
+static kiln_status measure_row(kiln_table_layout *t, uint32_t row, const kiln_cell *cells,
+                               size_t count, int header)
 {
     kiln_merge_walk_row(&t->walk, row);
     for (size_t i = 0; i < count && i < t->ncols; i++) {
@@ -370,10 +373,11 @@ static kiln_cell *header_cells(kiln_table_layout *t)
     return cells;
 }
 
-kiln_status kiln_table_layout_init(kiln_table_layout *t, const kiln_doc *doc, const kiln_table_data *d,
-                            const kiln_sheet *sheet, int header, const kiln_table_rules *rules,
-                            const kiln_text_metrics *metrics, kiln_arena *arena,
-                            kiln_error *err, const char *pointer)
+kiln_status kiln_table_layout_init(kiln_table_layout *t, const kiln_doc *doc,
+                                   const kiln_table_data *d, const kiln_sheet *sheet, int header,
+                                   const kiln_table_rules *rules,
+                                   const kiln_text_metrics *metrics, kiln_arena *arena,
+                                   kiln_error *err, const char *pointer)
 {
     memset(t, 0, sizeof *t);
     t->doc = doc;
@@ -495,14 +499,17 @@ static void widen_for_merges(kiln_table_layout *t)
             if (c->def && c->def->width == 0)
                 continue;
             if (want_more > 0)
-                c->text_want = (c->text_want > floor_text ? c->text_want : floor_text) + want_more;
+                c->text_want = (c->text_want > floor_text ? c->text_want : floor_text) +
+                               want_more;
             if (need_more > 0)
-                c->text_need = (c->text_need > floor_text ? c->text_need : floor_text) + need_more;
+                c->text_need = (c->text_need > floor_text ? c->text_need : floor_text) +
+                               need_more;
         }
     }
 }
 
-double kiln_table_layout_trial(kiln_table_layout *t, double size, double pad, double *need_total)
+double kiln_table_layout_trial(kiln_table_layout *t, double size, double pad, double avail,
+                               double *need_total)
 {
     const kiln_table_rules *r = &t->rules;
     double factor = size / r->base_pt;
@@ -518,8 +525,8 @@ double kiln_table_layout_trial(kiln_table_layout *t, double size, double pad, do
         /* A word wider than word_cap of the room (a URL, a part number)
          * breaks inside rather than shrink the whole table. */
         double word = c->text_need * factor;
-        if (r->word_cap > 0 && word > r->word_cap * t->avail)
-            word = r->word_cap * t->avail;
+        if (r->word_cap > 0 && word > r->word_cap * avail)
+            word = r->word_cap * avail;
         double num = c->num_need * factor;
         c->want = c->text_want * factor + pad + slack;
         c->need = (num > word ? num : word) + pad + slack;
@@ -615,7 +622,7 @@ static void distribute(kiln_table_layout *t, double avail, double want_total, do
 static size_t fit_at(kiln_table_layout *t, double avail)
 {
     double need_total;
-    double want_total = kiln_table_layout_trial(t, t->size, t->pad, &need_total);
+    double want_total = kiln_table_layout_trial(t, t->size, t->pad, avail, &need_total);
     size_t shown = 0;
     for (size_t i = 0; i < t->ncols; i++)
         shown += !t->cols[i].hidden;
@@ -678,7 +685,7 @@ static size_t fit_steps(kiln_table_layout *t, double avail)
     const kiln_table_rules *r = &t->rules;
     double want_total, need_total;
     for (t->size = r->base_pt;; t->size -= r->font_step_pt) {
-        want_total = kiln_table_layout_trial(t, t->size, t->pad, &need_total);
+        want_total = kiln_table_layout_trial(t, t->size, t->pad, avail, &need_total);
         if (want_total <= avail || (t->size <= r->wrap_font_pt && need_total <= avail) ||
             t->size <= r->min_font_pt)
             break;
@@ -694,7 +701,6 @@ static size_t fit_steps(kiln_table_layout *t, double avail)
 
 size_t kiln_table_layout_fit(kiln_table_layout *t, double avail, double origin)
 {
-    t->avail = avail;
     t->size = t->rules.base_pt;
     t->pad = t->rules.pad_pt;
     if (t->rules.widen_for_merges && !t->widened) {
@@ -760,14 +766,14 @@ static void resolve_align(const kiln_table_layout *t, kiln_table_slot *s, size_t
         s->align = t->cols[col].align;
     else
         s->align = !header && s->cell && kiln_cell_is_numeric(s->cell) ? KILN_ALIGN_RIGHT
-                                                                        : KILN_ALIGN_LEFT;
+                                                                       : KILN_ALIGN_LEFT;
     s->valign = st ? st->valign : KILN_VALIGN_DEFAULT;
     if (s->valign == KILN_VALIGN_DEFAULT && s->merge_look)
         s->valign = KILN_VALIGN_MIDDLE;
 }
 
 const kiln_table_slot *kiln_table_layout_row(kiln_table_layout *t, uint32_t wsrow, int header,
-                                      const kiln_cell *cells, size_t count, int merges)
+                                             const kiln_cell *cells, size_t count, int merges)
 {
     if (merges)
         kiln_merge_walk_row(&t->walk, wsrow);
@@ -832,8 +838,8 @@ const kiln_table_slot *kiln_table_layout_row(kiln_table_layout *t, uint32_t wsro
     return t->slots;
 }
 
-int64_t kiln_table_layout_slot_sum(const kiln_table_layout *t, size_t col, const kiln_table_slot *slot,
-                            const int64_t *per_col)
+int64_t kiln_table_layout_slot_sum(const kiln_table_layout *t, size_t col,
+                                   const kiln_table_slot *slot, const int64_t *per_col)
 {
     if (slot->merge == KILN_MERGE_NONE)
         return per_col[col];

@@ -14,8 +14,7 @@ kiln_status pdf_new_page(pdf_ctx *ctx)
     HPDF_Page page;
 
     if (ctx->page_count >= PDF_MAX_PAGES)
-        return kiln_error_limit(ctx->err, KILN_E_LIMIT, NULL, PDF_MAX_PAGES,
-                                ctx->page_count + 1,
+        return kiln_error_limit(ctx->err, KILN_E_LIMIT, NULL, PDF_MAX_PAGES, ctx->page_count + 1,
                                 "the PDF would have more than %u pages", PDF_MAX_PAGES);
     if (ctx->page_count == ctx->page_cap) {
         size_t cap = ctx->page_cap ? ctx->page_cap * 2 : 64;

@@ -207,8 +207,7 @@ static kiln_status plan_groups(pptx_table *t)
     kiln_table_layout *tl = &t->tl;
     double avail = (double)t->area.cx / PPTX_EMU_PER_PT;
     double need_total = 0;
-    tl->avail = avail;
-    kiln_table_layout_trial(tl, FONT_MIN, tl->rules.pad_pt, &need_total);
+    kiln_table_layout_trial(tl, FONT_MIN, tl->rules.pad_pt, avail, &need_total);
     size_t cap = t->ncols ? t->ncols : 1;
     t->group_first = kiln_arena_calloc(t->c->arena, cap, sizeof *t->group_first);
     t->group_last = kiln_arena_calloc(t->c->arena, cap, sizeof *t->group_last);
@@ -227,7 +226,7 @@ static kiln_status plan_groups(pptx_table *t)
     /* Too wide, then: the groups are made so that their columns get room to
      * read at FONT_WRAP, each its longest word and up to GROUP_COL_PT of
      * its text on a line, rather than packed as tight as 10 pt allows. */
-    kiln_table_layout_trial(tl, FONT_WRAP, tl->rules.pad_pt, &need_total);
+    kiln_table_layout_trial(tl, FONT_WRAP, tl->rules.pad_pt, avail, &need_total);
     for (size_t i = 0; i < t->ncols; i++) {
         kiln_table_col *c = &tl->cols[i];
         double roomy = c->want < GROUP_COL_PT ? c->want : GROUP_COL_PT;

@@ -102,10 +102,9 @@ static void lay_out_sheet(fixture *f, const char *json_quoted, const kiln_table_
 {
     parse(f, json_quoted);
     const kiln_sheet *sheet = &f->doc->sheets[0];
-    kiln_status st =
-        kiln_table_layout_init(&f->tl, f->doc, &sheet->data, sheet,
-                               kiln_table_has_header(&sheet->data), rules, &fake, &f->arena,
-                               &f->err, "/sheets/0");
+    kiln_status st = kiln_table_layout_init(&f->tl, f->doc, &sheet->data, sheet,
+                                            kiln_table_has_header(&sheet->data), rules, &fake,
+                                            &f->arena, &f->err, "/sheets/0");
     assert_int_equal(st, KILN_E_OK);
 }
 
@@ -263,8 +262,8 @@ static void test_steps_fill_and_numbers_kept(void **state)
     kiln_table_layout_fit(tl, 200, 0);
     assert_true(fabs(tl->size - 14) < EPS);
     assert_true(fabs(tl->cols[0].width + tl->cols[1].width - 200) < 1e-6);
-    assert_true(fabs(tl->cols[0].width / tl->cols[1].width - tl->cols[0].want / tl->cols[1].want) <
-                1e-9);
+    assert_true(
+        fabs(tl->cols[0].width / tl->cols[1].width - tl->cols[0].want / tl->cols[1].want) < 1e-9);
     /* Too narrow for everything: the font steps down to 10 pt, the number
      * keeps its width (9 + 2 pt), the text is capped. */
     kiln_table_layout_fit(tl, 16, 0);
@@ -384,8 +383,9 @@ static void test_header_and_repeat(void **state)
     release(&f);
 
     /* No header row: header false. */
-    lay_out_sheet(&f, "{'sheets':[{'name':'S','header':false,'columns':[{'header':'x'}],"
-                      "'rows':[[1]]}]}",
+    lay_out_sheet(&f,
+                  "{'sheets':[{'name':'S','header':false,'columns':[{'header':'x'}],"
+                  "'rows':[[1]]}]}",
                   &rules);
     assert_null(f.tl.hdr);
     release(&f);
@@ -410,7 +410,7 @@ static void test_alignment(void **state)
     assert_int_equal(tl->cols[2].align, KILN_ALIGN_RIGHT);   /* untyped, all numbers */
     assert_int_equal(tl->cols[3].align, KILN_ALIGN_DEFAULT); /* mixed: per cell */
     assert_int_equal(tl->cols[4].align, KILN_ALIGN_CENTER);
-    assert_int_equal(tl->cols[5].align, KILN_ALIGN_RIGHT);   /* a number format */
+    assert_int_equal(tl->cols[5].align, KILN_ALIGN_RIGHT); /* a number format */
     kiln_table_layout_fit(tl, 500, 0);
 
     kiln_row_reader *reader = NULL;
