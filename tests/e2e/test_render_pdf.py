@@ -2069,3 +2069,20 @@ def test_untyped_column_with_number_format_is_right_aligned(tmp_path, kiln_bin):
     assert abs(words["pending"][1] - right) < 1.0, "text cell not right-aligned: %s" % words
     assert abs(words["7.00"][1] - right) < 1.0, "number not right-aligned: %s" % words
     assert words["pending"][0] > words["1,234.50"][0] + 2, "text cell left-aligned: %s" % words
+
+
+def test_merge_over_a_hidden_first_column_shows_its_value_in_that_columns_format(tmp_path, kiln_bin):
+    """A merged range whose top-left column is hidden (width 0) shows the top-left cell's
+    value in the top-left column's number format, as the docx and pptx do, not in the
+    format of the first column shown."""
+    sp = write_spec(tmp_path, {"sheets": [{"name": "S", "columns": [
+        {"header": "A", "width": 0, "type": "currency"}, {"header": "B", "type": "percent"},
+        {"header": "C"}], "rows": [[0.5, None, "x"], [0.25, 0.1, "y"]],
+        "merges": [{"range": "A2:B2"}]}]})
+    out = tmp_path / "hidden_merge.pdf"
+    p = run_kiln("render", sp, "-o", out)
+    assert p.returncode == 0, describe(p)
+    words = [t for *_b, t in pdf_words(out)[0][2]]
+    assert "$0.50" in words, words
+    assert "50.0%" not in words, words
+    assert "10.0%" in words, words
