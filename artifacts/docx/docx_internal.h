@@ -143,6 +143,9 @@ void docx_write_runs(docx_ctx *c, const kiln_text *t);
 /* One plain run; rstyle (a character style id) may be NULL. Tabs become
  * w:tab and line feeds w:br, as Word stores them. */
 void docx_write_text_run(docx_ctx *c, const char *text, size_t len, const char *rstyle);
+/* <w:t> for one stretch of text without tabs or line breaks (nothing when
+ * len is 0; xml:space="preserve" when it starts or ends with a space). */
+void docx_write_t(opc_xml *x, const char *s, size_t len);
 /* attr="rIdN" on the open element. */
 void docx_write_rid(opc_xml *x, const char *attr, unsigned rid);
 

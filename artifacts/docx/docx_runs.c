@@ -16,8 +16,7 @@
 #include "docx_internal.h"
 #include "../../common/banned.h"
 
-/* <w:t> for one stretch of text without tabs or line breaks. */
-static void write_t(opc_xml *x, const char *s, size_t len)
+void docx_write_t(opc_xml *x, const char *s, size_t len)
 {
     if (len == 0)
         return;
@@ -37,7 +36,7 @@ static void write_run_content(opc_xml *x, const char *s, size_t len)
         char ch = s[i];
         if (ch != '\t' && ch != '\n' && ch != '\r')
             continue;
-        write_t(x, s + start, i - start);
+        docx_write_t(x, s + start, i - start);
         if (ch == '\t') {
             opc_xml_empty(x, "w:tab");
         } else {
@@ -47,7 +46,7 @@ static void write_run_content(opc_xml *x, const char *s, size_t len)
         }
         start = i + 1;
     }
-    write_t(x, s + start, len - start);
+    docx_write_t(x, s + start, len - start);
 }
 
 void docx_write_text_run(docx_ctx *c, const char *text, size_t len, const char *rstyle)
