@@ -219,9 +219,7 @@ kiln_status docx_write_image(docx_ctx *c, const kiln_image *image, double width_
     opc_xml_end(x); /* pic:nvPicPr */
     opc_xml_start(x, "pic:blipFill");
     opc_xml_start(x, "a:blip");
-    char rid_text[24];
-    snprintf(rid_text, sizeof rid_text, "rId%u", rid);
-    opc_xml_attr(x, "r:embed", rid_text);
+    docx_write_rid(x, "r:embed", rid);
     opc_xml_end(x);
     opc_xml_start(x, "a:stretch");
     opc_xml_empty(x, "a:fillRect");
@@ -287,9 +285,7 @@ kiln_status docx_write_chart(docx_ctx *c, const kiln_chart *chart, const kiln_sh
     opc_xml_attr(x, "uri", NS_C);
     opc_xml_start(x, "c:chart");
     opc_xml_attr(x, "xmlns:c", NS_C);
-    char rid_text[24];
-    snprintf(rid_text, sizeof rid_text, "rId%u", rid);
-    opc_xml_attr(x, "r:id", rid_text);
+    docx_write_rid(x, "r:id", rid);
     opc_xml_end(x);
     opc_xml_end(x); /* a:graphicData */
     opc_xml_end(x); /* a:graphic */

@@ -10,10 +10,14 @@
  *   docx_writer.c     kiln_docx_write: order of parts, the one place errors of
  *                     the parts meet the caller
  *   docx_document.c   word/document.xml: the body walk, headings (with TOC
- *                     bookmarks), paragraphs, runs, hyperlinks, code, quotes,
- *                     rules, page breaks, captions, the section properties
+ *                     bookmarks), paragraphs, code, quotes, rules, page
+ *                     breaks, captions, the section properties
+ *   docx_runs.c       runs and hyperlinks inside a paragraph (the body, lists,
+ *                     table cells and the TOC all write text through it)
  *   docx_lists.c      list paragraphs; one w:num per list instance
- *   docx_table.c      tables (grid, header repeat, cantSplit, widths, formats)
+ *   docx_table.c      tables: the layout of artifacts/layout/table_layout.h
+ *                     written as w:tbl (grid, header repeat, cantSplit,
+ *                     merged cells, the font a wide table is shrunk to)
  *   docx_drawing.c    inline images and charts (wp:inline)
  *   docx_toc.c        the TOC field with its entries already filled in
  *   docx_styles.c     word/styles.xml from templates/docx/styles.xml
@@ -128,15 +132,22 @@ typedef struct docx_ctx {
 
 /* ---- document.xml (docx_document.c) ---- */
 kiln_status docx_document_write(docx_ctx *c);
+/* A caption paragraph: "Table N: text" / "Figure N: text" with a SEQ field. */
+void docx_write_caption(docx_ctx *c, const char *label, unsigned number, const char *text);
+/* The pre-pass: headings and their estimated pages. */
+kiln_status docx_collect_headings(docx_ctx *c);
+
+/* ---- runs (docx_runs.c) ---- */
 /* Runs of t into the open w:p (bold, italic, links as w:hyperlink, ...). */
 void docx_write_runs(docx_ctx *c, const kiln_text *t);
 /* One plain run; rstyle (a character style id) may be NULL. Tabs become
  * w:tab and line feeds w:br, as Word stores them. */
 void docx_write_text_run(docx_ctx *c, const char *text, size_t len, const char *rstyle);
-/* A caption paragraph: "Table N: text" / "Figure N: text" with a SEQ field. */
-void docx_write_caption(docx_ctx *c, const char *label, unsigned number, const char *text);
-/* The pre-pass: headings and their estimated pages. */
-kiln_status docx_collect_headings(docx_ctx *c);
+/* <w:t> for one stretch of text without tabs or line breaks (nothing when
+ * len is 0; xml:space="preserve" when it starts or ends with a space). */
+void docx_write_t(opc_xml *x, const char *s, size_t len);
+/* attr="rIdN" on the open element. */
+void docx_write_rid(opc_xml *x, const char *attr, unsigned rid);
 
 /* ---- lists (docx_lists.c) ---- */
 /* A new list instance; returns its numId, 0 when out of memory. */

@@ -1409,17 +1409,6 @@ static void instr_text(opc_xml *x, const char *instr, int web_hidden)
     opc_xml_end(x);
 }
 
-static void plain_t(opc_xml *x, const char *s, size_t len)
-{
-    if (len == 0)
-        return;
-    opc_xml_start(x, "w:t");
-    if (s[0] == ' ' || s[len - 1] == ' ')
-        opc_xml_attr(x, "xml:space", "preserve");
-    opc_xml_text(x, s, len);
-    opc_xml_end(x);
-}
-
 /* A heading's text as one unformatted run: an entry takes the TOC style's
  * look, and tabs or line breaks in the heading become spaces. */
 static void write_entry_text(opc_xml *x, const kiln_text *t)
@@ -1430,12 +1419,12 @@ static void write_entry_text(opc_xml *x, const kiln_text *t)
         size_t len = t->runs[i].len, start = 0;
         for (size_t j = 0; j < len; j++) {
             if (s[j] == '\t' || s[j] == '\n' || s[j] == '\r') {
-                plain_t(x, s + start, j - start);
-                plain_t(x, " ", 1);
+                docx_write_t(x, s + start, j - start);
+                docx_write_t(x, " ", 1);
                 start = j + 1;
             }
         }
-        plain_t(x, s + start, len - start);
+        docx_write_t(x, s + start, len - start);
     }
     opc_xml_end(x);
 }

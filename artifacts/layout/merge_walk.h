@@ -1,14 +1,15 @@
 /*
  * merge_walk.h - a sheet's merged ranges, walked alongside its rows.
  *
- * The document writers (.docx, .pdf) stream a table's rows and never hold
- * them, so the sheet's merges (kiln_sheet.merges) are walked in step: the
- * ranges are sorted by first row (then first column) once, and each row,
- * visited in order, learns which range covers each of its columns. Rows
+ * The document writers' table layout (table_layout.h, for .docx, .pptx and
+ * .pdf) streams a table's rows and never holds them, so the sheet's merges
+ * (kiln_sheet.merges) are walked in step: the ranges are sorted by first
+ * row (then first column) once, and each row, visited in order, learns
+ * which range covers each of its columns. Rows
  * are numbered as in the worksheet the .xlsx writer makes: row 0 is the
  * header row when the table has one, else the first data row.
  *
- * The walk knows ranges only. What a writer keeps per range (where its
+ * The walk knows ranges only. What the layout keeps per range (where its
  * cell goes, its width, the look of its first row for the rows below) it
  * keeps in its own array indexed by the range's index in the walk: range k
  * is walk->merges[k], and every index the walk hands out is such a k.

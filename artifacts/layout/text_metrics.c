@@ -1,8 +1,9 @@
 /*
  * text_metrics.c - the font metrics the Office writers measure text with:
- * the docx table writer to size columns (docx_table.c), the TOC's page
- * estimate to break lines (docx_toc.c), the pptx writer to fit text into
- * placeholders and tables (pptx_text.c, pptx_table.c). No font file is read at render time; Calibri is
+ * the docx and pptx tables' column widths and row heights (through
+ * table_layout.h's kiln_calibri_metrics), the TOC's page estimate to break
+ * lines (docx_toc.c), the pptx writer to fit text into placeholders
+ * (pptx_text.c). No font file is read at render time; Calibri is
  * the default theme font, and Carlito, which LibreOffice uses in its place,
  * has the same advance widths (these numbers were read from Carlito).
  */

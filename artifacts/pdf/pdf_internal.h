@@ -17,11 +17,14 @@
  *                  spaces, after hyphens, between CJK characters, inside
  *                  over-long words), and drawing lines (justify, underline,
  *                  strike, links)
- *   pdf_layout.c   the flow: pages and the cursor, headings (keep with next,
+ *   pdf_page.c     pages, the space left on them, the links on them (what
+ *                  the flow, the tables and the paragraphs all ask for)
+ *   pdf_layout.c   the flow: the cursor, headings (keep with next,
  *                  outline), paragraphs (widows and orphans), lists, code,
  *                  quotes, rules, page breaks, captions, the TOC
- *   pdf_table.c    tables: column widths, wrapped cells, header shading and
- *                  borders, the header row repeated on every page
+ *   pdf_table.c    tables: the layout of artifacts/layout/table_layout.h
+ *                  measured with these fonts, wrapped cells, header shading
+ *                  and borders, the header row repeated on every page
  *   pdf_image.c    PNG and JPEG images as XObjects (transparency flattened
  *                  so libharu never writes an uncompressed alpha mask)
  *   pdf_chart.c    charts as vector graphics
@@ -168,6 +171,7 @@ typedef struct pdf_ctx {
     size_t toc_count, toc_cap;
 } pdf_ctx;
 
+/* ---- pages (pdf_page.c) ---- */
 /* Start a new page (and remember it). KILN_E_LIMIT past PDF_MAX_PAGES. */
 kiln_status pdf_new_page(pdf_ctx *ctx);
 /* Space left on the current page (0 before the first page). */

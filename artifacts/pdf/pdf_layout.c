@@ -1,6 +1,6 @@
 /*
- * pdf_layout.c - the flow: pages, the cursor, and every block but tables,
- * images' pixels and charts' drawing.
+ * pdf_layout.c - the flow: the cursor, and every block but tables, images'
+ * pixels and charts' drawing (pages and links are pdf_page.c's).
  *
  * Layout is one forward pass that draws as it goes: a block is measured
  * (its paragraph broken into lines), then placed at the cursor, moving to a
@@ -53,72 +53,6 @@ typedef struct pdf_toc_entry {
 #define CODE_LEADING 1.25
 #define CODE_PAD 6.0 /* inside the frame, above and below */
 #define TOC_NUMBER_WIDTH 36.0
-
-/* ------------------------------------------------------------------ pages */
-
-kiln_status pdf_new_page(pdf_ctx *ctx)
-{
-    HPDF_Page page;
-
-    if (ctx->page_count >= PDF_MAX_PAGES)
-        return kiln_error_limit(ctx->err, KILN_E_LIMIT, NULL, PDF_MAX_PAGES,
-                                ctx->page_count + 1,
-                                "the PDF would have more than %u pages", PDF_MAX_PAGES);
-    if (ctx->page_count == ctx->page_cap) {
-        size_t cap = ctx->page_cap ? ctx->page_cap * 2 : 64;
-        HPDF_Page *pages = realloc(ctx->pages, cap * sizeof *pages);
-        if (!pages)
-            return kiln_error_set(ctx->err, KILN_E_NOMEM, NULL, "out of memory adding a page");
-        ctx->pages = pages;
-        ctx->page_cap = cap;
-    }
-    page = HPDF_AddPage(ctx->pdf);
-    if (!page)
-        return kiln_error_set(ctx->err, KILN_E_NOMEM, NULL, "libharu cannot add a page");
-    HPDF_Page_SetWidth(page, (HPDF_REAL)ctx->page_w);
-    HPDF_Page_SetHeight(page, (HPDF_REAL)ctx->page_h);
-    ctx->pages[ctx->page_count++] = page;
-    ctx->page = page;
-    ctx->y = ctx->top;
-    ctx->page_fresh = 1;
-    return KILN_E_OK;
-}
-
-double pdf_space_left(const pdf_ctx *ctx)
-{
-    return ctx->page ? ctx->y - ctx->bottom : 0;
-}
-
-kiln_status pdf_ensure_space(pdf_ctx *ctx, double height)
-{
-    if (!ctx->page || (ctx->y - height < ctx->bottom - 0.01 && !ctx->page_fresh))
-        return pdf_new_page(ctx);
-    return KILN_E_OK;
-}
-
-kiln_status pdf_add_link(pdf_ctx *ctx, double x0, double y0, double x1, double y1,
-                         const char *uri, size_t heading)
-{
-    pdf_link *link;
-
-    if (ctx->link_count == ctx->link_cap) {
-        size_t cap = ctx->link_cap ? ctx->link_cap * 2 : 32;
-        pdf_link *links = realloc(ctx->links, cap * sizeof *links);
-        if (!links)
-            return kiln_error_set(ctx->err, KILN_E_NOMEM, NULL, "out of memory adding a link");
-        ctx->links = links;
-        ctx->link_cap = cap;
-    }
-    link = &ctx->links[ctx->link_count++];
-    link->page = ctx->page_count ? ctx->page_count - 1 : 0;
-    link->x0 = x0;
-    link->y0 = y0;
-    link->x1 = x1;
-    link->y1 = y1;
-    link->uri = uri;
-    link->heading = heading;
-    return KILN_E_OK;
-}
 
 /* Vertical space before a block: none at the top of a page. */
 static void space_before(pdf_ctx *ctx, double space)

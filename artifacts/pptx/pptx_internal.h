@@ -16,14 +16,17 @@
  *   pptx_deck.c          the spec's slides, blocks or sheets as deck items
  *   pptx_slide.c         ppt/slides/slideN.xml: placeholders, pictures,
  *                        chart frames, the slide number; continuations
+ *   pptx_shapes.c        what every shape tree and graphic frame starts with
  *   pptx_text.c          text bodies: paragraphs and runs, and the fit
  *                        (font scale computed from font metrics)
  *   pptx_table.c         tables as graphic frames, a slide's worth of rows
- *                        at a time
+ *                        at a time (the layout of
+ *                        artifacts/layout/table_layout.h)
  *   pptx_notes.c         ppt/notesSlides/notesSlideN.xml
  *   pptx_master.c        slide master, layouts, themes, notes master,
  *                        presProps, viewProps, tableStyles (templates/pptx/)
  *   pptx_presentation.c  ppt/presentation.xml
+ *   pptx_error.c         pptx_nomem, which every file reports through
  *
  * Geometry is in EMU (914400 per inch, 12700 per point). The placeholder
  * rectangles below are the ones templates/pptx/ declares; the writer needs
@@ -238,9 +241,13 @@ kiln_status pptx_deck_plan(pptx_ctx *c, pptx_deck *deck);
 /* Write every slide of item (continuations included; text items as
  * planned). */
 kiln_status pptx_slide_write_item(pptx_ctx *c, const pptx_item *item);
+
+/* ---- shape trees and frames (pptx_shapes.c) ---- */
 /* <p:cSld><p:spTree> with the tree's own group properties: how every slide
  * and notes slide begins (the caller closes both). */
 void pptx_write_tree_start(opc_xml *x);
+/* <element> (p:xfrm, a:xfrm) holding r's a:off and a:ext. */
+void pptx_write_xfrm(opc_xml *x, const char *element, pptx_rect r);
 /* A graphic frame (a table or a chart) in placeholder idx of s, named
  * "<kind> N", at frame, up to <a:graphicData uri=uri> open: the caller
  * writes the table or chart and closes graphicData, graphic and the frame.
@@ -341,7 +348,7 @@ kiln_status pptx_props_add(pptx_ctx *c);
 /* ---- presentation.xml (pptx_presentation.c) ---- */
 kiln_status pptx_presentation_add(pptx_ctx *c);
 
-/* ---- helpers (pptx_writer.c) ---- */
+/* ---- errors (pptx_error.c) ---- */
 kiln_status pptx_nomem(pptx_ctx *c, const char *pointer);
 
 #endif

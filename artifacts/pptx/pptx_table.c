@@ -5,10 +5,12 @@
  *
  * A slide has a fixed height, so a long table continues over as many slides
  * as it needs, each with its own a:tbl, the header row repeated at the top
- * of every one. The rows are streamed: pptx_table_open measures the header
- * and the first MEASURE_ROWS rows with one row reader (the column widths and
- * the font size), then opens a second reader that pptx_table_write draws
- * from. Each slide's rows are copied (their display text, style and link)
+ * of every one. The layout is artifacts/layout/table_layout.h's, under the
+ * rules below (pptx_rules), measured with Calibri's advance widths; this
+ * file cuts the rows into slides and writes them. The rows are streamed:
+ * pptx_table_open measures the header and the first 200 rows with one row
+ * reader (the column widths and the font size), then opens a second reader
+ * that pptx_table_write draws from. Each slide's rows are copied (their display text, style and link)
  * into a scratch arena of their own; the row that no longer fits is kept in
  * it for the next slide, so the table holds two slides' rows at most,
  * however long it is. A longer value further down than the measured rows
@@ -73,68 +75,61 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../common/utf8.h"
-#include "../layout/merge_walk.h"
 #include "../layout/numfmt.h"
+#include "../layout/table_layout.h"
 #include "pptx_internal.h"
 #include "../../common/banned.h"
 
-/* Rows measured for the column widths (see the comment at the top). */
-#define MEASURE_ROWS 200u
-/* Font sizes, 1/100 pt: the default, and the smallest a wide table shrinks to. */
-#define FONT_MAX 1400u
-#define FONT_MIN 1000u
-#define FONT_WRAP 1200u /* below this only for words that do not fit */
-#define FONT_STEP 100u
+/* Font sizes, points: the default, and the smallest a wide table shrinks to. */
+#define FONT_MAX 14.0
+#define FONT_MIN 10.0
+#define FONT_WRAP 12.0 /* below this only for words that do not fit */
 /* The fewest rows a table's last slide takes when the slide before can
  * spare them (no single orphaned row). */
 #define ORPHAN_ROWS 3u
 /* A column of a wide table split into groups gets up to this much room for
  * its text (1.25 in) before the next group starts. */
-#define GROUP_COL_EMU (1.25 * PPTX_EMU_PER_INCH)
+#define GROUP_COL_PT 90.0
 /* Line height as a multiple of the font size. */
 #define LINE_FACTOR 1.2
 /* PowerPoint's default cell margins (a:tcPr marL/marR and marT/marB). */
 #define CELL_MAR_X 91440
 #define CELL_MAR_Y 45720
-/* Measuring and PowerPoint's line breaking may differ a little: text
- * measured to fit on one line must not wrap. */
-#define SLACK_EMU (2 * PPTX_EMU_PER_PT)
 /* The narrowest column: its margins and about two digits. */
 #define MIN_TEXT_EMU (11 * PPTX_EMU_PER_PT)
-/* Excel's column width unit at 11 pt: the digit width, 7 px, plus 5 px of
- * padding (as docx_table.c converts it). */
-#define EXCEL_DIGIT_PX 7.0
-#define EXCEL_PAD_PX 5.0
 #define BORDER_COLOR 0x404040
 
+/* The layout rules of a slide's table (table_layout.h): the first 200 rows
+ * measured; numbers never broken, and never narrower than their widest
+ * number even under an explicit width (Excel characters, 7 px and 5 px at
+ * 11 pt scaled with the font); PowerPoint's default margins; 2 pt of slack,
+ * since measuring and PowerPoint's line breaking may differ a little and
+ * text measured to fit on one line must not wrap; the narrowest column its
+ * margins and 11 pt; 14 pt stepping down a point at a time to 10 pt (the
+ * comment at the top); a table narrower than the area widened to all of it;
+ * when not even the needs fit, text columns capped while numbers keep
+ * their width. */
+static const kiln_table_rules pptx_rules = {
+    .base_pt = FONT_MAX,
+    .body_pt = FONT_MAX,
+    .measure_rows = 200,
+    .numbers_whole = 1,
+    .pad_pt = 2.0 * CELL_MAR_X / PPTX_EMU_PER_PT,
+    .slack_pt = 2.0,
+    .min_text_pt = 11.0,
+    .explicit_floored = 1,
+    .explicit_excel_px = 1,
+    .explicit_holds_numbers = 1,
+    .fill_width = 1,
+    .numbers_keep_need = 1,
+    .shrink = KILN_SHRINK_STEPS,
+    .min_font_pt = FONT_MIN,
+    .wrap_font_pt = FONT_WRAP,
+    .font_step_pt = 1.0,
+    .mixed_per_cell = 1,
+};
+
 /* ------------------------------------------------------------------ model */
-
-typedef struct table_col {
-    const kiln_column *def;  /* NULL past the defined columns */
-    double want_units;       /* widest line, 1/2048 em of the table font */
-    double word_units;       /* widest word of text */
-    double num_units;        /* widest number or date (never broken) */
-    int has_numeric, has_text;
-    int hidden;              /* width 0: hidden in Excel, left out here */
-    double want, need;       /* EMU at the trial font (fit_widths) */
-    int64_t width;           /* EMU, as written */
-    int user_hidden;         /* width 0 in the spec: never shown */
-    const char *algn;        /* l, ctr, r, just: the column's alignment */
-    int auto_align;          /* untyped and mixed: number cells go right */
-} table_col;
-
-/* A merged range laid out (spans[k] lays out walk.merges[k]). */
-typedef struct merge_span {
-    const kiln_merge *merge;
-    size_t lead_col;         /* the first shown column: where the cell goes */
-    size_t shown;            /* shown columns; 0 = nothing shown */
-    size_t measure_col;      /* the one column it shows in, KILN_MERGE_NONE when several */
-    int64_t width;           /* EMU of its shown columns together */
-    kiln_style look;         /* the top-left's look, for the rows below (fill, border) */
-    int has_look;
-    int merge_look;          /* shown in the merge's format: centered */
-} merge_span;
 
 /* One cell as it will be written: everything copied out of the row reader. */
 typedef struct table_cell {
@@ -143,9 +138,11 @@ typedef struct table_cell {
     const char *link;        /* URL, or NULL */
     kiln_style style;
     int has_style;
-    int numeric;             /* a number or a date: right in an untyped mixed column */
+    int numeric;             /* a number or a date (never right-to-left) */
     size_t merge;            /* index of the range covering it, or KILN_MERGE_NONE */
     int merge_look;
+    kiln_align align;        /* resolved by the layout */
+    kiln_valign valign;
 } table_cell;
 
 typedef struct table_row {
@@ -160,11 +157,13 @@ struct pptx_table {
     const kiln_table_data *d;
     const char *pointer;
     pptx_rect area;
-    table_col *cols;
+    kiln_calibri_metrics metrics;
+    kiln_table_layout tl;    /* the columns, merges and font size */
     size_t ncols;
+    int64_t *width;          /* EMU per column, as written (the group's) */
+    int64_t *span_width;     /* EMU per merged range, its shown columns together */
+    unsigned char *user_hidden; /* width 0 in the spec: never shown */
     unsigned sz;             /* the table's font size, 1/100 pt */
-    kiln_merge_walk walk;
-    merge_span *spans;
     table_row head;
     int has_head;
     kiln_row_reader *reader; /* the writing pass */
@@ -185,264 +184,7 @@ struct pptx_table {
     unsigned char *key_repeat;
     size_t group_count, group;
     size_t key_col;
-    const kiln_cell *hdr;    /* the header row's cells, NULL = no header row */
 };
-
-/* ------------------------------------------------------------------ text metrics */
-
-/* Advance width of a code point in 1/2048 em. */
-static double cp_units(uint32_t cp, int bold)
-{
-    const unsigned short *w = bold ? kiln_calibri_bold : kiln_calibri_regular;
-    if (cp == '\t')
-        return 4.0 * w[0];
-    if (cp < 32)
-        return 0;
-    if (cp < 127)
-        return w[cp - 32];
-    if (kiln_char_is_wide(cp))
-        return KILN_METRIC_WIDE_UNITS;
-    if (cp >= 0x300 && cp < 0x370)
-        return 0; /* combining marks */
-    return KILN_METRIC_OTHER_UNITS;
-}
-
-static int cp_is_space(uint32_t cp)
-{
-    return cp == ' ' || cp == '\t';
-}
-
-/* The widest line and the widest word of s, in 1/2048 em. A line may break
- * after a wide (CJK) character, so each is a word of its own. */
-static void text_units(const char *s, size_t len, int bold, double *line_max, double *word_max)
-{
-    size_t pos = 0;
-    double line = 0, word = 0, lmax = 0, wmax = 0;
-    while (pos < len) {
-        uint32_t cp = kiln_utf8_next(s, len, &pos);
-        double u = cp_units(cp, bold);
-        if (cp == '\n' || cp == '\r') {
-            wmax = word > wmax ? word : wmax;
-            lmax = line > lmax ? line : lmax;
-            word = line = 0;
-            continue;
-        }
-        line += u;
-        if (cp_is_space(cp) || kiln_char_is_wide(cp)) {
-            wmax = word > wmax ? word : wmax;
-            word = 0;
-            if (!cp_is_space(cp) && u > wmax)
-                wmax = u;
-            continue;
-        }
-        word += u;
-    }
-    *word_max = word > wmax ? word : wmax;
-    *line_max = line > lmax ? line : lmax;
-}
-
-/* Lines of s broken greedily between words in avail (1/2048 em); a word
- * wider than a line breaks inside it. */
-static unsigned wrap_lines(const char *s, size_t len, int bold, double avail)
-{
-    size_t pos = 0;
-    unsigned lines = 1;
-    double line = 0, word = 0, spaces = 0;
-    int at_start = 1; /* nothing on the line yet */
-    if (avail < 1)
-        avail = 1;
-    for (;;) {
-        uint32_t cp = pos < len ? kiln_utf8_next(s, len, &pos) : 0;
-        int done = pos >= len && cp == 0;
-        int wide = !done && kiln_char_is_wide(cp);
-        if (!done && !cp_is_space(cp) && cp != '\n' && cp != '\r' && !wide) {
-            word += cp_units(cp, bold);
-            continue;
-        }
-        /* A word ends: place it. */
-        if (wide)
-            word += cp_units(cp, bold);
-        if (word > 0) {
-            if (!at_start && line + spaces + word > avail) {
-                lines++;
-                at_start = 1;
-            }
-            if (at_start) {
-                if (word > avail) {
-                    double extra = ceil(word / avail) - 1;
-                    lines += extra < 1e6 ? (unsigned)extra : 1000000u;
-                    line = word - extra * avail;
-                } else {
-                    line = word;
-                }
-                at_start = 0;
-            } else {
-                line += spaces + word;
-            }
-            spaces = 0;
-            word = 0;
-        }
-        if (done)
-            break;
-        if (cp == '\n') {
-            lines++;
-            line = spaces = 0;
-            at_start = 1;
-        } else if (cp_is_space(cp)) {
-            spaces += cp_units(cp, bold);
-        }
-    }
-    return lines;
-}
-
-/* ------------------------------------------------------------------ measuring */
-
-/* A cell's text into col's widths and alignment counts (the header row is
- * bold and not counted). Units are of the table's font; a cell with a size
- * of its own is scaled against the default 14 pt. */
-static void measure_cell(table_col *col, const kiln_cell *cell, const kiln_column *def, int header)
-{
-    if (cell->kind == KILN_CELL_BLANK)
-        return;
-    char buf[KILN_NUMFMT_MAX];
-    size_t len;
-    const char *text = kiln_cell_display(cell, def, buf, sizeof buf, &len);
-    int bold = header || (cell->style && cell->style->bold);
-    double line, word;
-    text_units(text, len, bold, &line, &word);
-    if (cell->style && cell->style->size > 0) {
-        double f = cell->style->size * 100.0 / FONT_MAX;
-        line *= f;
-        word *= f;
-    }
-    if (line > col->want_units)
-        col->want_units = line;
-    int numeric = !header && kiln_cell_is_numeric(cell);
-    if (numeric) {
-        if (line > col->num_units)
-            col->num_units = line;
-    } else if (word > col->word_units) {
-        col->word_units = word;
-    }
-    if (header)
-        return;
-    if (numeric)
-        col->has_numeric = 1;
-    else
-        col->has_text = 1;
-}
-
-/* Grow the column array to n columns (tables without column definitions:
- * the widest row sets the grid). */
-static kiln_status cols_grow(pptx_table *t, size_t n, size_t *cap)
-{
-    if (n <= t->ncols)
-        return KILN_E_OK;
-    if (n > *cap) {
-        size_t grown = *cap ? *cap : 8;
-        while (grown < n)
-            grown *= 2;
-        table_col *cols = kiln_arena_calloc(t->c->arena, grown, sizeof *cols);
-        if (!cols)
-            return pptx_nomem(t->c, t->pointer);
-        if (t->ncols)
-            memcpy(cols, t->cols, t->ncols * sizeof *cols);
-        t->cols = cols;
-        *cap = grown;
-    }
-    t->ncols = n;
-    return KILN_E_OK;
-}
-
-/* The ranges starting in worksheet row `row`, measured in the one column
- * they show in (ranges over several columns wrap in them). */
-static void measure_merges(pptx_table *t, uint32_t row, const kiln_cell *cells, size_t count,
-                           int header)
-{
-    for (size_t k = 0; k < t->walk.active_count; k++) {
-        merge_span *span = &t->spans[t->walk.active[k]];
-        const kiln_range *r = &span->merge->range;
-        if (r->first_row != row || span->measure_col == KILN_MERGE_NONE ||
-            span->measure_col >= t->ncols)
-            continue;
-        int merge_look;
-        const kiln_cell *own = r->first_col < count ? &cells[r->first_col] : NULL;
-        const kiln_cell *shown = kiln_merge_shown(span->merge, own, &merge_look);
-        const kiln_column *def = merge_look || header ? NULL : kiln_table_column(t->d, r->first_col);
-        measure_cell(&t->cols[span->measure_col], shown, def, header);
-    }
-}
-
-/* The header row as cells: each column's header a string (blank when none). */
-static kiln_cell *header_cells(pptx_table *t)
-{
-    const kiln_table_data *d = t->d;
-    kiln_cell *cells = kiln_arena_calloc(t->c->arena, d->column_count, sizeof *cells);
-    if (!cells)
-        return NULL;
-    for (size_t i = 0; i < d->column_count; i++) {
-        const char *h = d->columns[i].header;
-        if (h && *h) {
-            cells[i].kind = KILN_CELL_STRING;
-            cells[i].text = h;
-            cells[i].text_len = strlen(h);
-        }
-    }
-    return cells;
-}
-
-/* The measuring pass: the header and the first MEASURE_ROWS rows; past
- * them, a table without column definitions is read on for its width only. */
-static kiln_status measure(pptx_table *t, const kiln_cell *hdr)
-{
-    pptx_ctx *c = t->c;
-    const kiln_table_data *d = t->d;
-    size_t cap = 0;
-    kiln_status st = cols_grow(t, d->column_count, &cap);
-    if (st != KILN_E_OK)
-        return st;
-    uint32_t row = 0;
-    if (hdr) {
-        kiln_merge_walk_row(&t->walk, row);
-        for (size_t i = 0; i < d->column_count; i++)
-            if (kiln_merge_walk_at(&t->walk, i) == KILN_MERGE_NONE)
-                measure_cell(&t->cols[i], &hdr[i], NULL, 1);
-        measure_merges(t, row, hdr, d->column_count, 1);
-        row++;
-    }
-    kiln_row_reader *reader = NULL;
-    st = kiln_rows_open(c->doc, d, &reader, c->err);
-    if (st != KILN_E_OK)
-        return st;
-    const kiln_cell *cells;
-    size_t count;
-    int more;
-    uint32_t measured = 0;
-    while ((more = kiln_rows_next(reader, &cells, &count, c->err)) == 1) {
-        if (measured >= MEASURE_ROWS) {
-            if (d->column_count)
-                break;
-            if ((st = cols_grow(t, count, &cap)) != KILN_E_OK)
-                goto cleanup_reader;
-            continue;
-        }
-        if ((st = cols_grow(t, count, &cap)) != KILN_E_OK)
-            goto cleanup_reader;
-        kiln_merge_walk_row(&t->walk, row);
-        for (size_t i = 0; i < count && i < t->ncols; i++)
-            if (kiln_merge_walk_at(&t->walk, i) == KILN_MERGE_NONE)
-                measure_cell(&t->cols[i], &cells[i], kiln_table_column(d, i), 0);
-        measure_merges(t, row, cells, count, 0);
-        measured++;
-        if (row < UINT32_MAX)
-            row++;
-    }
-    if (more < 0)
-        st = c->err->code != KILN_E_OK ? c->err->code : KILN_E_INPUT;
-cleanup_reader:
-    kiln_rows_close(reader);
-    return st;
-}
 
 static const char *algn_of(kiln_align align)
 {
@@ -455,147 +197,17 @@ static const char *algn_of(kiln_align align)
     }
 }
 
-static void column_align(table_col *col)
-{
-    const kiln_column *def = col->def;
-    const char *a = def ? algn_of(def->align) : NULL;
-    col->algn = "l";
-    if (a)
-        col->algn = a;
-    else if (def && def->type == KILN_COL_BOOLEAN)
-        col->algn = "ctr"; /* as Excel shows TRUE and FALSE */
-    else if (kiln_column_is_numeric(def))
-        col->algn = "r";
-    else if (!def || def->type == KILN_COL_AUTO) {
-        if (col->has_numeric && !col->has_text)
-            col->algn = "r";
-        else
-            col->auto_align = 1; /* mixed: number cells right, as Excel's General */
-    }
-}
-
 /* ------------------------------------------------------------------ widths */
-
-/* Wants and needs at font sz (1/100 pt); returns the sum of the wants. */
-static double trial_widths(pptx_table *t, unsigned sz, double *need_total)
-{
-    double emu_per_unit = sz / 100.0 * PPTX_EMU_PER_PT / KILN_METRIC_UNITS_PER_EM;
-    double pad = 2.0 * CELL_MAR_X + SLACK_EMU;
-    double want_total = 0;
-    *need_total = 0;
-    for (size_t i = 0; i < t->ncols; i++) {
-        table_col *col = &t->cols[i];
-        if (col->hidden)
-            continue;
-        double word = col->word_units > col->num_units ? col->word_units : col->num_units;
-        col->want = col->want_units * emu_per_unit + pad;
-        col->need = word * emu_per_unit + pad;
-        if (col->def && col->def->width > 0) {
-            /* An explicit width, but never so narrow that a number wraps. */
-            double px = col->def->width * EXCEL_DIGIT_PX + EXCEL_PAD_PX;
-            double number = col->num_units * emu_per_unit + pad;
-            col->want = px * 0.75 * (sz / 1100.0) * PPTX_EMU_PER_PT;
-            if (col->want < number)
-                col->want = number;
-        }
-        if (col->want < 2.0 * CELL_MAR_X + MIN_TEXT_EMU)
-            col->want = 2.0 * CELL_MAR_X + MIN_TEXT_EMU;
-        if (col->need > col->want)
-            col->need = col->want;
-        want_total += col->want;
-        *need_total += col->need;
-    }
-    return want_total;
-}
-
-/* 1 when a column's need is its widest number, which is never broken. */
-static int need_is_number(const table_col *col)
-{
-    return col->num_units > 0 && col->num_units >= col->word_units;
-}
-
-/* The widest cap on the text columns' needs at which everything fits
- * (numbers keep their need), found by bisection. */
-static double text_cap(const pptx_table *t, double avail)
-{
-    double lo = 0, hi = avail;
-    for (int i = 0; i < 50; i++) {
-        double mid = (lo + hi) / 2, sum = 0;
-        for (size_t j = 0; j < t->ncols; j++) {
-            const table_col *col = &t->cols[j];
-            if (col->hidden)
-                continue;
-            sum += need_is_number(col) || col->need < mid ? col->need : mid;
-        }
-        if (sum > avail)
-            hi = mid;
-        else
-            lo = mid;
-    }
-    return lo;
-}
-
-/* The font size and every shown column's width; the widths add up to the
- * area's width exactly (see the comment at the top). */
-static void fit_widths(pptx_table *t)
-{
-    double avail = (double)t->area.cx;
-    double need_total = 0, want_total = 0;
-    unsigned sz;
-    for (sz = FONT_MAX;; sz -= FONT_STEP) {
-        want_total = trial_widths(t, sz, &need_total);
-        /* Long text wraps rather than shrink the type below FONT_WRAP (read
-         * across a room); only words that cannot fit take it further. */
-        if (want_total <= avail || (sz <= FONT_WRAP && need_total <= avail) || sz <= FONT_MIN)
-            break;
-    }
-    t->sz = sz;
-    double w_sum = 0;
-    double cap = need_total > avail ? text_cap(t, avail) : 0;
-    for (size_t i = 0; i < t->ncols; i++) {
-        table_col *col = &t->cols[i];
-        if (col->hidden)
-            continue;
-        double w;
-        if (want_total <= avail)
-            w = col->want + (avail - want_total) * col->want / want_total;
-        else if (need_total <= avail)
-            w = col->need + (col->want - col->need) * (avail - need_total) /
-                                (want_total - need_total);
-        else if (need_is_number(col))
-            w = col->need; /* numbers keep their width */
-        else
-            w = col->need < cap ? col->need : cap;
-        col->want = w;
-        w_sum += w;
-    }
-    /* Numbers kept whole may still not fit beside the capped text: scale
-     * everything to the area (some text then overflows its cell). */
-    double scale = w_sum > avail ? avail / w_sum : 1.0;
-    int64_t total = 0;
-    table_col *last = NULL;
-    for (size_t i = 0; i < t->ncols; i++) {
-        table_col *col = &t->cols[i];
-        if (col->hidden)
-            continue;
-        col->width = (int64_t)floor(col->want * scale);
-        if (col->width < 1)
-            col->width = 1;
-        total += col->width;
-        last = col;
-    }
-    if (last && total != t->area.cx && last->width + (t->area.cx - total) > 0)
-        last->width += t->area.cx - total;
-}
 
 /* Split the shown columns into groups whose needs at FONT_MIN fit the
  * area's width (see "Wide tables" at the top); one group when they all fit.
- * The cols' hidden flags are the spec's (user_hidden) on entry. */
+ * The columns' hidden flags are the spec's (user_hidden) on entry. */
 static kiln_status plan_groups(pptx_table *t)
 {
-    double avail = (double)t->area.cx;
+    kiln_table_layout *tl = &t->tl;
+    double avail = (double)t->area.cx / PPTX_EMU_PER_PT;
     double need_total = 0;
-    trial_widths(t, FONT_MIN, &need_total);
+    kiln_table_layout_trial(tl, FONT_MIN, tl->rules.pad_pt, avail, &need_total);
     size_t cap = t->ncols ? t->ncols : 1;
     t->group_first = kiln_arena_calloc(t->c->arena, cap, sizeof *t->group_first);
     t->group_last = kiln_arena_calloc(t->c->arena, cap, sizeof *t->group_last);
@@ -603,7 +215,7 @@ static kiln_status plan_groups(pptx_table *t)
     if (!t->group_first || !t->group_last || !t->key_repeat)
         return pptx_nomem(t->c, t->pointer);
     t->key_col = 0;
-    while (t->key_col < t->ncols && t->cols[t->key_col].user_hidden)
+    while (t->key_col < t->ncols && t->user_hidden[t->key_col])
         t->key_col++;
     if (need_total <= avail || t->key_col >= t->ncols) {
         t->group_first[0] = 0;
@@ -612,32 +224,32 @@ static kiln_status plan_groups(pptx_table *t)
         return KILN_E_OK;
     }
     /* Too wide, then: the groups are made so that their columns get room to
-     * read at FONT_WRAP, each its longest word and up to GROUP_COL_EMU of
+     * read at FONT_WRAP, each its longest word and up to GROUP_COL_PT of
      * its text on a line, rather than packed as tight as 10 pt allows. */
-    trial_widths(t, FONT_WRAP, &need_total);
+    kiln_table_layout_trial(tl, FONT_WRAP, tl->rules.pad_pt, avail, &need_total);
     for (size_t i = 0; i < t->ncols; i++) {
-        table_col *c = &t->cols[i];
-        double roomy = c->want < GROUP_COL_EMU ? c->want : GROUP_COL_EMU;
+        kiln_table_col *c = &tl->cols[i];
+        double roomy = c->want < GROUP_COL_PT ? c->want : GROUP_COL_PT;
         c->need = c->need > roomy ? c->need : roomy;
     }
-    double key_need = t->cols[t->key_col].need;
+    double key_need = tl->cols[t->key_col].need;
     size_t g = 0, col = t->key_col;
     for (;;) {
-        while (col < t->ncols && t->cols[col].user_hidden)
+        while (col < t->ncols && t->user_hidden[col])
             col++;
         if (col >= t->ncols)
             break;
         /* The key column leads every group after the first, when it leaves
          * room for at least the next column beside it. */
-        int repeat = g > 0 && key_need + t->cols[col].need <= avail;
+        int repeat = g > 0 && key_need + tl->cols[col].need <= avail;
         double used = repeat ? key_need : 0;
         size_t first = col, last = col;
         for (; col < t->ncols; col++) {
-            if (t->cols[col].user_hidden)
+            if (t->user_hidden[col])
                 continue;
-            if (col > first && used + t->cols[col].need > avail)
+            if (col > first && used + tl->cols[col].need > avail)
                 break;
-            used += t->cols[col].need;
+            used += tl->cols[col].need;
             last = col;
         }
         t->group_first[g] = first;
@@ -649,27 +261,34 @@ static kiln_status plan_groups(pptx_table *t)
     return KILN_E_OK;
 }
 
-/* Each range's lead column and width, now that the widths are known. */
-static void merges_clip(pptx_table *t)
+/* The group's widths in EMU, from the layout's points: they add up to the
+ * area's width exactly. */
+static void widths_emu(pptx_table *t)
 {
-    for (size_t k = 0; k < t->walk.count; k++) {
-        merge_span *span = &t->spans[k];
-        const kiln_range *r = &span->merge->range;
-        span->lead_col = SIZE_MAX;
-        span->shown = 0;
-        span->width = 0;
-        for (size_t col = r->first_col; col <= r->last_col && col < t->ncols; col++) {
-            if (t->cols[col].hidden)
-                continue;
-            if (span->lead_col == SIZE_MAX)
-                span->lead_col = col;
-            span->shown++;
-            span->width += t->cols[col].width;
-        }
+    const kiln_table_layout *tl = &t->tl;
+    int64_t total = 0;
+    int64_t *last = NULL;
+    for (size_t i = 0; i < t->ncols; i++) {
+        t->width[i] = 0;
+        if (tl->cols[i].hidden)
+            continue;
+        t->width[i] = (int64_t)floor(tl->cols[i].width * PPTX_EMU_PER_PT);
+        if (t->width[i] < 1)
+            t->width[i] = 1;
+        total += t->width[i];
+        last = &t->width[i];
+    }
+    if (last && total != t->area.cx && *last + (t->area.cx - total) > 0)
+        *last += t->area.cx - total;
+    for (size_t k = 0; k < tl->walk.count; k++) {
+        kiln_table_slot lead = {.merge = k};
+        t->span_width[k] = kiln_table_layout_slot_sum(tl, 0, &lead, t->width);
     }
 }
 
 /* ------------------------------------------------------------------ rows */
+
+
 
 /* Height of one line at sz (1/100 pt), EMU. */
 static double line_emu(unsigned sz)
@@ -721,21 +340,20 @@ static int64_t row_height(const pptx_table *t, const table_row *row)
     double tallest = line_emu(t->sz);
     for (size_t i = 0; i < t->ncols; i++) {
         const table_cell *cell = &row->cells[i];
-        const table_col *col = &t->cols[i];
-        if (col->hidden || cell->len == 0)
+        if (t->tl.cols[i].hidden || cell->len == 0)
             continue;
-        int64_t width = col->width;
-        if (cell->merge != KILN_MERGE_NONE)
-            width = t->spans[cell->merge].width;
+        int64_t width = cell->merge != KILN_MERGE_NONE ? t->span_width[cell->merge] : t->width[i];
         unsigned sz = cell_sz(t, cell);
-        double emu_per_unit = sz / 100.0 * PPTX_EMU_PER_PT / KILN_METRIC_UNITS_PER_EM;
-        double avail = (double)(width - 2 * CELL_MAR_X) / emu_per_unit;
+        double size = sz / 100.0;
+        double avail = (double)(width - 2 * CELL_MAR_X) / PPTX_EMU_PER_PT;
         /* A column squeezed to its margins still sets a character a line,
          * not a line a pixel. */
-        if (avail < KILN_METRIC_UNITS_PER_EM)
-            avail = KILN_METRIC_UNITS_PER_EM;
+        if (avail < size)
+            avail = size;
         int bold = row->header || (cell->has_style && cell->style.bold);
-        double h = wrap_lines(cell->text, cell->len, bold, avail) * line_emu(sz);
+        const void *face = t->metrics.m.face(t->metrics.m.ctx, NULL, bold);
+        double h = kiln_text_line_count(&t->metrics.m, face, size, cell->text, cell->len, avail) *
+                   line_emu(sz);
         if (h > tallest)
             tallest = h;
     }
@@ -743,9 +361,10 @@ static int64_t row_height(const pptx_table *t, const table_row *row)
 }
 
 /* Lay out worksheet row ws_row (cells[count], NULL for an empty row) into
- * out, copied into arena. The merge walk must be at the row before. */
+ * out, copied into arena; merges 0: without the sheet's merges. Rows come
+ * in order, from the header row. */
 static kiln_status row_prepare(pptx_table *t, kiln_arena *arena, uint32_t ws_row, int header,
-                               const kiln_cell *cells, size_t count, table_row *out)
+                               const kiln_cell *cells, size_t count, int merges, table_row *out)
 {
     memset(out, 0, sizeof *out);
     out->ws_row = ws_row;
@@ -753,44 +372,28 @@ static kiln_status row_prepare(pptx_table *t, kiln_arena *arena, uint32_t ws_row
     out->cells = kiln_arena_calloc(arena, t->ncols ? t->ncols : 1, sizeof *out->cells);
     if (!out->cells)
         return pptx_nomem(t->c, t->pointer);
-    kiln_merge_walk_row(&t->walk, ws_row);
+    const kiln_table_slot *slots =
+        kiln_table_layout_row(&t->tl, ws_row, header, cells, count, merges);
     for (size_t i = 0; i < t->ncols; i++) {
+        const kiln_table_slot *slot = &slots[i];
         table_cell *cell = &out->cells[i];
         cell->text = "";
-        cell->merge = kiln_merge_walk_at(&t->walk, i);
-        if (t->cols[i].hidden)
+        cell->merge = slot->merge;
+        cell->merge_look = slot->merge_look;
+        cell->align = slot->align;
+        cell->valign = slot->valign;
+        if (slot->kind == KILN_SLOT_HIDDEN || slot->kind == KILN_SLOT_COVERED)
             continue;
-        if (cell->merge != KILN_MERGE_NONE) {
-            merge_span *span = &t->spans[cell->merge];
-            const kiln_range *r = &span->merge->range;
-            if (i != span->lead_col)
-                continue;
-            if (ws_row != r->first_row) {
-                /* Below the range's first row: its look, for a range
-                 * continued on the next slide. */
-                if (span->has_look) {
-                    cell->style = span->look;
-                    cell->has_style = 1;
-                }
-                cell->merge_look = span->merge_look;
-                continue;
+        if (slot->kind == KILN_SLOT_MERGE_BELOW) {
+            /* Below the range's first row: its look, for a range continued
+             * on the next slide. */
+            if (slot->style) {
+                cell->style = *slot->style;
+                cell->has_style = 1;
             }
-            int merge_look;
-            const kiln_cell *own = cells && r->first_col < count ? &cells[r->first_col] : NULL;
-            const kiln_cell *shown = kiln_merge_shown(span->merge, own, &merge_look);
-            const kiln_column *def = merge_look || header ? NULL : kiln_table_column(t->d, r->first_col);
-            if (cell_copy(arena, cell, shown, def) != 0)
-                return pptx_nomem(t->c, t->pointer);
-            cell->merge_look = merge_look && !kiln_merge_is_single(span->merge);
-            span->merge_look = cell->merge_look;
-            span->has_look = cell->has_style;
-            if (cell->has_style)
-                span->look = cell->style;
             continue;
         }
-        if (!cells || i >= count)
-            continue; /* a short row */
-        if (cell_copy(arena, cell, &cells[i], header ? NULL : kiln_table_column(t->d, i)) != 0)
+        if (slot->cell && cell_copy(arena, cell, slot->cell, slot->format) != 0)
             return pptx_nomem(t->c, t->pointer);
     }
     out->height = row_height(t, out);
@@ -809,16 +412,16 @@ static kiln_status start_group(pptx_table *t, size_t g)
     for (size_t i = 0; i < t->ncols; i++) {
         int in_group = i >= t->group_first[g] && i <= t->group_last[g];
         int key = i == t->key_col && t->key_repeat[g];
-        t->cols[i].hidden = t->cols[i].user_hidden || !(in_group || key);
+        t->tl.cols[i].hidden = t->user_hidden[i] || !(in_group || key);
     }
-    fit_widths(t);
-    merges_clip(t);
-    kiln_merge_walk_rewind(&t->walk);
+    kiln_table_layout_fit(&t->tl, (double)t->area.cx / PPTX_EMU_PER_PT, 0);
+    t->sz = (unsigned)lround(t->tl.size * 100.0);
+    widths_emu(t);
 
     uint32_t ws_row = 0;
     t->has_head = 0;
-    if (t->hdr) {
-        kiln_status st = row_prepare(t, c->arena, ws_row++, 1, t->hdr, t->d->column_count,
+    if (t->tl.hdr) {
+        kiln_status st = row_prepare(t, c->arena, ws_row++, 1, t->tl.hdr, t->d->column_count, 1,
                                      &t->head);
         if (st != KILN_E_OK)
             return st;
@@ -848,53 +451,34 @@ kiln_status pptx_table_open(pptx_ctx *c, const kiln_table_data *data, const kiln
         t->area.cx = 2 * CELL_MAR_X + MIN_TEXT_EMU;
     kiln_arena_init(&t->scratch[0], 0);
     kiln_arena_init(&t->scratch[1], 0);
-    kiln_status st = KILN_E_OK;
+    kiln_calibri_metrics_init(&t->metrics, 0);
 
-    if (sheet && sheet->merge_count) {
-        size_t n = sheet->merge_count;
-        st = kiln_merge_walk_init(&t->walk, sheet->merges, n, c->arena);
-        if (st == KILN_E_OK && !(t->spans = kiln_arena_calloc(c->arena, n, sizeof *t->spans)))
-            st = KILN_E_NOMEM;
-        if (st != KILN_E_OK) {
-            st = pptx_nomem(c, t->pointer);
-            goto close_table;
-        }
-        for (size_t k = 0; k < n; k++) {
-            t->spans[k].merge = t->walk.merges[k];
-            t->spans[k].measure_col = kiln_merge_single_column(data, &t->walk.merges[k]->range);
-        }
-    }
-
-    const kiln_cell *hdr = NULL;
+    /* A header row only when some column has a header to show. */
     int any_header = 0;
     for (size_t i = 0; i < data->column_count; i++)
         if (data->columns[i].header && *data->columns[i].header)
             any_header = 1;
-    if (data->header && any_header && !(hdr = header_cells(t))) {
+    kiln_status st = kiln_table_layout_init(&t->tl, c->doc, data, sheet,
+                                            kiln_table_has_header(data) && any_header,
+                                            &pptx_rules, &t->metrics.m, c->arena, c->err,
+                                            t->pointer);
+    /* No columns at all: one empty column, as a:tbl needs a grid. */
+    if (st == KILN_E_OK)
+        st = kiln_table_layout_min_cols(&t->tl, 1);
+    if (st != KILN_E_OK)
+        goto close_table;
+    t->ncols = t->tl.ncols;
+    if (t->tl.shown == 0)
+        t->tl.cols[0].hidden = 0; /* every column hidden: still a grid of one */
+    t->width = kiln_arena_calloc(c->arena, t->ncols, sizeof *t->width);
+    t->span_width = kiln_arena_calloc(c->arena, t->tl.walk.count + 1, sizeof *t->span_width);
+    t->user_hidden = kiln_arena_calloc(c->arena, t->ncols, 1);
+    if (!t->width || !t->span_width || !t->user_hidden) {
         st = pptx_nomem(c, t->pointer);
         goto close_table;
     }
-    if ((st = measure(t, hdr)) != KILN_E_OK)
-        goto close_table;
-    if (t->ncols == 0) {
-        /* No columns at all: one empty column, as a:tbl needs a grid. */
-        size_t cap = 0;
-        if ((st = cols_grow(t, 1, &cap)) != KILN_E_OK)
-            goto close_table;
-    }
-    size_t shown = 0;
-    for (size_t i = 0; i < t->ncols; i++) {
-        table_col *col = &t->cols[i];
-        col->def = kiln_table_column(data, i);
-        col->hidden = col->def && col->def->width == 0;
-        shown += !col->hidden;
-        column_align(col);
-    }
-    if (shown == 0)
-        t->cols[0].hidden = 0; /* every column hidden: still a grid of one */
     for (size_t i = 0; i < t->ncols; i++)
-        t->cols[i].user_hidden = t->cols[i].hidden;
-    t->hdr = hdr;
+        t->user_hidden[i] = (unsigned char)t->tl.cols[i].hidden;
     if ((st = plan_groups(t)) != KILN_E_OK || (st = start_group(t, 0)) != KILN_E_OK)
         goto close_table;
     *out = t;
@@ -1001,15 +585,13 @@ static kiln_status write_cell(pptx_slide *s, pptx_table *t, const table_row *row
     opc_xml_empty(x, "a:bodyPr");
     opc_xml_empty(x, "a:lstStyle");
     opc_xml_start(x, "a:p");
-    const char *algn = style ? algn_of(style->align) : NULL;
-    if (!algn && cell->merge_look)
-        algn = "ctr";
+    const char *algn = algn_of(cell->align);
     /* Right-to-left text reads from the right: marked so (as body text is,
      * pptx_text.c), and set right where the column would set it left. */
     int decided = 0;
     int rtl = !cell->numeric && pptx_text_is_rtl(cell->text, cell->len, &decided);
     if (!algn)
-        algn = t->cols[col].auto_align && cell->numeric ? "r" : t->cols[col].algn;
+        algn = "l";
     if (rtl && strcmp(algn, "l") == 0)
         algn = "r";
     opc_xml_start(x, "a:pPr");
@@ -1057,9 +639,7 @@ static kiln_status write_cell(pptx_slide *s, pptx_table *t, const table_row *row
     opc_xml_end(x); /* a:txBody */
 
     opc_xml_start(x, "a:tcPr");
-    kiln_valign valign = style ? style->valign : KILN_VALIGN_DEFAULT;
-    if (valign == KILN_VALIGN_DEFAULT && cell->merge_look)
-        valign = KILN_VALIGN_MIDDLE;
+    kiln_valign valign = cell->valign;
     if (valign == KILN_VALIGN_TOP)
         opc_xml_attr(x, "anchor", "t");
     else if (valign == KILN_VALIGN_MIDDLE)
@@ -1096,12 +676,12 @@ static kiln_status write_row(pptx_slide *s, pptx_table *t, table_row *const *row
     opc_xml_start(x, "a:tr");
     opc_xml_attr_int(x, "h", row->height);
     for (size_t i = 0; i < t->ncols; i++) {
-        if (t->cols[i].hidden)
+        if (t->tl.cols[i].hidden)
             continue;
         cell_place place = {1, 1, 0, 0, 0};
         size_t k = row->cells[i].merge;
-        if (k != KILN_MERGE_NONE && t->spans[k].shown > 0) {
-            const merge_span *span = &t->spans[k];
+        if (k != KILN_MERGE_NONE && t->tl.spans[k].shown > 0) {
+            const kiln_table_span *span = &t->tl.spans[k];
             const kiln_range *r = &span->merge->range;
             int top = !continues(rows, j) || rows[j - 1]->ws_row < r->first_row;
             if (top) {
@@ -1163,7 +743,7 @@ kiln_status pptx_table_fits_one_slide(pptx_table *t, int *fits)
         if (got == 0)
             break;
         table_row row;
-        kiln_status st = row_prepare(t, arena, t->next_ws_row, 0, cells, count, &row);
+        kiln_status st = row_prepare(t, arena, t->next_ws_row, 0, cells, count, 1, &row);
         if (st != KILN_E_OK)
             return st;
         if (t->next_ws_row < UINT32_MAX)
@@ -1228,7 +808,7 @@ kiln_status pptx_table_write(pptx_slide *s, pptx_table *t, int *more)
             break;
         }
         table_row row;
-        st = row_prepare(t, arena, t->next_ws_row, 0, cells, count, &row);
+        st = row_prepare(t, arena, t->next_ws_row, 0, cells, count, 1, &row);
         if (st != KILN_E_OK)
             return st;
         if (t->next_ws_row < UINT32_MAX)
@@ -1275,15 +855,8 @@ kiln_status pptx_table_write(pptx_slide *s, pptx_table *t, int *more)
     if (total == 0) {
         /* Neither a header nor data: a:tbl needs a row, so one empty row
          * (without the sheet's merges, which would make up content). */
-        memset(&empty, 0, sizeof empty);
-        empty.cells = kiln_arena_calloc(arena, t->ncols, sizeof *empty.cells);
-        if (!empty.cells)
-            return pptx_nomem(c, t->pointer);
-        for (size_t i = 0; i < t->ncols; i++) {
-            empty.cells[i].text = "";
-            empty.cells[i].merge = KILN_MERGE_NONE;
-        }
-        empty.height = row_height(t, &empty);
+        if ((st = row_prepare(t, arena, 0, 0, NULL, 0, 0, &empty)) != KILN_E_OK)
+            return st;
         total = 1;
     }
     table_row **order = kiln_arena_calloc(arena, total, sizeof *order);
@@ -1318,10 +891,10 @@ kiln_status pptx_table_write(pptx_slide *s, pptx_table *t, int *more)
     opc_xml_end(x);
     opc_xml_start(x, "a:tblGrid");
     for (size_t i = 0; i < t->ncols; i++) {
-        if (t->cols[i].hidden)
+        if (t->tl.cols[i].hidden)
             continue;
         opc_xml_start(x, "a:gridCol");
-        opc_xml_attr_int(x, "w", t->cols[i].width);
+        opc_xml_attr_int(x, "w", t->width[i]);
         opc_xml_end(x);
     }
     opc_xml_end(x);

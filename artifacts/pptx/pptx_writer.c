@@ -27,11 +27,6 @@
 #include "pptx_internal.h"
 #include "../../common/banned.h"
 
-kiln_status pptx_nomem(pptx_ctx *c, const char *pointer)
-{
-    return kiln_error_set(c->err, KILN_E_NOMEM, pointer, "out of memory writing the deck");
-}
-
 static uint64_t deck_image_bytes(const pptx_deck *deck, int *has_chart)
 {
     uint64_t total = 0;

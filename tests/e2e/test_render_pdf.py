@@ -2053,3 +2053,39 @@ def test_date_axis_labels_in_one_format(tmp_path, kiln_bin):
     words = [w[4] for _pw, _ph, ws in pdf_words(pdf) for w in ws]
     for label in ("01/04/26", "01/05/26", "01/06/26"):
         assert label in words, "no chart label %s: %r" % (label, words)
+
+
+def test_untyped_column_with_number_format_is_right_aligned(tmp_path, kiln_bin):
+    """A column with a number format and no type says "numbers here": every cell of it is
+    right-aligned, a text cell too, as the docx and pptx writers align it (the three share
+    one table layout, artifacts/layout/table_layout.c)."""
+    sp = write_spec(tmp_path, {"blocks": [{"type": "table", "columns": [
+        {"header": "Label"}, {"header": "Amount", "number_format": "#,##0.00"}],
+        "rows": [["first", 1234.5], ["second", "pending"], ["third", 7]]}]})
+    out = tmp_path / "fmt.pdf"
+    p = run_kiln("render", sp, "-o", out)
+    assert p.returncode == 0, describe(p)
+    words = {t: (x0, x1) for x0, _y0, x1, _y1, t in pdf_words(out)[0][2]}
+    for w in ("1,234.50", "pending", "7.00"):
+        assert w in words, "%r not drawn: %s" % (w, sorted(words))
+    right = words["1,234.50"][1]
+    assert abs(words["pending"][1] - right) < 1.0, "text cell not right-aligned: %s" % words
+    assert abs(words["7.00"][1] - right) < 1.0, "number not right-aligned: %s" % words
+    assert words["pending"][0] > words["1,234.50"][0] + 2, "text cell left-aligned: %s" % words
+
+
+def test_merge_over_a_hidden_first_column_shows_its_value_in_that_columns_format(tmp_path, kiln_bin):
+    """A merged range whose top-left column is hidden (width 0) shows the top-left cell's
+    value in the top-left column's number format, as the docx and pptx do, not in the
+    format of the first column shown."""
+    sp = write_spec(tmp_path, {"sheets": [{"name": "S", "columns": [
+        {"header": "A", "width": 0, "type": "currency"}, {"header": "B", "type": "percent"},
+        {"header": "C"}], "rows": [[0.5, None, "x"], [0.25, 0.1, "y"]],
+        "merges": [{"range": "A2:B2"}]}]})
+    out = tmp_path / "hidden_merge.pdf"
+    p = run_kiln("render", sp, "-o", out)
+    assert p.returncode == 0, describe(p)
+    words = [t for *_b, t in pdf_words(out)[0][2]]
+    assert "$0.50" in words, words
+    assert "50.0%" not in words, words
+    assert "10.0%" in words, words
