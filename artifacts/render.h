@@ -17,13 +17,18 @@
 #include "../common/output.h"
 #include "spec/spec.h"
 
-typedef enum { KILN_FORMAT_XLSX, KILN_FORMAT_DOCX, KILN_FORMAT_PDF, KILN_FORMAT_PPTX,
-               KILN_FORMAT__COUNT } kiln_format;
+typedef enum {
+    KILN_FORMAT_XLSX,
+    KILN_FORMAT_DOCX,
+    KILN_FORMAT_PDF,
+    KILN_FORMAT_PPTX,
+    KILN_FORMAT__COUNT
+} kiln_format;
 
 typedef struct kiln_render_options {
-    uint64_t max_bytes;   /* output ceiling; 0 = KILN_DEFAULT_MAX_BYTES */
-    const char *tmp_dir;  /* scratch space for writers that need it; NULL = the output's own
-                             directory (see kiln_output_dir_path for why) */
+    uint64_t max_bytes;  /* output ceiling; 0 = KILN_DEFAULT_MAX_BYTES */
+    const char *tmp_dir; /* scratch space for writers that need it; NULL = the output's own
+                            directory (see kiln_output_dir_path for why) */
 } kiln_render_options;
 
 typedef struct kiln_render_result {
@@ -39,13 +44,13 @@ typedef struct kiln_render_result {
 /* A writer fills out; result (zeroed, never NULL) takes what the caller
  * should report besides success (warnings), not bytes. */
 typedef kiln_status (*kiln_write_fn)(const kiln_doc *doc, kiln_output *out,
-                                     const kiln_render_options *opt,
-                                     kiln_render_result *result, kiln_error *err);
+                                     const kiln_render_options *opt, kiln_render_result *result,
+                                     kiln_error *err);
 
 typedef struct kiln_writer {
     kiln_format format;
-    const char *name;        /* "xlsx" */
-    const char *extension;   /* ".xlsx" */
+    const char *name;      /* "xlsx" */
+    const char *extension; /* ".xlsx" */
     const char *media_type;
 } kiln_writer;
 
@@ -79,17 +84,13 @@ kiln_status kiln_render_to_output(const kiln_doc *doc, kiln_format format, kiln_
                                   kiln_error *err);
 
 /* Writers (one per format). */
-kiln_status kiln_xlsx_write(const kiln_doc *doc, kiln_output *out,
-                            const kiln_render_options *opt, kiln_render_result *result,
-                            kiln_error *err);
-kiln_status kiln_docx_write(const kiln_doc *doc, kiln_output *out,
-                            const kiln_render_options *opt, kiln_render_result *result,
-                            kiln_error *err);
-kiln_status kiln_pptx_write(const kiln_doc *doc, kiln_output *out,
-                            const kiln_render_options *opt, kiln_render_result *result,
-                            kiln_error *err);
-kiln_status kiln_pdf_write(const kiln_doc *doc, kiln_output *out,
-                           const kiln_render_options *opt, kiln_render_result *result,
-                           kiln_error *err);
+kiln_status kiln_xlsx_write(const kiln_doc *doc, kiln_output *out, const kiln_render_options *opt,
+                            kiln_render_result *result, kiln_error *err);
+kiln_status kiln_docx_write(const kiln_doc *doc, kiln_output *out, const kiln_render_options *opt,
+                            kiln_render_result *result, kiln_error *err);
+kiln_status kiln_pptx_write(const kiln_doc *doc, kiln_output *out, const kiln_render_options *opt,
+                            kiln_render_result *result, kiln_error *err);
+kiln_status kiln_pdf_write(const kiln_doc *doc, kiln_output *out, const kiln_render_options *opt,
+                           kiln_render_result *result, kiln_error *err);
 
 #endif

@@ -45,7 +45,8 @@ static void load(void)
     } else {
         ssize_t n = readlink("/proc/self/exe", path, sizeof path - sizeof KILN_WRITERS_SO - 1);
         if (n <= 0 || (size_t)n >= sizeof path - sizeof KILN_WRITERS_SO - 1) {
-            snprintf(load_error, sizeof load_error, "cannot find the kiln executable's directory");
+            snprintf(load_error, sizeof load_error,
+                     "cannot find the kiln executable's directory");
             return;
         }
         path[n] = '\0';

@@ -53,9 +53,10 @@
 
 enum { F_REGULAR, F_BOLD, F_ITALIC, F_BOLD_ITALIC, F_COUNT };
 
-static const char *const font_files[F_COUNT] = {
-    FONT_DIR "DejaVuSans.ttf", FONT_DIR "DejaVuSans-Bold.ttf", FONT_DIR "DejaVuSans-Oblique.ttf",
-    FONT_DIR "DejaVuSans-BoldOblique.ttf"};
+static const char *const font_files[F_COUNT] = {FONT_DIR "DejaVuSans.ttf",
+                                                FONT_DIR "DejaVuSans-Bold.ttf",
+                                                FONT_DIR "DejaVuSans-Oblique.ttf",
+                                                FONT_DIR "DejaVuSans-BoldOblique.ttf"};
 
 typedef struct {
     HPDF_Font font;
@@ -562,8 +563,8 @@ int main(int argc, char **argv)
     if (status == 0 && !first_error && HPDF_SaveToFile(d.pdf, argv[2]) != HPDF_OK)
         status = 1;
     if (first_error) {
-        fprintf(stderr, "raw_libharu: libharu error 0x%04X (detail %u)\n",
-                (unsigned)first_error, (unsigned)first_detail);
+        fprintf(stderr, "raw_libharu: libharu error 0x%04X (detail %u)\n", (unsigned)first_error,
+                (unsigned)first_detail);
         status = 1;
     }
     HPDF_Free(d.pdf);

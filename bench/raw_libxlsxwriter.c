@@ -21,8 +21,18 @@
 #define LINE_MAX_BYTES (1 << 16)
 
 /* The bench/run.py columns, left to right. */
-enum { C_ID, C_DATE, C_NAME, C_CATEGORY, C_DESCRIPTION, C_AMOUNT, C_PRICE, C_ACTIVE, C_CODE,
-       C_DISCOUNT };
+enum {
+    C_ID,
+    C_DATE,
+    C_NAME,
+    C_CATEGORY,
+    C_DESCRIPTION,
+    C_AMOUNT,
+    C_PRICE,
+    C_ACTIVE,
+    C_CODE,
+    C_DISCOUNT
+};
 
 static const double widths[MAX_FIELDS] = {10, 12, 22, 14, 48, 14, 12, 8, 10, 10};
 
@@ -79,7 +89,8 @@ int main(int argc, char **argv)
         return 1;
     }
 
-    lxw_workbook_options options = {.constant_memory = LXW_TRUE, .tmpdir = NULL,
+    lxw_workbook_options options = {.constant_memory = LXW_TRUE,
+                                    .tmpdir = NULL,
                                     .use_zip64 = LXW_FALSE};
     lxw_workbook *wb = workbook_new_opt(argv[2], &options);
     if (!wb) {

@@ -119,9 +119,12 @@ static const char usage_run_tail[] =
 static const char *limit_placeholder(const kiln_limit_def *d)
 {
     switch (d->kind) {
-    case KILN_LIMIT_SECONDS: return "SECONDS";
-    case KILN_LIMIT_BYTES: return "SIZE";
-    case KILN_LIMIT_COUNT: break;
+    case KILN_LIMIT_SECONDS:
+        return "SECONDS";
+    case KILN_LIMIT_BYTES:
+        return "SIZE";
+    case KILN_LIMIT_COUNT:
+        break;
     }
     return "N";
 }
@@ -151,7 +154,8 @@ static const char *usage_run(void)
  * line, so even a usage error is reported as JSON to a caller that asked. */
 static int json_requested;
 
-__attribute__((format(printf, 2, 3)))
+static int usage_error(const char *usage, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 static int usage_error(const char *usage, const char *fmt, ...)
 {
     kiln_error e;
@@ -165,7 +169,8 @@ static int usage_error(const char *usage, const char *fmt, ...)
     if (usage)
         fprintf(stderr, "\n%s", usage);
     if (json_requested) {
-        json_t *root = json_pack("{s:b, s:[o], s:i}", "ok", 0, "errors", kiln_error_json(&e), "more_errors", 0);
+        json_t *root = json_pack("{s:b, s:[o], s:i}", "ok", 0, "errors", kiln_error_json(&e),
+                                 "more_errors", 0);
         json_dumpf(root, stdout, JSON_COMPACT);
         fputc('\n', stdout);
         json_decref(root);
@@ -225,7 +230,8 @@ static int report_error(const kiln_error *e, int as_json)
  * split is found first, reading argv as getopt will (a value attached or
  * the next word, long options by unique prefix).
  */
-static int options_end(int argc, char **argv, const char *shortopts, const struct option *longopts)
+static int options_end(int argc, char **argv, const char *shortopts,
+                       const struct option *longopts)
 {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -269,11 +275,13 @@ static int options_end(int argc, char **argv, const char *shortopts, const struc
 
 static int cmd_render(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"output", required_argument, NULL, 'o'},   {"format", required_argument, NULL, 'f'},
-        {"base-dir", required_argument, NULL, 'b'}, {"max-bytes", required_argument, NULL, 'm'},
-        {"json", no_argument, NULL, 'j'},           {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0}};
+    static const struct option opts[] = {{"output", required_argument, NULL, 'o'},
+                                         {"format", required_argument, NULL, 'f'},
+                                         {"base-dir", required_argument, NULL, 'b'},
+                                         {"max-bytes", required_argument, NULL, 'm'},
+                                         {"json", no_argument, NULL, 'j'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {NULL, 0, NULL, 0}};
     const char *output = NULL, *format_name = NULL;
     kiln_parse_options popt;
     kiln_render_options ropt = {0, NULL};
@@ -294,14 +302,21 @@ static int cmd_render(int argc, char **argv)
                 return usage_error(usage_render, "%s", "--format given more than once");
             format_name = optarg;
             break;
-        case 'b': popt.base_dir = optarg; break;
+        case 'b':
+            popt.base_dir = optarg;
+            break;
         case 'm':
             if (kiln_parse_size(optarg, &ropt.max_bytes) != 0)
                 return usage_error(usage_render, "invalid --max-bytes '%s'", optarg);
             break;
-        case 'j': as_json = 1; break;
-        case 'h': fputs(usage_render, stdout); return 0;
-        default: return bad_option(usage_render, argv, c);
+        case 'j':
+            as_json = 1;
+            break;
+        case 'h':
+            fputs(usage_render, stdout);
+            return 0;
+        default:
+            return bad_option(usage_render, argv, c);
         }
     }
     if (optind >= argc)
@@ -383,11 +398,20 @@ static int cmd_validate(int argc, char **argv)
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":b:sjh", opts, NULL)) != -1) {
         switch (c) {
-        case 'b': popt.base_dir = optarg; break;
-        case 's': popt.scan_data_files = 1; break;
-        case 'j': as_json = 1; break;
-        case 'h': fputs(usage_validate, stdout); return 0;
-        default: return bad_option(usage_validate, argv, c);
+        case 'b':
+            popt.base_dir = optarg;
+            break;
+        case 's':
+            popt.scan_data_files = 1;
+            break;
+        case 'j':
+            as_json = 1;
+            break;
+        case 'h':
+            fputs(usage_validate, stdout);
+            return 0;
+        default:
+            return bad_option(usage_validate, argv, c);
         }
     }
     if (optind >= argc)
@@ -458,10 +482,10 @@ typedef struct run_cli {
     kiln_run_options opt;
     const char *code_arg, *language, *file, *request, *out_dir;
     int no_copy, pretty, job_flags; /* job_flags: a flag --request replaces was given */
-    kiln_run_input *inputs;   /* argc of them at most */
+    kiln_run_input *inputs;         /* argc of them at most */
     char **input_copies;
-    const char **args;        /* from a request: NULL-terminated, the request's strings */
-    char *code;               /* read from FILE or stdin */
+    const char **args; /* from a request: NULL-terminated, the request's strings */
+    char *code;        /* read from FILE or stdin */
     json_t *request_doc;
 } run_cli;
 
@@ -481,14 +505,17 @@ enum { OPT_PRETTY = 256, OPT_NO_RENDER, OPT_RO_BIND, OPT_REQUEST, OPT_LIMIT = 51
 /* kiln run's options: the fixed ones, then one per limit of the table. */
 static const struct option *run_options(void)
 {
-    static const struct option fixed[] = {
-        {"code", required_argument, NULL, 'c'},     {"language", required_argument, NULL, 'l'},
-        {"input", required_argument, NULL, 'i'},    {"out", required_argument, NULL, 'o'},
-        {"no-copy", no_argument, NULL, 'n'},        {"render", no_argument, NULL, 'r'},
-        {"no-render", no_argument, NULL, OPT_NO_RENDER},
-        {"pretty", no_argument, NULL, OPT_PRETTY},  {"help", no_argument, NULL, 'h'},
-        {"ro-bind", required_argument, NULL, OPT_RO_BIND},
-        {"request", required_argument, NULL, OPT_REQUEST}};
+    static const struct option fixed[] = {{"code", required_argument, NULL, 'c'},
+                                          {"language", required_argument, NULL, 'l'},
+                                          {"input", required_argument, NULL, 'i'},
+                                          {"out", required_argument, NULL, 'o'},
+                                          {"no-copy", no_argument, NULL, 'n'},
+                                          {"render", no_argument, NULL, 'r'},
+                                          {"no-render", no_argument, NULL, OPT_NO_RENDER},
+                                          {"pretty", no_argument, NULL, OPT_PRETTY},
+                                          {"help", no_argument, NULL, 'h'},
+                                          {"ro-bind", required_argument, NULL, OPT_RO_BIND},
+                                          {"request", required_argument, NULL, OPT_REQUEST}};
 #define FIXED_COUNT (sizeof fixed / sizeof fixed[0])
     static struct option all[FIXED_COUNT + KILN_JOB_LIMIT_COUNT + 1];
     if (!all[0].name) {
@@ -529,8 +556,14 @@ static int parse_run_args(int argc, char **argv, run_cli *r, int *status)
             continue;
         }
         switch (c) {
-        case 'c': r->code_arg = optarg; r->job_flags = 1; break;
-        case 'l': r->language = optarg; r->job_flags = 1; break;
+        case 'c':
+            r->code_arg = optarg;
+            r->job_flags = 1;
+            break;
+        case 'l':
+            r->language = optarg;
+            r->job_flags = 1;
+            break;
         case 'i': {
             char *copy = strdup(optarg);
             if (!copy) {
@@ -549,15 +582,36 @@ static int parse_run_args(int argc, char **argv, run_cli *r, int *status)
             r->job_flags = 1;
             break;
         }
-        case 'o': r->out_dir = optarg; break;
-        case 'n': r->no_copy = 1; break;
-        case 'r': r->opt.render = &kiln_render_step; r->job_flags = 1; break;
-        case OPT_NO_RENDER: r->opt.render = NULL; r->job_flags = 1; break;
-        case OPT_PRETTY: r->pretty = 1; break;
-        case OPT_RO_BIND: kiln_run_add_ro_bind(&r->opt, optarg); break; /* checked by kiln_run_job */
-        case OPT_REQUEST: r->request = optarg; break;
-        case 'h': fputs(usage_run(), stdout); *status = 0; return -1;
-        default: *status = bad_option(usage_run(), argv, c); return -1;
+        case 'o':
+            r->out_dir = optarg;
+            break;
+        case 'n':
+            r->no_copy = 1;
+            break;
+        case 'r':
+            r->opt.render = &kiln_render_step;
+            r->job_flags = 1;
+            break;
+        case OPT_NO_RENDER:
+            r->opt.render = NULL;
+            r->job_flags = 1;
+            break;
+        case OPT_PRETTY:
+            r->pretty = 1;
+            break;
+        case OPT_RO_BIND:
+            kiln_run_add_ro_bind(&r->opt, optarg);
+            break; /* checked by kiln_run_job */
+        case OPT_REQUEST:
+            r->request = optarg;
+            break;
+        case 'h':
+            fputs(usage_run(), stdout);
+            *status = 0;
+            return -1;
+        default:
+            *status = bad_option(usage_run(), argv, c);
+            return -1;
         }
     }
     /* Besides the options: FILE (or "-"), at most one; the program's own
@@ -572,7 +626,8 @@ static int parse_run_args(int argc, char **argv, run_cli *r, int *status)
     }
     r->opt.args = (const char *const *)(argv + (end < argc ? end + 1 : argc));
     if (r->request && (r->job_flags || r->file || end < argc)) {
-        *status = usage_error(usage_run(), "--request gives the whole job: the code, FILE, "
+        *status = usage_error(usage_run(),
+                              "--request gives the whole job: the code, FILE, "
                               "--language, --input, --render, the limits and the program's "
                               "arguments go in it, not on the command line");
         return -1;
@@ -590,7 +645,7 @@ static int job_from_flags(run_cli *r, int *status)
     if (!r->language) {
         size_t n = r->file ? strlen(r->file) : 0;
         r->opt.language = n > 3 && strcmp(r->file + n - 3, ".sh") == 0 ? KILN_LANG_BASH
-                                                                        : KILN_LANG_PYTHON;
+                                                                       : KILN_LANG_PYTHON;
     } else if (strcmp(r->language, "python") == 0 || strcmp(r->language, "python3") == 0) {
         r->opt.language = KILN_LANG_PYTHON;
     } else if (strcmp(r->language, "bash") == 0 || strcmp(r->language, "sh") == 0) {
@@ -809,8 +864,7 @@ static int cmd_help(int argc, char **argv)
     else if (strcmp(argv[1], "serve") == 0) {
         char *help_argv[] = {"serve", "--help", NULL};
         return cmd_serve(2, help_argv);
-    }
-    else if (strcmp(argv[1], "help") == 0)
+    } else if (strcmp(argv[1], "help") == 0)
         fputs(usage_main, stdout);
     else
         return usage_error(usage_main, "unknown command '%s'", argv[1]);

@@ -76,13 +76,13 @@ static const char usage_serve_tail[] =
 enum kind { K_STR, K_COUNT, K_SIZE, K_DURATION, K_LISTEN, K_URL, K_LIMIT };
 
 struct setting {
-    const char *name;     /* long flag without --, config name */
+    const char *name; /* long flag without --, config name */
     enum kind kind;
-    uint64_t max;         /* for counts and durations; for sizes, 0 = none */
-    uint64_t min;         /* for counts and sizes; 0 = 1 */
-    int zero_ok;          /* counts: 0 is a value too (its meaning is the option's) */
+    uint64_t max;                /* for counts and durations; for sizes, 0 = none */
+    uint64_t min;                /* for counts and sizes; 0 = 1 */
+    int zero_ok;                 /* counts: 0 is a value too (its meaning is the option's) */
     const kiln_limit_def *limit; /* K_LIMIT: the run limit (contract/limits.h) */
-    const char *value;    /* chosen value */
+    const char *value;           /* chosen value */
     char origin[PATH_MAX + 64];
     const char *flag_val;
     const char *env_val;
@@ -90,12 +90,28 @@ struct setting {
     unsigned file_line;
 };
 
-enum { S_LISTEN, S_DATA_DIR, S_KEYS_FILE, S_THREADS, S_MAX_JOBS, S_QUEUE, S_MAX_UPLOAD,
-       S_MAX_REQUEST, S_TTL, S_SWEEP, S_CONN_TIMEOUT, S_HEADER_TIMEOUT, S_REQUEST_TIMEOUT,
-       S_GRACE, S_MAX_CONN, S_MAX_PER_IP, S_PUBLIC_URL,
-       /* then a --run-FLAG per run limit, in the table's order */
-       S_RUN_FIRST,
-       S__COUNT = S_RUN_FIRST + KILN_JOB_LIMIT_COUNT };
+enum {
+    S_LISTEN,
+    S_DATA_DIR,
+    S_KEYS_FILE,
+    S_THREADS,
+    S_MAX_JOBS,
+    S_QUEUE,
+    S_MAX_UPLOAD,
+    S_MAX_REQUEST,
+    S_TTL,
+    S_SWEEP,
+    S_CONN_TIMEOUT,
+    S_HEADER_TIMEOUT,
+    S_REQUEST_TIMEOUT,
+    S_GRACE,
+    S_MAX_CONN,
+    S_MAX_PER_IP,
+    S_PUBLIC_URL,
+    /* then a --run-FLAG per run limit, in the table's order */
+    S_RUN_FIRST,
+    S__COUNT = S_RUN_FIRST + KILN_JOB_LIMIT_COUNT
+};
 
 static struct setting settings[S__COUNT] = {
     [S_LISTEN] = {.name = "listen", .kind = K_LISTEN, .max = 0},
@@ -114,7 +130,9 @@ static struct setting settings[S__COUNT] = {
     [S_REQUEST_TIMEOUT] = {.name = "request-timeout", .kind = K_DURATION, .max = 86400},
     [S_GRACE] = {.name = "shutdown-grace", .kind = K_DURATION, .max = 86400},
     [S_MAX_CONN] = {.name = "max-connections", .kind = K_COUNT, .max = 1000000},
-    [S_MAX_PER_IP] = {.name = "max-connections-per-ip", .kind = K_COUNT, .max = 1000000,
+    [S_MAX_PER_IP] = {.name = "max-connections-per-ip",
+                      .kind = K_COUNT,
+                      .max = 1000000,
                       .zero_ok = 1},
     [S_PUBLIC_URL] = {.name = "public-url", .kind = K_URL, .max = 0},
 };
@@ -151,7 +169,7 @@ static void print_usage(void)
     fputs(usage_serve_tail, stdout);
 }
 
-__attribute__((format(printf, 1, 2)))
+static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static int usage_error(const char *fmt, ...)
 {
     va_list ap;
@@ -200,11 +218,20 @@ static int parse_duration(const char *text, uint64_t max, uint64_t *out)
     uint64_t mul = 1;
     if (*end) {
         switch (*end) {
-        case 's': mul = 1; break;
-        case 'm': mul = 60; break;
-        case 'h': mul = 3600; break;
-        case 'd': mul = 86400; break;
-        default: return -1;
+        case 's':
+            mul = 1;
+            break;
+        case 'm':
+            mul = 60;
+            break;
+        case 'h':
+            mul = 3600;
+            break;
+        case 'd':
+            mul = 86400;
+            break;
+        default:
+            return -1;
         }
         if (end[1])
             return -1;
@@ -285,7 +312,8 @@ static int read_config(const char *path, const char *origin)
     while (fgets(line, sizeof line, f)) {
         lineno++;
         if (!strchr(line, '\n') && !feof(f)) {
-            status = usage_error("%s:%u: line longer than %d bytes", path, lineno, CONFIG_LINE_MAX);
+            status = usage_error("%s:%u: line longer than %d bytes", path, lineno,
+                                 CONFIG_LINE_MAX);
             break;
         }
         char *s = trim(line);
@@ -388,7 +416,8 @@ static int make_first_key(const char *data_dir, char *keys_path, char *key_path,
     snprintf(keyline, sizeof keyline, "%s\n", key);
     snprintf(line, sizeof line,
              "# API keys of kiln serve: TENANT SHA256-OF-KEY (kiln serve --hash-key)\n"
-             "default %s\n", hash);
+             "default %s\n",
+             hash);
     snprintf(key_path, cap, "%s/api-key", data_dir);
     snprintf(keys_path, cap, "%s/keys", data_dir);
     /* The key first: a keys file without its key would lock the owner out. */
@@ -503,7 +532,8 @@ static kiln_status prepare_keys(void *arg, const char *data_dir, const char **ke
         return KILN_E_OK;
     if (make_first_key(data_dir, fk->keys_path, fk->key_path, sizeof fk->keys_path) != 0)
         return kiln_error_set(err, KILN_E_WRITE, "/data-dir",
-                              "cannot write a first API key to %s: %s", data_dir, strerror(errno));
+                              "cannot write a first API key to %s: %s", data_dir,
+                              strerror(errno));
     *keys_file = fk->keys_path;
     fk->made = 1;
     return KILN_E_OK;
@@ -622,7 +652,9 @@ static int parse_setting(struct setting *s, uint64_t *out, char *host, size_t ho
         if (parse_count(s->value, s->max, &v) != 0 || v < s->min) {
             char why[64];
             snprintf(why, sizeof why, "expected a whole number from %llu to %llu",
-                     (unsigned long long)(s->zero_ok ? 0 : s->min ? s->min : 1),
+                     (unsigned long long)(s->zero_ok ? 0
+                                          : s->min   ? s->min
+                                                     : 1),
                      (unsigned long long)s->max);
             status = bad_value(s, why);
             return status;
@@ -649,8 +681,10 @@ static int parse_setting(struct setting *s, uint64_t *out, char *host, size_t ho
     case K_DURATION:
         if (parse_duration(s->value, s->max, &v) != 0) {
             char why[128];
-            snprintf(why, sizeof why, "expected a duration: seconds, or a number with s, m, "
-                     "h or d, more than 0 and at most %llus", (unsigned long long)s->max);
+            snprintf(why, sizeof why,
+                     "expected a duration: seconds, or a number with s, m, "
+                     "h or d, more than 0 and at most %llus",
+                     (unsigned long long)s->max);
             status = bad_value(s, why);
             return status;
         }
@@ -681,25 +715,58 @@ static int parse_setting(struct setting *s, uint64_t *out, char *host, size_t ho
 /* Setting i's checked value into the server's options. */
 static void apply_setting(int i, const struct setting *s, uint64_t v, kiln_server_options *opt)
 {
-switch (i) {
-case S_DATA_DIR: opt->data_dir = s->value; break;
-case S_KEYS_FILE: opt->keys_file = s->value; break;
-case S_THREADS: opt->threads = (unsigned)v; break;
-case S_MAX_JOBS: opt->max_jobs = (unsigned)v; break;
-case S_QUEUE: opt->queue_max = (unsigned)v; break;
-case S_MAX_UPLOAD: opt->max_upload_bytes = v; break;
-case S_MAX_REQUEST: opt->max_request_bytes = v; break;
-case S_TTL: opt->ttl_seconds = (int64_t)v; break;
-case S_SWEEP: opt->sweep_seconds = (unsigned)v; break;
-case S_CONN_TIMEOUT: opt->connection_timeout = (unsigned)v; break;
-case S_HEADER_TIMEOUT: opt->header_timeout = (unsigned)v; break;
-case S_REQUEST_TIMEOUT: opt->request_timeout = (unsigned)v; break;
-case S_GRACE: opt->shutdown_grace = (unsigned)v; break;
-case S_MAX_CONN: opt->max_connections = (unsigned)v; break;
-case S_MAX_PER_IP: opt->max_connections_per_ip = (unsigned)v; break;
-case S_PUBLIC_URL: opt->public_url = s->value; break;
-default: break;
-}
+    switch (i) {
+    case S_DATA_DIR:
+        opt->data_dir = s->value;
+        break;
+    case S_KEYS_FILE:
+        opt->keys_file = s->value;
+        break;
+    case S_THREADS:
+        opt->threads = (unsigned)v;
+        break;
+    case S_MAX_JOBS:
+        opt->max_jobs = (unsigned)v;
+        break;
+    case S_QUEUE:
+        opt->queue_max = (unsigned)v;
+        break;
+    case S_MAX_UPLOAD:
+        opt->max_upload_bytes = v;
+        break;
+    case S_MAX_REQUEST:
+        opt->max_request_bytes = v;
+        break;
+    case S_TTL:
+        opt->ttl_seconds = (int64_t)v;
+        break;
+    case S_SWEEP:
+        opt->sweep_seconds = (unsigned)v;
+        break;
+    case S_CONN_TIMEOUT:
+        opt->connection_timeout = (unsigned)v;
+        break;
+    case S_HEADER_TIMEOUT:
+        opt->header_timeout = (unsigned)v;
+        break;
+    case S_REQUEST_TIMEOUT:
+        opt->request_timeout = (unsigned)v;
+        break;
+    case S_GRACE:
+        opt->shutdown_grace = (unsigned)v;
+        break;
+    case S_MAX_CONN:
+        opt->max_connections = (unsigned)v;
+        break;
+    case S_MAX_PER_IP:
+        opt->max_connections_per_ip = (unsigned)v;
+        break;
+    case S_PUBLIC_URL:
+        opt->public_url = s->value;
+        break;
+    default:
+        break;
+    }
 }
 
 /* Every chosen setting into opt (host: room for the address's host). 0, or
@@ -789,11 +856,19 @@ int kiln_serve_main(int argc, char **argv)
             continue;
         }
         switch (c) {
-        case OPT_CONFIG: config = optarg; break;
-        case OPT_HASH_KEY: hash_key = 1; break;
-        case 'h': print_usage(); return 0;
-        case ':': return usage_error("option '%s' needs a value", argv[optind - 1]);
-        default: return usage_error("unknown option '%s'", argv[optind - 1]);
+        case OPT_CONFIG:
+            config = optarg;
+            break;
+        case OPT_HASH_KEY:
+            hash_key = 1;
+            break;
+        case 'h':
+            print_usage();
+            return 0;
+        case ':':
+            return usage_error("option '%s' needs a value", argv[optind - 1]);
+        default:
+            return usage_error("unknown option '%s'", argv[optind - 1]);
         }
     }
     if (optind < argc)

@@ -18,8 +18,8 @@ typedef struct kiln_arena_chunk kiln_arena_chunk;
 typedef struct kiln_arena {
     kiln_arena_chunk *head;
     kiln_arena_chunk *bytes; /* strings, packed without alignment */
-    uint64_t used;      /* bytes handed out, for the ceiling */
-    uint64_t max_bytes; /* 0 = no ceiling */
+    uint64_t used;           /* bytes handed out, for the ceiling */
+    uint64_t max_bytes;      /* 0 = no ceiling */
 } kiln_arena;
 
 void kiln_arena_init(kiln_arena *arena, uint64_t max_bytes);

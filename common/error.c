@@ -29,7 +29,8 @@ int kiln_status_exit(kiln_status code)
     return codes[code].exit_status;
 }
 
-__attribute__((format(printf, 4, 0)))
+static void fill(kiln_error *err, kiln_status code, const char *pointer, const char *fmt,
+                 va_list ap) __attribute__((format(printf, 4, 0)));
 static void fill(kiln_error *err, kiln_status code, const char *pointer, const char *fmt,
                  va_list ap)
 {
@@ -96,7 +97,8 @@ void kiln_error_locate(kiln_error *err, const char *pointer)
 {
     if (!err || !pointer || err->pointer[0])
         return;
-    if (err->code != KILN_E_LIMIT && err->code != KILN_E_INVALID_SPEC && err->code != KILN_E_INPUT)
+    if (err->code != KILN_E_LIMIT && err->code != KILN_E_INVALID_SPEC &&
+        err->code != KILN_E_INPUT)
         return;
     snprintf(err->pointer, sizeof err->pointer, "%s", pointer);
 }

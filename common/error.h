@@ -22,16 +22,16 @@
  * never drift apart. Columns: enum suffix, short name (stable, used in JSON
  * output), CLI exit status.
  */
-#define KILN_ERROR_CODES(X)                              \
-    X(OK, "ok", 0)                                       \
-    X(USAGE, "usage", 2)                                 \
-    X(INVALID_SPEC, "invalid_spec", 3)                   \
-    X(INVALID_JOB, "invalid_run", 2)                     \
-    X(LIMIT, "limit_exceeded", 3)                        \
-    X(TOO_LARGE, "too_large", 4)                         \
-    X(INPUT, "unreadable_input", 5)                      \
-    X(WRITE, "write_failed", 6)                          \
-    X(NOMEM, "out_of_memory", 7)                         \
+#define KILN_ERROR_CODES(X)            \
+    X(OK, "ok", 0)                     \
+    X(USAGE, "usage", 2)               \
+    X(INVALID_SPEC, "invalid_spec", 3) \
+    X(INVALID_JOB, "invalid_run", 2)   \
+    X(LIMIT, "limit_exceeded", 3)      \
+    X(TOO_LARGE, "too_large", 4)       \
+    X(INPUT, "unreadable_input", 5)    \
+    X(WRITE, "write_failed", 6)        \
+    X(NOMEM, "out_of_memory", 7)       \
     X(INTERNAL, "internal", 70)
 
 /* clang-format off: the enumerators come from the X-macro, which clang-format cannot see */
@@ -39,7 +39,7 @@ typedef enum {
 #define KILN_X_ENUM(name, str, status) KILN_E_##name,
     KILN_ERROR_CODES(KILN_X_ENUM)
 #undef KILN_X_ENUM
-    KILN_E__COUNT
+        KILN_E__COUNT
 } kiln_status;
 /* clang-format on */
 

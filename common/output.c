@@ -26,7 +26,8 @@ static kiln_status open_target_dir(kiln_output *out, const char *target, kiln_er
     if (*base == '\0' || strcmp(base, ".") == 0 || strcmp(base, "..") == 0)
         return kiln_error_set(err, KILN_E_USAGE, NULL, "output path '%s' names a directory",
                               target);
-    char *dir = slash ? strndup(target, (size_t)(slash - target) + (slash == target)) : strdup(".");
+    char *dir = slash ? strndup(target, (size_t)(slash - target) + (slash == target))
+                      : strdup(".");
     out->base = strdup(base);
     out->target = strdup(target);
     if (!dir || !out->base || !out->target) {
@@ -132,12 +133,10 @@ const char *kiln_output_dir_path(const kiln_output *out)
     return out->dir_path;
 }
 
-kiln_status kiln_output_write(kiln_output *out, const void *data, size_t len,
-                              kiln_error *err)
+kiln_status kiln_output_write(kiln_output *out, const void *data, size_t len, kiln_error *err)
 {
     if (len > out->max_bytes || out->written > out->max_bytes - len)
-        return kiln_error_limit(err, KILN_E_TOO_LARGE, NULL, out->max_bytes,
-                                out->written + len,
+        return kiln_error_limit(err, KILN_E_TOO_LARGE, NULL, out->max_bytes, out->written + len,
                                 "output is larger than the size ceiling of %llu bytes "
                                 "(reached %llu bytes)",
                                 (unsigned long long)out->max_bytes,
@@ -148,8 +147,8 @@ kiln_status kiln_output_write(kiln_output *out, const void *data, size_t len,
         if (n < 0) {
             if (errno == EINTR)
                 continue;
-            return kiln_error_set(err, KILN_E_WRITE, NULL, "cannot write '%s': %s",
-                                  out->target, strerror(errno));
+            return kiln_error_set(err, KILN_E_WRITE, NULL, "cannot write '%s': %s", out->target,
+                                  strerror(errno));
         }
         p += n;
         len -= (size_t)n;
@@ -223,8 +222,8 @@ static kiln_status link_into_place(kiln_output *out, kiln_error *err)
         if (linkat(AT_FDCWD, out->path, out->dir_fd, name, AT_SYMLINK_FOLLOW) != 0) {
             if (errno == EEXIST)
                 continue;
-            return kiln_error_set(err, KILN_E_WRITE, NULL, "cannot create '%s': %s",
-                                  out->target, strerror(errno));
+            return kiln_error_set(err, KILN_E_WRITE, NULL, "cannot create '%s': %s", out->target,
+                                  strerror(errno));
         }
         if (renameat(out->dir_fd, name, out->dir_fd, out->base) != 0) {
             int saved = errno;
@@ -270,7 +269,7 @@ kiln_status kiln_output_commit(kiln_output *out, uint64_t *final_bytes, kiln_err
     if (final_bytes)
         *final_bytes = size;
     if (out->borrowed)
-        out->fd = -1; /* committed: abort below must not empty it */
+        out->fd = -1;       /* committed: abort below must not empty it */
     kiln_output_abort(out); /* closes and frees; the file now has its real name */
     return KILN_E_OK;
 

@@ -36,17 +36,17 @@
 #define KILN_DEFAULT_MAX_BYTES (30ull << 20) /* hosted interpreters' figure */
 
 typedef struct kiln_output {
-    int fd;              /* the temporary file, -1 when closed */
-    int dir_fd;          /* the target's directory */
-    char *target;        /* full target path as given */
-    char *base;          /* target's last component */
-    char *temp_name;     /* fallback only: the named temporary file, else NULL */
+    int fd;          /* the temporary file, -1 when closed */
+    int dir_fd;      /* the target's directory */
+    char *target;    /* full target path as given */
+    char *base;      /* target's last component */
+    char *temp_name; /* fallback only: the named temporary file, else NULL */
     int to_stdout;
-    int borrowed;        /* kiln_output_open_fd: fd is the caller's */
+    int borrowed; /* kiln_output_open_fd: fd is the caller's */
     uint64_t max_bytes;
-    uint64_t written;    /* bytes written through kiln_output_write */
-    char path[64];       /* "/proc/self/fd/N": a name a library can open */
-    char dir_path[64];   /* "/proc/self/fd/N" of the target's directory */
+    uint64_t written;  /* bytes written through kiln_output_write */
+    char path[64];     /* "/proc/self/fd/N": a name a library can open */
+    char dir_path[64]; /* "/proc/self/fd/N" of the target's directory */
 } kiln_output;
 
 /* Prepare to write target_path with the given ceiling (0 = default). */
@@ -67,8 +67,7 @@ const char *kiln_output_path(const kiln_output *out);
  * is still full when the output itself is written, and that error is seen. */
 const char *kiln_output_dir_path(const kiln_output *out);
 /* Append bytes; KILN_E_TOO_LARGE before writing anything past the ceiling. */
-kiln_status kiln_output_write(kiln_output *out, const void *data, size_t len,
-                              kiln_error *err);
+kiln_status kiln_output_write(kiln_output *out, const void *data, size_t len, kiln_error *err);
 /* Current size of the temporary file (whoever wrote it). */
 uint64_t kiln_output_size(const kiln_output *out);
 /* Check the ceiling, make the file durable, move it into place. Frees out.

@@ -6,16 +6,14 @@
 
 /* KILN_EMBED(sym, path): defines sym_start/sym_end around the file's bytes
  * plus a terminating NUL, in read-only data. */
-#define KILN_EMBED(sym, path)                                       \
-    __asm__(".section .rodata\n"                                     \
-            ".balign 16\n"                                           \
-            ".global " #sym "_start\n"                               \
-            #sym "_start:\n"                                         \
-            ".incbin \"" path "\"\n"                                 \
-            ".global " #sym "_end\n"                                 \
-            #sym "_end:\n"                                           \
-            ".byte 0\n"                                              \
-            ".previous\n");                                          \
+#define KILN_EMBED(sym, path)                           \
+    __asm__(".section .rodata\n"                        \
+            ".balign 16\n"                              \
+            ".global " #sym "_start\n" #sym "_start:\n" \
+            ".incbin \"" path "\"\n"                    \
+            ".global " #sym "_end\n" #sym "_end:\n"     \
+            ".byte 0\n"                                 \
+            ".previous\n");                             \
     extern const char sym##_start[], sym##_end[];
 
 KILN_EMBED(kiln_tpl_theme, "templates/theme.json")

@@ -45,7 +45,8 @@ static void check_language(const json_t *doc, kiln_job_request *out, kiln_errors
     else if (l && strcmp(l, "bash") == 0)
         out->language = KILN_LANG_BASH;
     else
-        kiln_errors_addf(errs, KILN_E_INVALID_JOB, "/language", "language must be python or bash");
+        kiln_errors_addf(errs, KILN_E_INVALID_JOB, "/language",
+                         "language must be python or bash");
 }
 
 static void check_render(const json_t *doc, kiln_job_request *out, kiln_errors *errs)
@@ -227,13 +228,12 @@ static void check_limits(const json_t *doc, const kiln_job_parse_options *opt,
 kiln_status kiln_job_request_parse(const json_t *doc, const kiln_job_parse_options *opt,
                                    kiln_job_request *out, kiln_errors *errs)
 {
-    static const char *const members[] = {"code", "language", "args", "inputs", "limits",
-                                          "render", NULL};
+    static const char *const members[] = {"code",   "language", "args", "inputs",
+                                          "limits", "render",   NULL};
     memset(out, 0, sizeof *out);
     kiln_errors_init(errs);
     if (!json_is_object(doc))
-        return kiln_errors_addf(errs, KILN_E_INVALID_JOB, "",
-                                "a job request is a JSON object");
+        return kiln_errors_addf(errs, KILN_E_INVALID_JOB, "", "a job request is a JSON object");
     const char *key;
     json_t *value;
     json_object_foreach((json_t *)doc, key, value) {
@@ -264,8 +264,9 @@ json_t *kiln_job_request_json(const kiln_job_request *rq, const char *const *pat
 {
     json_t *inputs = json_array();
     for (size_t i = 0; inputs && i < input_count; i++) {
-        json_t *in = names && names[i] ? json_pack("{s:s, s:s}", "path", paths[i], "name", names[i])
-                                       : json_pack("{s:s}", "path", paths[i]);
+        json_t *in = names && names[i]
+                         ? json_pack("{s:s, s:s}", "path", paths[i], "name", names[i])
+                         : json_pack("{s:s}", "path", paths[i]);
         if (json_array_append_new(inputs, in) != 0) {
             json_decref(inputs);
             inputs = NULL;

@@ -43,12 +43,12 @@ typedef enum {
 
 typedef struct kiln_job_request {
     kiln_run_language language;
-    const char *code;         /* borrowed */
+    const char *code; /* borrowed */
     size_t code_len;
-    const json_t *args;       /* borrowed array of strings; NULL = none */
-    const json_t *inputs;     /* borrowed array in the form asked for; NULL = none */
-    kiln_run_limits limits;   /* every field set */
-    int render;               /* render the specs `import kiln` saves (default 1) */
+    const json_t *args;     /* borrowed array of strings; NULL = none */
+    const json_t *inputs;   /* borrowed array in the form asked for; NULL = none */
+    kiln_run_limits limits; /* every field set */
+    int render;             /* render the specs `import kiln` saves (default 1) */
 } kiln_job_request;
 
 typedef struct kiln_job_parse_options {

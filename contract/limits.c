@@ -22,8 +22,10 @@
 #define SECONDS_MAX 86400.0
 #define COUNT_MAX 1000000.0
 
-#define ROW(member, flag, kind, min, max, def, field, meaning) \
-    {member, flag, kind, min, max, def, offsetof(kiln_run_limits, field), meaning}
+#define ROW(member, flag, kind, min, max, def, field, meaning)                       \
+    {                                                                                \
+        member, flag, kind, min, max, def, offsetof(kiln_run_limits, field), meaning \
+    }
 const kiln_limit_def kiln_limit_defs[KILN_JOB_LIMIT_COUNT] = {
     ROW("wall_seconds", "timeout", KILN_LIMIT_SECONDS, 0, SECONDS_MAX, 60, wall_seconds,
         "wall clock"),
@@ -41,8 +43,8 @@ const kiln_limit_def kiln_limit_defs[KILN_JOB_LIMIT_COUNT] = {
         "largest file written"),
     ROW("open_files", "open-files", KILN_LIMIT_COUNT, 16, COUNT_MAX, 256, open_files,
         "open files"),
-    ROW("stream_keep_bytes", "stream-keep", KILN_LIMIT_BYTES, 1, 64 * MIB, MIB,
-        stream_keep_bytes, "stdout and stderr kept, each"),
+    ROW("stream_keep_bytes", "stream-keep", KILN_LIMIT_BYTES, 1, 64 * MIB, MIB, stream_keep_bytes,
+        "stdout and stderr kept, each"),
     ROW("stream_kill_bytes", "stream-kill", KILN_LIMIT_BYTES, 1, SIZE_MAX_BYTES, 256 * MIB,
         stream_kill_bytes, "stdout + stderr that ends the job"),
     ROW("output_files", "max-files", KILN_LIMIT_COUNT, 1, COUNT_MAX, 100, output_files,
@@ -56,9 +58,12 @@ const kiln_limit_def kiln_limit_defs[KILN_JOB_LIMIT_COUNT] = {
 const char *kiln_limit_unit(kiln_limit_kind kind)
 {
     switch (kind) {
-    case KILN_LIMIT_SECONDS: return "seconds";
-    case KILN_LIMIT_BYTES: return "bytes";
-    case KILN_LIMIT_COUNT: return "count";
+    case KILN_LIMIT_SECONDS:
+        return "seconds";
+    case KILN_LIMIT_BYTES:
+        return "bytes";
+    case KILN_LIMIT_COUNT:
+        return "count";
     }
     return "count";
 }
@@ -77,9 +82,12 @@ double kiln_limit_get(const kiln_run_limits *limits, const kiln_limit_def *def)
 {
     const char *p = (const char *)limits + def->offset;
     switch (def->kind) {
-    case KILN_LIMIT_SECONDS: return *(const double *)p;
-    case KILN_LIMIT_BYTES: return (double)*(const uint64_t *)p;
-    case KILN_LIMIT_COUNT: break;
+    case KILN_LIMIT_SECONDS:
+        return *(const double *)p;
+    case KILN_LIMIT_BYTES:
+        return (double)*(const uint64_t *)p;
+    case KILN_LIMIT_COUNT:
+        break;
     }
     return (double)*(const uint32_t *)p;
 }
@@ -88,9 +96,14 @@ void kiln_limit_set(kiln_run_limits *limits, const kiln_limit_def *def, double v
 {
     char *p = (char *)limits + def->offset;
     switch (def->kind) {
-    case KILN_LIMIT_SECONDS: *(double *)p = value; return;
-    case KILN_LIMIT_BYTES: *(uint64_t *)p = (uint64_t)value; return;
-    case KILN_LIMIT_COUNT: break;
+    case KILN_LIMIT_SECONDS:
+        *(double *)p = value;
+        return;
+    case KILN_LIMIT_BYTES:
+        *(uint64_t *)p = (uint64_t)value;
+        return;
+    case KILN_LIMIT_COUNT:
+        break;
     }
     *(uint32_t *)p = (uint32_t)value;
 }
@@ -114,8 +127,8 @@ int kiln_limit_check(const kiln_limit_def *def, double value, char *why, size_t 
     kiln_limit_format(def, def->min, lo, sizeof lo);
     kiln_limit_format(def, def->max, hi, sizeof hi);
     if (!isfinite(value) || (def->kind != KILN_LIMIT_SECONDS && floor(value) != value)) {
-        snprintf(why, cap, "must be a %s", def->kind == KILN_LIMIT_SECONDS ? "number"
-                                                                            : "whole number");
+        snprintf(why, cap, "must be a %s",
+                 def->kind == KILN_LIMIT_SECONDS ? "number" : "whole number");
         return -1;
     }
     if (def->kind == KILN_LIMIT_SECONDS ? !(value > def->min) : value < def->min) {
@@ -157,11 +170,20 @@ static int parse_seconds(const char *text, double *out)
     double mul = 1;
     if (*end) {
         switch (*end) {
-        case 's': mul = 1; break;
-        case 'm': mul = 60; break;
-        case 'h': mul = 3600; break;
-        case 'd': mul = 86400; break;
-        default: return -1;
+        case 's':
+            mul = 1;
+            break;
+        case 'm':
+            mul = 60;
+            break;
+        case 'h':
+            mul = 3600;
+            break;
+        case 'd':
+            mul = 86400;
+            break;
+        default:
+            return -1;
         }
         if (end[1])
             return -1;
@@ -237,7 +259,8 @@ json_t *kiln_job_limits_json(const kiln_run_limits *limits)
     for (size_t i = 0; o && i < KILN_JOB_LIMIT_COUNT; i++) {
         const kiln_limit_def *d = &kiln_limit_defs[i];
         double v = kiln_limit_get(limits, d);
-        json_t *value = d->kind == KILN_LIMIT_SECONDS ? json_real(v) : json_integer((json_int_t)v);
+        json_t *value = d->kind == KILN_LIMIT_SECONDS ? json_real(v)
+                                                      : json_integer((json_int_t)v);
         if (json_object_set_new(o, d->member, value) != 0) {
             json_decref(o);
             return NULL;

@@ -26,8 +26,8 @@ typedef enum {
 } kiln_limit_kind;
 
 typedef struct kiln_limit_def {
-    const char *member;  /* "wall_seconds": the JSON member */
-    const char *flag;    /* "timeout": kiln run's --timeout, kiln serve's --run-timeout */
+    const char *member; /* "wall_seconds": the JSON member */
+    const char *flag;   /* "timeout": kiln run's --timeout, kiln serve's --run-timeout */
     kiln_limit_kind kind;
     double min;          /* the least value; for seconds, values must be above it */
     double max;          /* the most */

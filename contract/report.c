@@ -59,8 +59,8 @@ size_t kiln_render_warnings(const kiln_render_result *r, kiln_warning out[KILN_W
         snprintf(w->message, sizeof w->message,
                  "%llu character%s no glyph in any embedded font (the first is U+%04X); "
                  "shown as '?'",
-                 (unsigned long long)r->missing_glyphs, r->missing_glyphs == 1 ? " has" : "s have",
-                 (unsigned)r->missing_first);
+                 (unsigned long long)r->missing_glyphs,
+                 r->missing_glyphs == 1 ? " has" : "s have", (unsigned)r->missing_first);
     }
     if (r->overflow_slides > 0) {
         kiln_warning *w = &out[n++];
@@ -95,6 +95,6 @@ json_t *kiln_warnings_json(const kiln_render_result *r)
 json_t *kiln_render_result_json(const kiln_render_result *r)
 {
     const kiln_writer *w = kiln_writer_for(r->format);
-    return json_pack("{s:s, s:I, s:o}", "format", w ? w->name : "", "bytes",
-                     (json_int_t)r->bytes, "warnings", kiln_warnings_json(r));
+    return json_pack("{s:s, s:I, s:o}", "format", w ? w->name : "", "bytes", (json_int_t)r->bytes,
+                     "warnings", kiln_warnings_json(r));
 }

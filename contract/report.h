@@ -37,15 +37,16 @@ json_t *kiln_errors_json(const kiln_errors *errs);
 
 /* What a render reports besides success. */
 typedef struct kiln_warning {
-    const char *code;    /* "missing_glyphs", "overflow_slides" */
-    char message[256];   /* one sentence, as the CLI prints it after "kiln: warning: " */
-    uint64_t count;      /* characters / slides */
-    uint64_t first;      /* the first code point / 1-based slide number */
+    const char *code;  /* "missing_glyphs", "overflow_slides" */
+    char message[256]; /* one sentence, as the CLI prints it after "kiln: warning: " */
+    uint64_t count;    /* characters / slides */
+    uint64_t first;    /* the first code point / 1-based slide number */
 } kiln_warning;
 
 #define KILN_WARNINGS_MAX 2
 /* The warnings of a render, into out; returns how many. */
-size_t kiln_render_warnings(const struct kiln_render_result *r, kiln_warning out[KILN_WARNINGS_MAX]);
+size_t kiln_render_warnings(const struct kiln_render_result *r,
+                            kiln_warning out[KILN_WARNINGS_MAX]);
 
 json_t *kiln_warnings_json(const struct kiln_render_result *r);
 json_t *kiln_render_result_json(const struct kiln_render_result *r);

@@ -248,7 +248,8 @@ static int has_controllers(const char *dir, const char *file, const char *const 
         char copy[512];
         snprintf(copy, sizeof copy, "%s", buf);
         char *save = NULL;
-        for (char *tok = strtok_r(copy, " \t\n", &save); tok; tok = strtok_r(NULL, " \t\n", &save)) {
+        for (char *tok = strtok_r(copy, " \t\n", &save); tok;
+             tok = strtok_r(NULL, " \t\n", &save)) {
             if (*tok == '+')
                 tok++;
             if (strcmp(tok, *want) == 0)
@@ -389,7 +390,8 @@ static kiln_status base_v2(char *base, size_t cap, const char *mount, const char
     static const char *const need[] = {"memory", "pids", NULL};
     char own[CG_PATH_MAX];
     if (path_group(own, sizeof own, mount, self))
-        return kiln_error_set(err, KILN_E_INTERNAL, "", "cgroup path too long: %s%s", mount, self);
+        return kiln_error_set(err, KILN_E_INTERNAL, "", "cgroup path too long: %s%s", mount,
+                              self);
     const char *slash = strrchr(own, '/');
     if (strcmp(own, mount) != 0 && slash && strcmp(slash + 1, CG_LEAF) == 0)
         path_parent(base, cap, own);
@@ -410,12 +412,13 @@ static kiln_status base_v2(char *base, size_t cap, const char *mount, const char
      * Kiln, and rearranging it would change the host. */
     long foreign = is_root || is_fake(base) ? 0 : foreign_process(base);
     if (foreign)
-        return kiln_error_set(err, KILN_E_INTERNAL, "",
-                              "cgroup v2: %s also holds processes that are not Kiln's (pid %ld), "
-                              "so Kiln cannot enable memory and pids limits below it; run Kiln in "
-                              "a cgroup of its own, e.g. `systemd-run --scope -p Delegate=yes "
-                              "kiln run ...`",
-                              base, foreign);
+        return kiln_error_set(
+            err, KILN_E_INTERNAL, "",
+            "cgroup v2: %s also holds processes that are not Kiln's (pid %ld), "
+            "so Kiln cannot enable memory and pids limits below it; run Kiln in "
+            "a cgroup of its own, e.g. `systemd-run --scope -p Delegate=yes "
+            "kiln run ...`",
+            base, foreign);
     for (int attempt = 0; attempt < 5; attempt++) {
         if (!is_root || attempt > 0) {
             char leaf[CG_PATH_MAX];
@@ -425,7 +428,8 @@ static kiln_status base_v2(char *base, size_t cap, const char *mount, const char
                 return kiln_error_set(err, KILN_E_INTERNAL, "", "cannot create %s: %s", leaf,
                                       strerror(errno));
             if (move_procs(base, leaf))
-                return kiln_error_set(err, KILN_E_INTERNAL, "", "cannot move processes from %s/cgroup.procs to %s: %s",
+                return kiln_error_set(err, KILN_E_INTERNAL, "",
+                                      "cannot move processes from %s/cgroup.procs to %s: %s",
                                       base, leaf, strerror(errno));
             moved = 1;
         }
@@ -437,15 +441,19 @@ static kiln_status base_v2(char *base, size_t cap, const char *mount, const char
         if (errno != EBUSY)
             break;
     }
-    return kiln_error_set(err, KILN_E_INTERNAL, "", "cannot enable memory and pids in %s/cgroup.subtree_control%s: %s",
-                          base, moved ? " after moving its processes to " CG_LEAF : "", strerror(errno));
+    return kiln_error_set(err, KILN_E_INTERNAL, "",
+                          "cannot enable memory and pids in %s/cgroup.subtree_control%s: %s",
+                          base, moved ? " after moving its processes to " CG_LEAF : "",
+                          strerror(errno));
 }
 
-static kiln_status limit_error(kiln_cgroup *cg, const char *dir, const char *file, kiln_error *err)
+static kiln_status limit_error(kiln_cgroup *cg, const char *dir, const char *file,
+                               kiln_error *err)
 {
     int saved = errno;
     kiln_cgroup_release(cg);
-    return kiln_error_set(err, KILN_E_INTERNAL, "", "cannot write %s/%s: %s", dir, file, strerror(saved));
+    return kiln_error_set(err, KILN_E_INTERNAL, "", "cannot write %s/%s: %s", dir, file,
+                          strerror(saved));
 }
 
 /* Groups a killed supervisor could not remove. Kiln names its groups
@@ -478,15 +486,16 @@ static void sweep_stale(const char *parent)
     closedir(dir);
 }
 
-static kiln_status create_v2(kiln_cgroup *cg, const char *mount, const char *self, const char *name,
-                             const kiln_run_limits *limits, kiln_error *err)
+static kiln_status create_v2(kiln_cgroup *cg, const char *mount, const char *self,
+                             const char *name, const kiln_run_limits *limits, kiln_error *err)
 {
     char base[CG_PATH_MAX];
     kiln_status st = base_v2(base, sizeof base, mount, self, err);
     if (st != KILN_E_OK)
         return st;
     if (path_join(cg->v2_path, sizeof cg->v2_path, base, name))
-        return kiln_error_set(err, KILN_E_INTERNAL, "", "cgroup path too long: %s/%s", base, name);
+        return kiln_error_set(err, KILN_E_INTERNAL, "", "cgroup path too long: %s/%s", base,
+                              name);
     sweep_stale(base);
     if (mkdir(cg->v2_path, 0755) != 0) {
         int saved = errno;
@@ -532,12 +541,14 @@ static int make_v1(char *out, size_t cap, const char *fs_root, const char *proc_
     }
     if (path_group(dir, sizeof dir, mount, self) || path_join(out, cap, dir, name)) {
         out[0] = '\0';
-        kiln_error_set(err, KILN_E_INTERNAL, "", "cgroup path too long: %s%s/%s", mount, self, name);
+        kiln_error_set(err, KILN_E_INTERNAL, "", "cgroup path too long: %s%s/%s", mount, self,
+                       name);
         return -1;
     }
     sweep_stale(dir);
     if (mkdir(out, 0755) != 0) {
-        kiln_error_set(err, KILN_E_INTERNAL, "", "cannot create cgroup %s: %s", out, strerror(errno));
+        kiln_error_set(err, KILN_E_INTERNAL, "", "cannot create cgroup %s: %s", out,
+                       strerror(errno));
         out[0] = '\0';
         return -1;
     }
@@ -558,12 +569,14 @@ static kiln_status create_v1(kiln_cgroup *cg, const char *fs_root, const char *p
     cg->version = 1;
     for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
         char *out = (char *)cg + parts[i].offset;
-        int rc = make_v1(out, sizeof cg->v1_memory, fs_root, proc_file, parts[i].controller, name, err);
+        int rc = make_v1(out, sizeof cg->v1_memory, fs_root, proc_file, parts[i].controller, name,
+                         err);
         if (rc == 0)
             continue;
         kiln_cgroup_release(cg);
         if (rc > 0)
-            return kiln_error_set(err, KILN_E_INTERNAL, "", "no cgroup %s controller", parts[i].controller);
+            return kiln_error_set(err, KILN_E_INTERNAL, "", "no cgroup %s controller",
+                                  parts[i].controller);
         return KILN_E_INTERNAL;
     }
     char num[32];
@@ -591,13 +604,13 @@ static int name_ok(const char *name)
     return 1;
 }
 
-kiln_status kiln_cgroup_create(kiln_cgroup *cg, const kiln_cgroup_roots *roots,
-                               const char *name, const kiln_run_limits *limits,
-                               kiln_error *err)
+kiln_status kiln_cgroup_create(kiln_cgroup *cg, const kiln_cgroup_roots *roots, const char *name,
+                               const kiln_run_limits *limits, kiln_error *err)
 {
     memset(cg, 0, sizeof *cg);
     if (!name_ok(name))
-        return kiln_error_set(err, KILN_E_INTERNAL, "", "bad cgroup name \"%s\"", name ? name : "");
+        return kiln_error_set(err, KILN_E_INTERNAL, "", "bad cgroup name \"%s\"",
+                              name ? name : "");
     const char *fs_root = roots_fs(roots), *proc_file = roots_self(roots);
 
     char self[CG_PATH_MAX];
@@ -608,7 +621,8 @@ kiln_status kiln_cgroup_create(kiln_cgroup *cg, const kiln_cgroup_roots *roots,
         if (is_v2_mount(fs_root)) {
             snprintf(mount, sizeof mount, "%s", fs_root);
             have_mount = 1;
-        } else if (path_join(mount, sizeof mount, fs_root, "unified") == 0 && is_v2_mount(mount)) {
+        } else if (path_join(mount, sizeof mount, fs_root, "unified") == 0 &&
+                   is_v2_mount(mount)) {
             have_mount = 1;
         }
         /* Usable when the controllers reach our group (or its parent, when
@@ -644,8 +658,9 @@ kiln_status kiln_cgroup_attach(const kiln_cgroup *cg, pid_t pid, kiln_error *err
     }
     for (int i = 0; i < 3 && dirs[i]; i++)
         if (dirs[i][0] && cg_write(dirs[i], "cgroup.procs", num, CG_REQUIRED))
-            return kiln_error_set(err, KILN_E_INTERNAL, "", "cannot add process %ld to %s/cgroup.procs: %s",
-                                  (long)pid, dirs[i], strerror(errno));
+            return kiln_error_set(err, KILN_E_INTERNAL, "",
+                                  "cannot add process %ld to %s/cgroup.procs: %s", (long)pid,
+                                  dirs[i], strerror(errno));
     return KILN_E_OK;
 }
 

@@ -47,7 +47,8 @@
 #include "exec/exec_internal.h"
 #include "../common/banned.h"
 
-#define RESOLVE_JOB (RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV)
+#define RESOLVE_JOB \
+    (RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV)
 
 /* Reasons, exactly as the result documents them. */
 #define R_SYMLINK "symlink"
@@ -68,21 +69,21 @@
 #define KILN_COLLECT_PATH_MAX PATH_MAX
 
 typedef struct collect_walk {
-    kiln_collect_limits lim;    /* with the defaults filled in */
+    kiln_collect_limits lim; /* with the defaults filled in */
     const char *out_dir;
     const char *const *skip;
-    json_t *files;              /* owned */
-    json_t *refused;            /* owned */
+    json_t *files;   /* owned */
+    json_t *refused; /* owned */
     uint64_t refused_more;
-    size_t capped_listed;       /* entries of `refused` for a count or total cap */
-    json_t *by_reason;          /* owned: {reason: every refusal of it, listed or not} */
+    size_t capped_listed; /* entries of `refused` for a count or total cap */
+    json_t *by_reason;    /* owned: {reason: every refusal of it, listed or not} */
     int cap_hit;
     uint32_t file_count;
     uint64_t total_bytes;
-    uint32_t entries;           /* directory entries taken for examining so far */
-    uint64_t not_examined;      /* entries past max_entries, counted */
-    char *stopped_in;           /* the first directory an entry was left unexamined in */
-    size_t max_name;            /* the longest name (relative path) a file may have */
+    uint32_t entries;      /* directory entries taken for examining so far */
+    uint64_t not_examined; /* entries past max_entries, counted */
+    char *stopped_in;      /* the first directory an entry was left unexamined in */
+    size_t max_name;       /* the longest name (relative path) a file may have */
     kiln_error *err;
 } collect_walk;
 
@@ -125,7 +126,8 @@ static size_t utf8_seq_len(const unsigned char *s, size_t n)
  * C0, DEL, and C1 (U+0080..U+009F, encoded C2 80..C2 9F). */
 static int is_control(const unsigned char *s, size_t len)
 {
-    return (len == 1 && (s[0] < 0x20 || s[0] == 0x7F)) || (len == 2 && s[0] == 0xC2 && s[1] < 0xA0);
+    return (len == 1 && (s[0] < 0x20 || s[0] == 0x7F)) ||
+           (len == 2 && s[0] == 0xC2 && s[1] < 0xA0);
 }
 
 /* Why a name cannot be shown as it is, or NULL when it can. */
@@ -209,8 +211,8 @@ static size_t last_capped(const collect_walk *w)
 {
     size_t i = json_array_size(w->refused);
     while (i-- > 0)
-        if (is_capped_reason(json_string_value(
-                json_object_get(json_array_get(w->refused, i), "reason"))))
+        if (is_capped_reason(
+                json_string_value(json_object_get(json_array_get(w->refused, i), "reason"))))
             return i;
     return SIZE_MAX;
 }
@@ -291,8 +293,9 @@ static kiln_status open_failure(collect_walk *w, const char *path, int errnum,
     case EMFILE:
     case ENFILE:
     case ENOSYS:
-        return kiln_error_set(w->err, KILN_E_INTERNAL, NULL, "cannot open '%s' in the job directory: %s",
-                              path, strerror(errnum));
+        return kiln_error_set(w->err, KILN_E_INTERNAL, NULL,
+                              "cannot open '%s' in the job directory: %s", path,
+                              strerror(errnum));
     default:
         *reason = R_UNREADABLE;
         return KILN_E_OK;
@@ -314,8 +317,9 @@ static kiln_status open_out_parent(collect_walk *w, const char *rel, int *dir_fd
     *dir_fd = -1;
     int fd = open(w->out_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0)
-        return kiln_error_set(w->err, KILN_E_WRITE, NULL, "cannot open the output directory '%s': %s",
-                              w->out_dir, strerror(errno));
+        return kiln_error_set(w->err, KILN_E_WRITE, NULL,
+                              "cannot open the output directory '%s': %s", w->out_dir,
+                              strerror(errno));
     char *copy = strdup(rel);
     if (!copy) {
         close(fd);
@@ -326,8 +330,9 @@ static kiln_status open_out_parent(collect_walk *w, const char *rel, int *dir_fd
     for (char *slash = strchr(part, '/'); slash; part = slash + 1, slash = strchr(part, '/')) {
         *slash = '\0';
         if (mkdirat(fd, part, 0755) != 0 && errno != EEXIST) {
-            st = kiln_error_set(w->err, KILN_E_WRITE, NULL, "cannot create directory '%s' in '%s': %s",
-                                copy, w->out_dir, strerror(errno));
+            st = kiln_error_set(w->err, KILN_E_WRITE, NULL,
+                                "cannot create directory '%s' in '%s': %s", copy, w->out_dir,
+                                strerror(errno));
             break;
         }
         struct open_how how = {.flags = O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC,
@@ -578,7 +583,7 @@ static kiln_status not_examined(collect_walk *w, int dir_fd, const char *prefix,
     int fd = open_beneath(dir_fd, e->name, 1);
     if (fd < 0)
         return errno == ENOMEM ? no_memory(w) : KILN_E_OK; /* a symlink, gone: one entry */
-    return count_tree(w, fd, depth + 1); /* takes fd */
+    return count_tree(w, fd, depth + 1);                   /* takes fd */
 }
 
 /* Count every entry below a directory not examined. Takes dir_fd. */
@@ -859,7 +864,7 @@ kiln_status kiln_collect(int job_dir_fd, const char *out_dir, const kiln_collect
         st = sort_by_name(&w, w.refused);
     if (st != KILN_E_OK)
         goto arrays_free;
-    res->files = w.files;     /* new references, handed to the caller */
+    res->files = w.files; /* new references, handed to the caller */
     res->refused = w.refused;
     res->refused_by_reason = w.by_reason;
     /* Entries not examined are refused entries not listed. */

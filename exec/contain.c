@@ -239,8 +239,8 @@ pid_t kiln_contain_spawn(kiln_contain_job *job, const kiln_idmap *map, const kil
     pid_t pid = (pid_t)syscall(SYS_clone, KILN_SANDBOX_NAMESPACES | SIGCHLD, NULL, NULL, NULL, 0);
     if (pid < 0) {
         int saved = errno;
-        kiln_error_set(err, KILN_E_INTERNAL, "",
-                       "cannot create the sandbox's namespaces: %s%s", strerror(saved),
+        kiln_error_set(err, KILN_E_INTERNAL, "", "cannot create the sandbox's namespaces: %s%s",
+                       strerror(saved),
                        saved == EPERM ? " (kiln run needs root or CAP_SYS_ADMIN)" : "");
         goto close_filter;
     }

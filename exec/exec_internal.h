@@ -44,11 +44,11 @@
 #define KILN_SANDBOX_UID 1000
 #define KILN_SANDBOX_GID 1000
 #define KILN_SANDBOX_HOSTNAME "kiln"
-#define KILN_JOB_DIR "/mnt/data"               /* inside the sandbox */
-#define KILN_SPEC_DIR ".kiln"                  /* under the job dir: specs `import kiln` saved */
-#define KILN_SPEC_SUFFIX ".spec.json"          /* .kiln/OUT.spec.json renders to OUT */
-#define KILN_SANDBOX_LIB_DIR "/opt/kiln/lib"   /* kiln.py, on PYTHONPATH */
-#define KILN_SANDBOX_CODE_DIR "/opt/kiln/job"  /* the job's program (main.py / main.sh) */
+#define KILN_JOB_DIR "/mnt/data"              /* inside the sandbox */
+#define KILN_SPEC_DIR ".kiln"                 /* under the job dir: specs `import kiln` saved */
+#define KILN_SPEC_SUFFIX ".spec.json"         /* .kiln/OUT.spec.json renders to OUT */
+#define KILN_SANDBOX_LIB_DIR "/opt/kiln/lib"  /* kiln.py, on PYTHONPATH */
+#define KILN_SANDBOX_CODE_DIR "/opt/kiln/job" /* the job's program (main.py / main.sh) */
 
 /* ---- user.c ------------------------------------------------------------ */
 
@@ -71,22 +71,22 @@ int kiln_user_drop(const char **what);
 /* ---- mount.c ----------------------------------------------------------- */
 
 typedef struct kiln_file_blob {
-    const char *path;   /* absolute path inside the sandbox */
+    const char *path; /* absolute path inside the sandbox */
     const char *data;
     size_t len;
     unsigned mode;
-    int job_owned;      /* file and its directory belong to the job's uid (under /tmp:
-                           a cache the job's program must be able to update) */
+    int job_owned; /* file and its directory belong to the job's uid (under /tmp:
+                      a cache the job's program must be able to update) */
 } kiln_file_blob;
 
 typedef struct kiln_mount_plan {
-    const char *job_dir_host;   /* the job directory, bound rw at /mnt/data */
-    uint64_t tmp_bytes;         /* size of /tmp, and of /dev/shm */
-    const kiln_file_blob *files;/* written into the root before it goes read-only */
+    const char *job_dir_host;    /* the job directory, bound rw at /mnt/data */
+    uint64_t tmp_bytes;          /* size of /tmp, and of /dev/shm */
+    const kiln_file_blob *files; /* written into the root before it goes read-only */
     size_t file_count;
-    uid_t job_dir_owner;        /* inside uid that owns /mnt/data (KILN_SANDBOX_UID) */
-    const char *const *ro_binds;/* host paths bound read-only at the same path (--ro-bind),
-                                   checked by kiln_run_job */
+    uid_t job_dir_owner;         /* inside uid that owns /mnt/data (KILN_SANDBOX_UID) */
+    const char *const *ro_binds; /* host paths bound read-only at the same path (--ro-bind),
+                                    checked by kiln_run_job */
     size_t ro_bind_count;
 } kiln_mount_plan;
 
@@ -114,16 +114,16 @@ int kiln_pid_init_hide_command_line(void);
 /* ---- cgroup.c ---------------------------------------------------------- */
 
 typedef struct kiln_cgroup_usage {
-    uint64_t cpu_usec;      /* CPU time of every process in the group */
-    uint64_t peak_bytes;    /* memory high-water mark; 0 if unknown */
-    uint64_t oom_kills;     /* processes the OOM killer ended for the limit */
-    int pids_limit_hit;     /* a fork failed on pids.max */
+    uint64_t cpu_usec;   /* CPU time of every process in the group */
+    uint64_t peak_bytes; /* memory high-water mark; 0 if unknown */
+    uint64_t oom_kills;  /* processes the OOM killer ended for the limit */
+    int pids_limit_hit;  /* a fork failed on pids.max */
 } kiln_cgroup_usage;
 
 typedef struct kiln_cgroup {
-    int version;            /* 2 or 1; 0 = not created */
-    char v2_path[512];      /* v2: the job's group */
-    char v1_memory[512];    /* v1: one group per controller */
+    int version;         /* 2 or 1; 0 = not created */
+    char v2_path[512];   /* v2: the job's group */
+    char v1_memory[512]; /* v1: one group per controller */
     char v1_pids[512];
     char v1_cpuacct[512];
 } kiln_cgroup;
@@ -131,16 +131,15 @@ typedef struct kiln_cgroup {
 /* Roots to look for cgroup file systems under: "/sys/fs/cgroup" in
  * production; the unit tests point it at a fake tree. */
 typedef struct kiln_cgroup_roots {
-    const char *fs_root;      /* "/sys/fs/cgroup" */
+    const char *fs_root;          /* "/sys/fs/cgroup" */
     const char *proc_self_cgroup; /* "/proc/self/cgroup" */
 } kiln_cgroup_roots;
 
 /* Create the job's group(s) under this process's own, with the limits set.
  * v2 when the unified hierarchy has the memory and pids controllers,
  * else v1's memory, pids and cpuacct hierarchies. */
-kiln_status kiln_cgroup_create(kiln_cgroup *cg, const kiln_cgroup_roots *roots,
-                               const char *name, const kiln_run_limits *limits,
-                               kiln_error *err);
+kiln_status kiln_cgroup_create(kiln_cgroup *cg, const kiln_cgroup_roots *roots, const char *name,
+                               const kiln_run_limits *limits, kiln_error *err);
 kiln_status kiln_cgroup_attach(const kiln_cgroup *cg, pid_t pid, kiln_error *err);
 void kiln_cgroup_read_usage(const kiln_cgroup *cg, kiln_cgroup_usage *usage);
 /* SIGKILL every process in the group (cgroup.kill on v2) and wait until
@@ -184,10 +183,10 @@ int kiln_seccomp_install(int fd, const char **what);
 /* ---- streams.c --------------------------------------------------------- */
 
 typedef struct kiln_stream {
-    char *buf;              /* allocated once, keep_max bytes */
+    char *buf; /* allocated once, keep_max bytes */
     size_t keep_max;
     size_t kept;
-    uint64_t total;         /* every byte the job wrote */
+    uint64_t total; /* every byte the job wrote */
 } kiln_stream;
 
 kiln_status kiln_stream_init(kiln_stream *s, size_t keep_max, kiln_error *err);
@@ -204,25 +203,25 @@ typedef struct kiln_collect_limits {
     uint32_t files;
     uint64_t file_bytes;
     uint64_t total_bytes;
-    uint32_t max_depth;     /* directories below the job dir, default 16 */
-    uint32_t max_entries;   /* directory entries examined in all, default 10000 */
-    uint32_t max_refused;   /* refused entries listed; the rest counted */
+    uint32_t max_depth;   /* directories below the job dir, default 16 */
+    uint32_t max_entries; /* directory entries examined in all, default 10000 */
+    uint32_t max_refused; /* refused entries listed; the rest counted */
 } kiln_collect_limits;
 
 /* What a collection found. Everything the job left is in exactly one
  * place: files, refused, or counted in refused_more (which includes the
  * not_examined entries). */
 typedef struct kiln_collect_result {
-    json_t *files;          /* [{"name","bytes","media_type","sha256"}], by name */
-    json_t *refused;        /* [{"name","reason"}], by name, at most max_refused; refusals
-                               for the count and total caps give way to any other */
+    json_t *files;             /* [{"name","bytes","media_type","sha256"}], by name */
+    json_t *refused;           /* [{"name","reason"}], by name, at most max_refused; refusals
+                                  for the count and total caps give way to any other */
     json_t *refused_by_reason; /* {reason: every refusal of it, listed or not} */
-    uint64_t refused_more;  /* refused entries not listed, not_examined included */
-    int cap_hit;            /* a count or size cap, or max_entries, refused something */
-    uint64_t not_examined;  /* entries past max_entries: counted, never opened */
-    uint32_t max_entries;   /* the cap in force */
-    char *stopped_in;       /* not_examined > 0: the directory ("." the top, else
-                               relative) the first entry left unexamined was in */
+    uint64_t refused_more;     /* refused entries not listed, not_examined included */
+    int cap_hit;               /* a count or size cap, or max_entries, refused something */
+    uint64_t not_examined;     /* entries past max_entries: counted, never opened */
+    uint32_t max_entries;      /* the cap in force */
+    char *stopped_in;          /* not_examined > 0: the directory ("." the top, else
+                                  relative) the first entry left unexamined was in */
 } kiln_collect_result;
 
 /* Walk the job directory (job_dir_fd, opened by the supervisor) and copy
@@ -242,8 +241,8 @@ void kiln_collect_result_release(kiln_collect_result *res);
 /* ---- jobdir.c ---------------------------------------------------------- */
 
 typedef struct kiln_jobdir {
-    char path[256];   /* host path of the mount point */
-    int fd;           /* O_PATH|O_DIRECTORY of it, -1 when closed */
+    char path[256]; /* host path of the mount point */
+    int fd;         /* O_PATH|O_DIRECTORY of it, -1 when closed */
     int mounted;
 } kiln_jobdir;
 
@@ -270,18 +269,18 @@ typedef struct kiln_contain_job {
      * return value is the process's exit status. */
     int (*payload)(void *arg);
     void *payload_arg;
-    int stdout_fd, stderr_fd;  /* the job's streams (pipes to the supervisor) */
-    int go_fd;                 /* read end: 'g' the maps are written, 'c' we are in the cgroup */
-    int filter_fd;             /* read end: the seccomp filter (BPF) from the supervisor */
-    int report_fd;             /* write end: setup failures and main's status */
+    int stdout_fd, stderr_fd; /* the job's streams (pipes to the supervisor) */
+    int go_fd;                /* read end: 'g' the maps are written, 'c' we are in the cgroup */
+    int filter_fd;            /* read end: the seccomp filter (BPF) from the supervisor */
+    int report_fd;            /* write end: setup failures and main's status */
 } kiln_contain_job;
 
 /* The report PID 1 sends the supervisor on report_fd. */
 typedef struct kiln_contain_report {
-    int kind;                  /* KILN_REPORT_* */
-    int wait_status;           /* EXITED: main's wait status */
-    int err_no;                /* SETUP: errno of the failing step */
-    char what[160];            /* SETUP: the failing step */
+    int kind;        /* KILN_REPORT_* */
+    int wait_status; /* EXITED: main's wait status */
+    int err_no;      /* SETUP: errno of the failing step */
+    char what[160];  /* SETUP: the failing step */
 } kiln_contain_report;
 enum { KILN_REPORT_SETUP = 1, KILN_REPORT_EXITED = 2 };
 
@@ -314,7 +313,7 @@ typedef struct kiln_watch {
     int setup_errno;
     int exited;
     int wait_status;
-    int timeout;                   /* KILN_TIMEOUT_* */
+    int timeout; /* KILN_TIMEOUT_* */
     int stream_killed;
     double wall_seconds;
 } kiln_watch;
@@ -365,19 +364,19 @@ json_t *kiln_render_job_specs(const kiln_jobdir *jd, const kiln_idmap *map,
 typedef struct kiln_run_report {
     kiln_run_language language;
     const kiln_run_limits *limits;
-    int setup_failed;           /* a contain step failed: setup_what, setup_errno */
+    int setup_failed; /* a contain step failed: setup_what, setup_errno */
     char setup_what[160];
     int setup_errno;
-    int exited;                 /* wait_status is the main process's */
+    int exited; /* wait_status is the main process's */
     int wait_status;
-    int timeout;                /* KILN_TIMEOUT_* */
-    int stream_killed;          /* stdout+stderr passed stream_kill_bytes */
+    int timeout;       /* KILN_TIMEOUT_* */
+    int stream_killed; /* stdout+stderr passed stream_kill_bytes */
     double wall_seconds;
     kiln_cgroup_usage usage;
     const kiln_stream *out, *err;
     const kiln_collect_result *collected; /* borrowed; NULL when nothing was collected */
-    json_t *renders;            /* borrowed: kiln_render_job_specs's, or NULL */
-    const char *out_dir;        /* absolute, or NULL */
+    json_t *renders;                      /* borrowed: kiln_render_job_specs's, or NULL */
+    const char *out_dir;                  /* absolute, or NULL */
 } kiln_run_report;
 
 /* The JSON result (docs/run.md). New reference, NULL only when out of memory. */

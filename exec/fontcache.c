@@ -146,9 +146,12 @@ static int warm_up(const kiln_jobdir *jd, const kiln_idmap *map, const kiln_run_
      * runs this before any input is copied into the job directory. */
     static char *const argv[] = {"/usr/bin/python3", "-I", "-c", "import matplotlib.font_manager",
                                  NULL};
-    static char *const envp[] = {"PATH=/usr/bin:/bin", "HOME=/tmp", "LANG=C.UTF-8",
+    static char *const envp[] = {"PATH=/usr/bin:/bin",
+                                 "HOME=/tmp",
+                                 "LANG=C.UTF-8",
                                  "MPLBACKEND=Agg",
-                                 "MPLCONFIGDIR=" KILN_JOB_DIR "/" KILN_FONTCACHE_JOB_SUBDIR, NULL};
+                                 "MPLCONFIGDIR=" KILN_JOB_DIR "/" KILN_FONTCACHE_JOB_SUBDIR,
+                                 NULL};
     kiln_run_limits l = *limits;
     if (l.wall_seconds > 30)
         l.wall_seconds = 30;
@@ -161,14 +164,16 @@ static int warm_up(const kiln_jobdir *jd, const kiln_idmap *map, const kiln_run_
     kiln_cgroup cg;
     char cg_name[64];
     snprintf(cg_name, sizeof cg_name, "kiln-%d-fonts", (int)getpid());
-    kiln_cgroup_roots roots = {.fs_root = "/sys/fs/cgroup", .proc_self_cgroup = "/proc/self/cgroup"};
+    kiln_cgroup_roots roots = {.fs_root = "/sys/fs/cgroup",
+                               .proc_self_cgroup = "/proc/self/cgroup"};
     if (kiln_cgroup_create(&cg, &roots, cg_name, &l, &e) != KILN_E_OK)
         goto release;
     if (kiln_stream_init(&out, 4096, &e) != KILN_E_OK ||
         kiln_stream_init(&err, 4096, &e) != KILN_E_OK)
         goto release;
     kiln_contain_job job = {
-        .mount = {.job_dir_host = jd->path, .tmp_bytes = l.tmp_bytes,
+        .mount = {.job_dir_host = jd->path,
+                  .tmp_bytes = l.tmp_bytes,
                   .job_dir_owner = KILN_SANDBOX_UID},
         .limits = &l,
         .filter = filter,

@@ -62,8 +62,8 @@ kiln_status kiln_jobdir_create(kiln_jobdir *jd, uint64_t size_bytes, uid_t owner
     snprintf(jd->path, sizeof jd->path, "%s/kiln-job-%d-XXXXXX", tmp, (int)getpid());
     if (!mkdtemp(jd->path)) {
         jd->path[0] = '\0';
-        return kiln_error_set(err, KILN_E_INTERNAL, "", "cannot create the job directory in %s: %s",
-                              tmp, strerror(errno));
+        return kiln_error_set(err, KILN_E_INTERNAL, "",
+                              "cannot create the job directory in %s: %s", tmp, strerror(errno));
     }
     char opts[128];
     snprintf(opts, sizeof opts, "size=%llu,mode=0700,uid=%u,gid=%u",

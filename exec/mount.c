@@ -50,8 +50,8 @@ static const char *const top_level[] = {"bin", "sbin", "lib", "lib32", "lib64", 
  * configuration, pip's packages), /usr/src, /usr/include, /usr/etc. A list
  * of what to show fails closed where masking the known names would miss
  * the next one; `--ro-bind /usr/local` adds it back when asked. */
-static const char *const usr_binds[] = {"bin", "sbin", "lib", "lib32", "lib64", "libx32",
-                                        "libexec", "share"};
+static const char *const usr_binds[] = {"bin",   "sbin",   "lib",     "lib32",
+                                        "lib64", "libx32", "libexec", "share"};
 
 /* /proc entries that describe the host rather than the job, masked the way
  * container runtimes mask them (runc's maskedPaths, plus the hardware and
@@ -60,10 +60,11 @@ static const char *const usr_binds[] = {"bin", "sbin", "lib", "lib32", "lib64", 
  * (meminfo, cpuinfo, stat, uptime, loadavg) stays. */
 /* clang-format off: the last line is the directories masked with a tmpfs */
 static const char *const proc_masked[] = {
-    "kcore", "kallsyms", "keys", "key-users", "timer_list", "timer_stats", "sched_debug",
-    "latency_stats", "config.gz", "iomem", "ioports", "partitions", "swaps", "diskstats",
-    "modules", "cmdline", "vmallocinfo", "slabinfo",
-    "acpi", "asound", "bus", "driver", "fs", "irq", "scsi",
+    "kcore",       "kallsyms",      "keys",      "key-users", "timer_list",  "timer_stats",
+    "sched_debug", "latency_stats", "config.gz", "iomem",     "ioports",     "partitions",
+    "swaps",       "diskstats",     "modules",   "cmdline",   "vmallocinfo", "slabinfo",
+    "acpi",        "asound",        "bus",       "driver",    "fs",          "irq",
+    "scsi",
 };
 /* clang-format on */
 
@@ -77,16 +78,15 @@ static const char *const proc_read_only[] = {"sys", "sysrq-trigger"};
  * /etc/fonts; matplotlib its matplotlibrc; Python's mimetypes mime.types;
  * time zones; bash's startup files and terminal database. */
 static const char *const etc_binds[] = {
-    "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "fonts", "matplotlibrc",
-    "mime.types", "localtime", "timezone", "python3", "python3.11", "bash.bashrc",
-    "inputrc", "nsswitch.conf", "protocols", "services", "terminfo",
+    "ld.so.cache", "ld.so.conf",    "ld.so.conf.d", "alternatives", "fonts",      "matplotlibrc",
+    "mime.types",  "localtime",     "timezone",     "python3",      "python3.11", "bash.bashrc",
+    "inputrc",     "nsswitch.conf", "protocols",    "services",     "terminfo",
 };
 
 /* Files written into the root's /etc: the job's identity, not the host's. */
-static const char etc_passwd[] =
-    "root:x:0:0:root:/:/usr/sbin/nologin\n"
-    "kiln:x:1000:1000:Kiln job:/tmp:/bin/bash\n"
-    "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n";
+static const char etc_passwd[] = "root:x:0:0:root:/:/usr/sbin/nologin\n"
+                                 "kiln:x:1000:1000:Kiln job:/tmp:/bin/bash\n"
+                                 "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n";
 static const char etc_group[] = "root:x:0:\nkiln:x:1000:\nnogroup:x:65534:\n";
 static const char etc_hosts[] = "127.0.0.1\tlocalhost " KILN_SANDBOX_HOSTNAME "\n"
                                 "::1\tlocalhost ip6-localhost\n";
@@ -410,8 +410,10 @@ static int build_dev(const kiln_mount_plan *plan, const char **what)
             return fail(what, "restrict a /dev node");
     }
     static const char *const links[][2] = {
-        {"/proc/self/fd", "/dev/fd"},        {"/proc/self/fd/0", "/dev/stdin"},
-        {"/proc/self/fd/1", "/dev/stdout"},  {"/proc/self/fd/2", "/dev/stderr"},
+        {"/proc/self/fd", "/dev/fd"},
+        {"/proc/self/fd/0", "/dev/stdin"},
+        {"/proc/self/fd/1", "/dev/stdout"},
+        {"/proc/self/fd/2", "/dev/stderr"},
     };
     for (size_t i = 0; i < sizeof links / sizeof links[0]; i++) {
         snprintf(target, sizeof target, "%s%s", NEWROOT, links[i][1]);
@@ -490,7 +492,8 @@ int kiln_mount_root(const kiln_mount_plan *plan, const char **what)
     snprintf(job_source, sizeof job_source, "/proc/self/fd/%d", job_fd);
     if (make_dirs(KILN_JOB_DIR, 0755) < 0 ||
         mount(job_source, NEWROOT KILN_JOB_DIR, NULL, MS_BIND, NULL) < 0 ||
-        mount(NULL, NEWROOT KILN_JOB_DIR, NULL, MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NODEV, NULL) < 0) {
+        mount(NULL, NEWROOT KILN_JOB_DIR, NULL, MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NODEV,
+              NULL) < 0) {
         *what = "bind the job directory";
         goto close_host_paths;
     }

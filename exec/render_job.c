@@ -38,8 +38,8 @@
 #define KILN_RUN_MAX_DOCUMENTS 20
 
 typedef struct render_task {
-    char spec[300];      /* file name under .kiln/ */
-    char out[256];       /* file name under /mnt/data */
+    char spec[300]; /* file name under .kiln/ */
+    char out[256];  /* file name under /mnt/data */
     uint64_t max_bytes;
     const kiln_run_render_step *step;
 } render_task;
@@ -98,13 +98,15 @@ static void render_one(const kiln_jobdir *jd, const kiln_idmap *map,
     memset(&errs, 0, sizeof errs);
     char cg_name[64];
     snprintf(cg_name, sizeof cg_name, "kiln-%d-render-%d", (int)getpid(), index);
-    kiln_cgroup_roots roots = {.fs_root = "/sys/fs/cgroup", .proc_self_cgroup = "/proc/self/cgroup"};
+    kiln_cgroup_roots roots = {.fs_root = "/sys/fs/cgroup",
+                               .proc_self_cgroup = "/proc/self/cgroup"};
     if (kiln_cgroup_create(&cg, &roots, cg_name, &l, &err) != KILN_E_OK ||
         kiln_stream_init(&out, l.stream_keep_bytes, &err) != KILN_E_OK ||
         kiln_stream_init(&errs, 64 * 1024, &err) != KILN_E_OK)
         goto report_error;
     kiln_contain_job job = {
-        .mount = {.job_dir_host = jd->path, .tmp_bytes = l.tmp_bytes,
+        .mount = {.job_dir_host = jd->path,
+                  .tmp_bytes = l.tmp_bytes,
                   .job_dir_owner = KILN_SANDBOX_UID},
         .limits = &l,
         .filter = filter,
@@ -152,7 +154,8 @@ json_t *kiln_render_job_specs(const kiln_jobdir *jd, const kiln_idmap *map,
     json_t *renders = json_array();
     struct open_how how = {
         .flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC,
-        .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV,
+        .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS |
+                   RESOLVE_NO_XDEV,
     };
     int dir_fd = (int)syscall(SYS_openat2, jd->fd, KILN_SPEC_DIR, &how, sizeof how);
     if (dir_fd < 0) {
@@ -181,15 +184,16 @@ json_t *kiln_render_job_specs(const kiln_jobdir *jd, const kiln_idmap *map,
         if (len <= suffix_len || strcmp(de->d_name + len - suffix_len, KILN_SPEC_SUFFIX) != 0)
             continue;
         struct stat st;
-        if (fstatat(dirfd(dir), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode)) {
+        if (fstatat(dirfd(dir), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+            !S_ISREG(st.st_mode)) {
             /* Never followed nor read; said, so a job is not left guessing
              * why its document is missing. */
             char out[256];
             snprintf(out, sizeof out, "%.*s", (int)(len - suffix_len), de->d_name);
-            json_t *entry = failed_entry(new_entry(out, KILN_SPEC_DIR "/", de->d_name),
-                                         error_json(KILN_E_INPUT,
-                                                    "the spec is not a regular file (a symlink, a "
-                                                    "directory or a device); not read"));
+            json_t *entry = failed_entry(
+                new_entry(out, KILN_SPEC_DIR "/", de->d_name),
+                error_json(KILN_E_INPUT, "the spec is not a regular file (a symlink, a "
+                                         "directory or a device); not read"));
             if (entry)
                 json_array_append_new(skipped, entry);
             continue;
@@ -208,7 +212,8 @@ json_t *kiln_render_job_specs(const kiln_jobdir *jd, const kiln_idmap *map,
     /* One filter for every render of the job. */
     kiln_seccomp_program filter = {NULL, 0};
     const char *filter_what = NULL;
-    int filter_ok = count == 0 || kiln_seccomp_build(KILN_SECCOMP_RENDER, &filter, &filter_what) == 0;
+    int filter_ok = count == 0 ||
+                    kiln_seccomp_build(KILN_SECCOMP_RENDER, &filter, &filter_what) == 0;
     int filter_errno = errno;
 
     for (size_t i = 0; i < count; i++) {

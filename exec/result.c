@@ -25,7 +25,6 @@ static json_t *signal_name(int sig)
     return json_sprintf("SIG%s", abbrev);
 }
 
-
 /* Split the collected files into plain files and rendered documents, and
  * list the renders that failed. files/documents/render_errors are new. */
 static void split_documents(const kiln_run_report *r, json_t *files, json_t *documents,
@@ -64,11 +63,10 @@ static void split_documents(const kiln_run_report *r, json_t *files, json_t *doc
         if (json_is_true(json_object_get(render, "ok")))
             continue;
         json_t *errors = json_object_get(render, "errors");
-        json_array_append_new(render_errors,
-                              json_pack("{s:O, s:O, s:O}", "spec",
-                                        json_object_get(render, "spec"), "name",
-                                        json_object_get(render, "name"), "errors",
-                                        errors ? errors : json_array()));
+        json_array_append_new(render_errors, json_pack("{s:O, s:O, s:O}", "spec",
+                                                       json_object_get(render, "spec"), "name",
+                                                       json_object_get(render, "name"), "errors",
+                                                       errors ? errors : json_array()));
     }
 }
 
@@ -110,12 +108,14 @@ json_t *kiln_result_build(const kiln_run_report *r)
     } else if (r->stream_killed) {
         status = "output_limit";
         snprintf(message, sizeof message,
-                 "The job wrote more than %" PRIu64 " bytes to stdout and stderr and was stopped.",
+                 "The job wrote more than %" PRIu64
+                 " bytes to stdout and stderr and was stopped.",
                  l->stream_kill_bytes);
     } else if (sig == SIGXFSZ) {
         status = "output_limit";
         snprintf(message, sizeof message,
-                 "The program wrote past the file size limit of %" PRIu64 " bytes and was killed.",
+                 "The program wrote past the file size limit of %" PRIu64
+                 " bytes and was killed.",
                  l->file_bytes);
     } else if (c && c->not_examined > 0) {
         status = "output_limit";
@@ -131,7 +131,8 @@ json_t *kiln_result_build(const kiln_run_report *r)
                  "(see \"refused\").");
     } else if (!r->exited) {
         status = "setup_failure";
-        snprintf(message, sizeof message, "The sandbox ended before the program's exit was seen.");
+        snprintf(message, sizeof message,
+                 "The sandbox ended before the program's exit was seen.");
     } else if (sig) {
         status = "signalled";
         snprintf(message, sizeof message, "The program was killed by SIG%s.",
@@ -165,26 +166,16 @@ json_t *kiln_result_build(const kiln_run_report *r)
     json_t *root = json_pack(
         "{s:s, s:s, s:o, s:o, s:o, s:f, s:f, s:o, s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:I, s:o,"
         " s:o, s:o, s:o}",
-        "status", status,
-        "message", message,
-        "exit_code", exited_normally ? json_integer(exit_code) : json_null(),
-        "signal", sig ? signal_name(sig) : json_null(),
-        "timeout", timeout,
-        "wall_seconds", r->wall_seconds,
-        "cpu_seconds", (double)r->usage.cpu_usec / 1e6,
-        "peak_memory_bytes", r->usage.peak_bytes ? json_integer((json_int_t)r->usage.peak_bytes)
-                                                  : json_null(),
-        "language", r->language == KILN_LANG_BASH ? "bash" : "python",
-        "limits", kiln_job_limits_json(l),
-        "stdout", r->out ? kiln_stream_json(r->out) : json_null(),
-        "stderr", r->err ? kiln_stream_json(r->err) : json_null(),
-        "files", files,
-        "documents", documents,
-        "refused", refused,
-        "refused_more", (json_int_t)(c ? c->refused_more : 0),
-        "refused_by_reason", by_reason,
-        "collection_incomplete", incomplete,
-        "render_errors", render_errors,
-        "out_dir", r->out_dir ? json_string(r->out_dir) : json_null());
+        "status", status, "message", message, "exit_code",
+        exited_normally ? json_integer(exit_code) : json_null(), "signal",
+        sig ? signal_name(sig) : json_null(), "timeout", timeout, "wall_seconds", r->wall_seconds,
+        "cpu_seconds", (double)r->usage.cpu_usec / 1e6, "peak_memory_bytes",
+        r->usage.peak_bytes ? json_integer((json_int_t)r->usage.peak_bytes) : json_null(),
+        "language", r->language == KILN_LANG_BASH ? "bash" : "python", "limits",
+        kiln_job_limits_json(l), "stdout", r->out ? kiln_stream_json(r->out) : json_null(),
+        "stderr", r->err ? kiln_stream_json(r->err) : json_null(), "files", files, "documents",
+        documents, "refused", refused, "refused_more", (json_int_t)(c ? c->refused_more : 0),
+        "refused_by_reason", by_reason, "collection_incomplete", incomplete, "render_errors",
+        render_errors, "out_dir", r->out_dir ? json_string(r->out_dir) : json_null());
     return root;
 }

@@ -72,21 +72,21 @@ int kiln_rlimits_apply(const kiln_run_limits *limits, const char **what)
         int resource;
         const char *what;
     } names[] = {
-        {RLIMIT_CPU, "setrlimit RLIMIT_CPU"},       {RLIMIT_FSIZE, "setrlimit RLIMIT_FSIZE"},
-        {RLIMIT_NOFILE, "setrlimit RLIMIT_NOFILE"}, {RLIMIT_NPROC, "setrlimit RLIMIT_NPROC"},
-        {RLIMIT_CORE, "setrlimit RLIMIT_CORE"},     {RLIMIT_MEMLOCK, "setrlimit RLIMIT_MEMLOCK"},
+        {RLIMIT_CPU, "setrlimit RLIMIT_CPU"},
+        {RLIMIT_FSIZE, "setrlimit RLIMIT_FSIZE"},
+        {RLIMIT_NOFILE, "setrlimit RLIMIT_NOFILE"},
+        {RLIMIT_NPROC, "setrlimit RLIMIT_NPROC"},
+        {RLIMIT_CORE, "setrlimit RLIMIT_CORE"},
+        {RLIMIT_MEMLOCK, "setrlimit RLIMIT_MEMLOCK"},
         {RLIMIT_MSGQUEUE, "setrlimit RLIMIT_MSGQUEUE"},
     };
     const rlim_t set[] = {
-        cpu_backstop(limits->cpu_seconds),
-        (rlim_t)limits->file_bytes,
-        (rlim_t)limits->open_files,
+        cpu_backstop(limits->cpu_seconds), (rlim_t)limits->file_bytes, (rlim_t)limits->open_files,
         /* Counted per real uid across the host: each job has its own host
          * uid (user.c), so this is the job's own count. */
-        (rlim_t)limits->processes,
-        0,          /* no core dumps: they would land in the job dir */
-        64 * 1024,  /* the usual unprivileged default */
-        0,          /* POSIX message queues are not needed */
+        (rlim_t)limits->processes, 0, /* no core dumps: they would land in the job dir */
+        64 * 1024,                    /* the usual unprivileged default */
+        0,                            /* POSIX message queues are not needed */
     };
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         if (set_limit(names[i].resource, set[i]) != 0) {

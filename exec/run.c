@@ -39,7 +39,6 @@
 #include "exec/exec_internal.h"
 #include "../common/banned.h"
 
-
 const char *kiln_python_lib(size_t *len)
 {
     return kiln_template("python/kiln.py", len);
@@ -102,9 +101,9 @@ static const struct {
     const char *path;
     int below_ok;
 } ro_bind_reserved[] = {
-    {"/proc", 0}, {"/sys", 0}, {"/dev", 0}, {"/tmp", 1}, {KILN_JOB_DIR, 0}, {"/opt/kiln", 0},
-    {"/run", 0}, {"/var/run", 0}, {"/etc/passwd", 0}, {"/etc/group", 0}, {"/etc/hosts", 0},
-    {"/etc/hostname", 0},
+    {"/proc", 0},       {"/sys", 0},       {"/dev", 0},       {"/tmp", 1},
+    {KILN_JOB_DIR, 0},  {"/opt/kiln", 0},  {"/run", 0},       {"/var/run", 0},
+    {"/etc/passwd", 0}, {"/etc/group", 0}, {"/etc/hosts", 0}, {"/etc/hostname", 0},
 };
 
 static kiln_status check_ro_bind(const char *path, kiln_error *err)
@@ -144,8 +143,8 @@ static kiln_status check_ro_bind(const char *path, kiln_error *err)
     }
     for (size_t i = 0; i < sizeof ro_bind_reserved / sizeof ro_bind_reserved[0]; i++) {
         const char *r = ro_bind_reserved[i].path;
-        const char *how = strcmp(path, r) == 0            ? "is"
-                          : path_within(r, path)          ? "holds"
+        const char *how = strcmp(path, r) == 0                                    ? "is"
+                          : path_within(r, path)                                  ? "holds"
                           : !ro_bind_reserved[i].below_ok && path_within(path, r) ? "is in"
                                                                                   : NULL;
         if (how)
@@ -202,7 +201,8 @@ static json_t *supervise(supervisor *s, kiln_error *err)
     }
     if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) {
         kiln_error_set(err, KILN_E_INTERNAL, "",
-                       "kiln run needs root: cannot make a mount namespace (%s)", strerror(errno));
+                       "kiln run needs root: cannot make a mount namespace (%s)",
+                       strerror(errno));
         return NULL;
     }
     filter_build fb = {.rc = -1};
@@ -232,8 +232,7 @@ static json_t *supervise(supervisor *s, kiln_error *err)
                 building = 0;
             }
             if (fb.rc == 0)
-                have_font_list =
-                    kiln_fontcache_make(&s->jd, &s->map, l, &fb.prog, &font_blob);
+                have_font_list = kiln_fontcache_make(&s->jd, &s->map, l, &fb.prog, &font_blob);
         }
     }
     font_list = have_font_list ? (char *)font_blob.data : NULL;
@@ -243,7 +242,8 @@ static json_t *supervise(supervisor *s, kiln_error *err)
 
     char cg_name[64];
     snprintf(cg_name, sizeof cg_name, "kiln-%d", (int)getpid());
-    kiln_cgroup_roots roots = {.fs_root = "/sys/fs/cgroup", .proc_self_cgroup = "/proc/self/cgroup"};
+    kiln_cgroup_roots roots = {.fs_root = "/sys/fs/cgroup",
+                               .proc_self_cgroup = "/proc/self/cgroup"};
     if (kiln_cgroup_create(&s->cg, &roots, cg_name, l, err) != KILN_E_OK)
         goto release_jobdir;
     if (kiln_stream_init(&s->out, l->stream_keep_bytes, err) != KILN_E_OK ||
@@ -292,9 +292,13 @@ static json_t *supervise(supervisor *s, kiln_error *err)
     memcpy(envp, job_env, sizeof envp);
     envp[0] = job_path(opt);
     kiln_contain_job job = {
-        .mount = {.job_dir_host = s->jd.path, .tmp_bytes = l->tmp_bytes, .files = blobs,
-                  .file_count = blob_count, .job_dir_owner = KILN_SANDBOX_UID,
-                  .ro_binds = opt->ro_binds, .ro_bind_count = opt->ro_bind_count},
+        .mount = {.job_dir_host = s->jd.path,
+                  .tmp_bytes = l->tmp_bytes,
+                  .files = blobs,
+                  .file_count = blob_count,
+                  .job_dir_owner = KILN_SANDBOX_UID,
+                  .ro_binds = opt->ro_binds,
+                  .ro_bind_count = opt->ro_bind_count},
         .limits = l,
         .filter = &fb.prog,
         .argv = argv,
@@ -312,7 +316,8 @@ static json_t *supervise(supervisor *s, kiln_error *err)
     if (opt->render && !w.setup_failed)
         renders = kiln_render_job_specs(&s->jd, &s->map, l, l->output_file_bytes, opt->render);
 
-    kiln_collect_limits cl = {.files = l->output_files, .file_bytes = l->output_file_bytes,
+    kiln_collect_limits cl = {.files = l->output_files,
+                              .file_bytes = l->output_file_bytes,
                               .total_bytes = l->output_total_bytes};
     const char *const skip_render[] = {KILN_SPEC_DIR, NULL};
     const char *const skip_none[] = {NULL};
@@ -408,7 +413,8 @@ static kiln_status check_options(const kiln_run_options *opt, const kiln_run_lim
     if (opt->out_dir && opt->out_dir[0] != '/')
         return kiln_error_set(err, KILN_E_USAGE, "", "the output directory must be absolute");
     if (opt->ro_bind_count > KILN_RUN_RO_BINDS_MAX)
-        return kiln_error_set(err, KILN_E_USAGE, "", "--ro-bind: at most %d paths", KILN_RUN_RO_BINDS_MAX);
+        return kiln_error_set(err, KILN_E_USAGE, "", "--ro-bind: at most %d paths",
+                              KILN_RUN_RO_BINDS_MAX);
     for (size_t i = 0; i < opt->ro_bind_count; i++) {
         st = check_ro_bind(opt->ro_binds[i], err);
         if (st != KILN_E_OK)
@@ -491,7 +497,8 @@ kiln_status kiln_run_job(const kiln_run_options *opt, json_t **result, kiln_erro
         json_int_t code = json_integer_value(json_object_get(error, "code"));
         const char *message = json_string_value(json_object_get(error, "message"));
         st = kiln_error_set(err,
-                            code > 0 && code < KILN_E__COUNT ? (kiln_status)code : KILN_E_INTERNAL,
+                            code > 0 && code < KILN_E__COUNT ? (kiln_status)code
+                                                             : KILN_E_INTERNAL,
                             "", "%s", message ? message : "the runner failed");
     } else {
         st = kiln_error_set(err, KILN_E_INTERNAL, "", "the runner's supervisor ended (%s%d)",

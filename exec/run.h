@@ -28,18 +28,18 @@ typedef enum { KILN_LANG_PYTHON, KILN_LANG_BASH } kiln_run_language;
  * are in one table, contract/limits.h. A zero in a field passed to
  * kiln_run_job means "the default". */
 typedef struct kiln_run_limits {
-    uint64_t memory_bytes;     /* cgroup memory (RAM + swap), default 1 GiB */
-    uint32_t processes;        /* cgroup pids.max, default 64 */
-    double cpu_seconds;        /* CPU time of all the job's processes, default 60 */
-    double wall_seconds;       /* wall clock, default 60 */
-    uint64_t file_bytes;       /* RLIMIT_FSIZE: largest file written, default 256 MiB */
-    uint32_t open_files;       /* RLIMIT_NOFILE, default 256 */
-    uint64_t job_dir_bytes;    /* size of /mnt/data (tmpfs), default 256 MiB */
-    uint64_t tmp_bytes;        /* size of /tmp (tmpfs), default 64 MiB */
-    uint64_t stream_keep_bytes;/* stdout and stderr kept each, default 1 MiB */
-    uint64_t stream_kill_bytes;/* stdout + stderr past this ends the job, default 256 MiB */
-    uint32_t output_files;     /* files collected, default 100 */
-    uint64_t output_file_bytes;/* one collected file, default 30 MiB (the ceiling) */
+    uint64_t memory_bytes;       /* cgroup memory (RAM + swap), default 1 GiB */
+    uint32_t processes;          /* cgroup pids.max, default 64 */
+    double cpu_seconds;          /* CPU time of all the job's processes, default 60 */
+    double wall_seconds;         /* wall clock, default 60 */
+    uint64_t file_bytes;         /* RLIMIT_FSIZE: largest file written, default 256 MiB */
+    uint32_t open_files;         /* RLIMIT_NOFILE, default 256 */
+    uint64_t job_dir_bytes;      /* size of /mnt/data (tmpfs), default 256 MiB */
+    uint64_t tmp_bytes;          /* size of /tmp (tmpfs), default 64 MiB */
+    uint64_t stream_keep_bytes;  /* stdout and stderr kept each, default 1 MiB */
+    uint64_t stream_kill_bytes;  /* stdout + stderr past this ends the job, default 256 MiB */
+    uint32_t output_files;       /* files collected, default 100 */
+    uint64_t output_file_bytes;  /* one collected file, default 30 MiB (the ceiling) */
     uint64_t output_total_bytes; /* all collected files, default 100 MiB */
 } kiln_run_limits;
 
@@ -77,9 +77,9 @@ typedef struct kiln_run_render_step {
 
 typedef struct kiln_run_options {
     kiln_run_language language;
-    const char *code;          /* the program text (not a path) */
+    const char *code; /* the program text (not a path) */
     size_t code_len;
-    const char *const *args;   /* extra argv for the program, NULL-terminated; may be NULL */
+    const char *const *args; /* extra argv for the program, NULL-terminated; may be NULL */
     const kiln_run_input *inputs;
     size_t input_count;
     kiln_run_limits limits;
@@ -87,16 +87,16 @@ typedef struct kiln_run_options {
                                   the same path (--ro-bind): absolute, canonical, a
                                   directory or regular file, not the sandbox's own
                                   (docs/run.md); kiln_run_add_ro_bind() appends */
-    size_t ro_bind_count;      /* may pass the max: kiln_run_job refuses it then */
+    size_t ro_bind_count;               /* may pass the max: kiln_run_job refuses it then */
     const kiln_run_render_step *render; /* what to do with the specs `import kiln`
                                   saved (--render); NULL = leave them as files */
-    const char *out_dir;       /* host directory the collected files and rendered
-                                  documents are copied to; NULL = list them only */
-    int in_process;            /* supervise in the calling process instead of a forked
-                                  one: it drops its supplementary groups and moves to a
-                                  private mount namespace for good. For a process that
-                                  runs one job and exits (the CLI): saves a fork and
-                                  the result's trip over a pipe. */
+    const char *out_dir;                /* host directory the collected files and rendered
+                                           documents are copied to; NULL = list them only */
+    int in_process;                     /* supervise in the calling process instead of a forked
+                                           one: it drops its supplementary groups and moves to a
+                                           private mount namespace for good. For a process that
+                                           runs one job and exits (the CLI): saves a fork and
+                                           the result's trip over a pipe. */
 } kiln_run_options;
 
 /*

@@ -68,14 +68,15 @@
  * writer opens fonts; everyone stats and lists directories. All of these
  * are bounded by the mount namespace (read-only root, size-limited tmpfs). */
 static const char *const allow_files[] = {
-    "read", "write", "readv", "writev", "pread64", "pwrite64", "preadv", "pwritev",
-    "lseek", "open", "openat", "creat", "close", "close_range",
-    "fstat", "stat", "lstat", "newfstatat", "statx", "fstatfs", "statfs",
-    "access", "faccessat", "faccessat2", "readlink", "readlinkat",
-    "getdents64", "getcwd", "fcntl", "dup", "dup2", "dup3", "flock",
-    "ftruncate", "truncate", "fallocate", "fsync", "fdatasync", "fadvise64",
-    "link", "linkat", "rename", "renameat", "renameat2", "unlink", "unlinkat",
-    "mkdir", "mkdirat", "rmdir", "fchmod", "umask",
+    "read",     "write",       "readv",      "writev",    "pread64",   "pwrite64",
+    "preadv",   "pwritev",     "lseek",      "open",      "openat",    "creat",
+    "close",    "close_range", "fstat",      "stat",      "lstat",     "newfstatat",
+    "statx",    "fstatfs",     "statfs",     "access",    "faccessat", "faccessat2",
+    "readlink", "readlinkat",  "getdents64", "getcwd",    "fcntl",     "dup",
+    "dup2",     "dup3",        "flock",      "ftruncate", "truncate",  "fallocate",
+    "fsync",    "fdatasync",   "fadvise64",  "link",      "linkat",    "rename",
+    "renameat", "renameat2",   "unlink",     "unlinkat",  "mkdir",     "mkdirat",
+    "rmdir",    "fchmod",      "umask",
 };
 
 /* Memory: malloc, the dynamic loader, and the sanitizer runtimes (ASan maps
@@ -95,19 +96,24 @@ static const char *const allow_memory[] = {
  * with the same uid. restart_syscall is how the kernel resumes an
  * interrupted sleep. */
 static const char *const allow_process[] = {
-    "futex", "set_robust_list", "rseq", "set_tid_address", "arch_prctl", "prctl",
-    "rt_sigaction", "rt_sigprocmask", "rt_sigreturn", "rt_sigsuspend", "rt_sigpending",
-    "rt_sigtimedwait", "sigaltstack", "restart_syscall", "kill", "tgkill",
-    "getpid", "gettid", "getppid", "getuid", "geteuid", "getgid", "getegid",
-    "getresuid", "getresgid", "getgroups", "exit", "exit_group",
-    "sched_yield", "sched_getaffinity", "getrlimit", "prlimit64", "getrusage",
+    "futex",           "set_robust_list", "rseq",
+    "set_tid_address", "arch_prctl",      "prctl",
+    "rt_sigaction",    "rt_sigprocmask",  "rt_sigreturn",
+    "rt_sigsuspend",   "rt_sigpending",   "rt_sigtimedwait",
+    "sigaltstack",     "restart_syscall", "kill",
+    "tgkill",          "getpid",          "gettid",
+    "getppid",         "getuid",          "geteuid",
+    "getgid",          "getegid",         "getresuid",
+    "getresgid",       "getgroups",       "exit",
+    "exit_group",      "sched_yield",     "sched_getaffinity",
+    "getrlimit",       "prlimit64",       "getrusage",
 };
 
 /* Time, randomness and facts about the machine (uname and sysinfo answer
  * from the sandbox's UTS namespace and cgroup-limited view). */
 static const char *const allow_info[] = {
-    "clock_gettime", "clock_getres", "gettimeofday", "time", "nanosleep",
-    "clock_nanosleep", "getrandom", "uname", "sysinfo",
+    "clock_gettime",   "clock_getres", "gettimeofday", "time",    "nanosleep",
+    "clock_nanosleep", "getrandom",    "uname",        "sysinfo",
 };
 
 /* ---- allowed for the job's code only ------------------------------------ */
@@ -119,17 +125,17 @@ static const char *const allow_info[] = {
  * subprocess's start_new_session and bash job control work; the PID
  * namespace and the cgroup bound what they can reach. */
 static const char *const allow_code_process[] = {
-    "execve", "execveat", "fork", "vfork", "wait4", "waitid",
-    "getpgrp", "getpgid", "setpgid", "getsid", "setsid", "setrlimit", "times",
-    "alarm", "getitimer", "setitimer", "pause",
+    "execve",  "execveat", "fork",      "vfork",     "wait4",  "waitid",
+    "getpgrp", "getpgid",  "setpgid",   "getsid",    "setsid", "setrlimit",
+    "times",   "alarm",    "getitimer", "setitimer", "pause",
 };
 
 /* Waiting on several descriptors and the pipes between processes
  * (subprocess, multiprocessing's result pipes, asyncio's event loop). */
 static const char *const allow_code_io[] = {
-    "pipe", "pipe2", "poll", "ppoll", "select", "pselect6",
-    "epoll_create", "epoll_create1", "epoll_ctl", "epoll_wait", "epoll_pwait",
-    "eventfd2", "sendfile", "copy_file_range",
+    "pipe",        "pipe2",        "poll",          "ppoll",           "select",
+    "pselect6",    "epoll_create", "epoll_create1", "epoll_ctl",       "epoll_wait",
+    "epoll_pwait", "eventfd2",     "sendfile",      "copy_file_range",
 };
 
 /* More file system calls that scripts use (os.symlink, os.mkfifo,
@@ -137,18 +143,17 @@ static const char *const allow_code_io[] = {
  * symlink or FIFO the job plants in /mnt/data is refused by the collector;
  * mknod of a device needs CAP_MKNOD, which the job does not have. */
 static const char *const allow_code_files[] = {
-    "chdir", "fchdir", "chmod", "fchmodat", "symlink", "symlinkat",
-    "mknod", "mknodat", "utimensat", "getxattr", "lgetxattr", "fgetxattr",
-    "listxattr", "llistxattr", "flistxattr",
+    "chdir",     "fchdir",    "chmod",     "fchmodat",   "symlink",
+    "symlinkat", "mknod",     "mknodat",   "utimensat",  "getxattr",
+    "lgetxattr", "fgetxattr", "listxattr", "llistxattr", "flistxattr",
 };
 
 /* Operations on sockets. Only AF_UNIX sockets can be made (add_socket_rules)
  * and the network namespace is empty, so these reach nothing but other
  * processes of the job (multiprocessing's managers, socketpair). */
 static const char *const allow_code_sockets[] = {
-    "connect", "bind", "listen", "accept", "accept4", "sendto", "recvfrom",
-    "sendmsg", "recvmsg", "shutdown", "getsockname", "getpeername",
-    "getsockopt", "setsockopt",
+    "connect", "bind",    "listen",   "accept",      "accept4",     "sendto",     "recvfrom",
+    "sendmsg", "recvmsg", "shutdown", "getsockname", "getpeername", "getsockopt", "setsockopt",
 };
 
 /* ---- killed in both profiles -------------------------------------------- */
@@ -164,17 +169,59 @@ static const char *const allow_code_sockets[] = {
  * a use in a data-analysis job or a writer, so trying one ends the job with
  * SIGSYS ("seccomp_violation") rather than a quiet error. */
 static const char *const kill_always[] = {
-    "ptrace", "process_vm_readv", "process_vm_writev", "pidfd_getfd", "kcmp",
+    "ptrace",
+    "process_vm_readv",
+    "process_vm_writev",
+    "pidfd_getfd",
+    "kcmp",
     "process_madvise",
-    "mount", "umount2", "pivot_root", "chroot", "unshare", "setns",
-    "fsopen", "fsconfig", "fsmount", "fspick", "move_mount", "open_tree", "mount_setattr",
-    "keyctl", "add_key", "request_key", "bpf", "perf_event_open", "userfaultfd",
-    "io_uring_setup", "io_uring_enter", "io_uring_register",
-    "init_module", "finit_module", "delete_module", "kexec_load", "kexec_file_load",
-    "reboot", "swapon", "swapoff", "settimeofday", "clock_settime", "adjtimex",
-    "clock_adjtime", "sethostname", "setdomainname", "quotactl", "acct",
-    "lookup_dcookie", "vhangup", "iopl", "ioperm", "syslog", "nfsservctl", "uselib",
-    "open_by_handle_at", "name_to_handle_at",
+    "mount",
+    "umount2",
+    "pivot_root",
+    "chroot",
+    "unshare",
+    "setns",
+    "fsopen",
+    "fsconfig",
+    "fsmount",
+    "fspick",
+    "move_mount",
+    "open_tree",
+    "mount_setattr",
+    "keyctl",
+    "add_key",
+    "request_key",
+    "bpf",
+    "perf_event_open",
+    "userfaultfd",
+    "io_uring_setup",
+    "io_uring_enter",
+    "io_uring_register",
+    "init_module",
+    "finit_module",
+    "delete_module",
+    "kexec_load",
+    "kexec_file_load",
+    "reboot",
+    "swapon",
+    "swapoff",
+    "settimeofday",
+    "clock_settime",
+    "adjtimex",
+    "clock_adjtime",
+    "sethostname",
+    "setdomainname",
+    "quotactl",
+    "acct",
+    "lookup_dcookie",
+    "vhangup",
+    "iopl",
+    "ioperm",
+    "syslog",
+    "nfsservctl",
+    "uselib",
+    "open_by_handle_at",
+    "name_to_handle_at",
 };
 
 /* RENDER only: the writers run in-process after fork and neither exec nor
@@ -245,8 +292,8 @@ static int add_rule(scmp_filter_ctx ctx, uint32_t action, int nr, const char *wh
 static int add_clone_rules(scmp_filter_ctx ctx, const char **what)
 {
     static const uint64_t ns_flags[] = {
-        CLONE_NEWNS, CLONE_NEWCGROUP, CLONE_NEWUTS, CLONE_NEWIPC,
-        CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET,
+        CLONE_NEWNS,   CLONE_NEWCGROUP, CLONE_NEWUTS, CLONE_NEWIPC,
+        CLONE_NEWUSER, CLONE_NEWPID,    CLONE_NEWNET,
     };
     uint64_t all = 0;
     for (size_t i = 0; i < KILN_COUNT(ns_flags); i++) {
@@ -341,14 +388,21 @@ typedef struct kiln_seccomp_table {
     size_t count;
 } kiln_seccomp_table;
 
-#define KILN_TABLE(a) {(a), KILN_COUNT(a)}
+#define KILN_TABLE(a)      \
+    {                      \
+        (a), KILN_COUNT(a) \
+    }
 
 static const kiln_seccomp_table allowed_both[] = {
-    KILN_TABLE(allow_files), KILN_TABLE(allow_memory), KILN_TABLE(allow_process),
+    KILN_TABLE(allow_files),
+    KILN_TABLE(allow_memory),
+    KILN_TABLE(allow_process),
     KILN_TABLE(allow_info),
 };
 static const kiln_seccomp_table allowed_code[] = {
-    KILN_TABLE(allow_code_process), KILN_TABLE(allow_code_io), KILN_TABLE(allow_code_files),
+    KILN_TABLE(allow_code_process),
+    KILN_TABLE(allow_code_io),
+    KILN_TABLE(allow_code_files),
     KILN_TABLE(allow_code_sockets),
 };
 

@@ -115,8 +115,8 @@ json_t *kiln_stream_json(const kiln_stream *s)
     }
     /* jansson (>= 2.7) keeps NUL bytes in a json_stringn string and dumps them
      * as \u0000, so a job's NULs survive as U+0000. */
-    json_t *obj = json_pack("{s:s%,s:I,s:b}", "text", text, len, "bytes",
-                            (json_int_t)s->total, "truncated", truncated);
+    json_t *obj = json_pack("{s:s%,s:I,s:b}", "text", text, len, "bytes", (json_int_t)s->total,
+                            "truncated", truncated);
     free(text);
     return obj;
 }

@@ -191,4 +191,3 @@ close_pipes:
     }
     return st;
 }
-

@@ -61,19 +61,30 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 enum {
-    F_NUMBERS, F_RANGE, F_IF_RANGE, F_INM, F_DATE, F_NAME, F_CD, F_QUERY, F_CTYPE, F_CLEN,
-    F_BODY, F_URL, F_METHOD, F_COUNT
+    F_NUMBERS,
+    F_RANGE,
+    F_IF_RANGE,
+    F_INM,
+    F_DATE,
+    F_NAME,
+    F_CD,
+    F_QUERY,
+    F_CTYPE,
+    F_CLEN,
+    F_BODY,
+    F_URL,
+    F_METHOD,
+    F_COUNT
 };
 
 /* ---- helpers ---- */
 
-#define CHECK(cond)                                                                      \
-    do {                                                                                 \
-        if (!(cond)) {                                                                   \
-            fprintf(stderr, "fuzz_http: %s:%d: check failed: %s\n", __FILE__, __LINE__, \
-                    #cond);                                                              \
-            abort();                                                                     \
-        }                                                                                \
+#define CHECK(cond)                                                                             \
+    do {                                                                                        \
+        if (!(cond)) {                                                                          \
+            fprintf(stderr, "fuzz_http: %s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
+            abort();                                                                            \
+        }                                                                                       \
     } while (0)
 
 /* The SHA-256 of nothing: any 64 lowercase hex digits would do. */
@@ -256,17 +267,17 @@ static void check_date(const char *s, int64_t t)
     snprintf(imf, sizeof imf, "%.3s, %02d %s %04d %02d:%02d:%02d GMT", day_names[tm.tm_wday],
              tm.tm_mday, month_names[tm.tm_mon], tm.tm_year + 1900, tm.tm_hour, tm.tm_min,
              tm.tm_sec);
-    snprintf(rfc850, sizeof rfc850, "%s, %02d-%s-%02d %02d:%02d:%02d GMT",
-             day_names[tm.tm_wday], tm.tm_mday, month_names[tm.tm_mon],
-             (tm.tm_year + 1900) % 100, tm.tm_hour, tm.tm_min, tm.tm_sec);
+    snprintf(rfc850, sizeof rfc850, "%s, %02d-%s-%02d %02d:%02d:%02d GMT", day_names[tm.tm_wday],
+             tm.tm_mday, month_names[tm.tm_mon], (tm.tm_year + 1900) % 100, tm.tm_hour, tm.tm_min,
+             tm.tm_sec);
     snprintf(asc, sizeof asc, "%.3s %s %2d %02d:%02d:%02d %04d", day_names[tm.tm_wday],
              month_names[tm.tm_mon], tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
              tm.tm_year + 1900);
     /* asctime's day is date3 = 2DIGIT / ( SP DIGIT ) (RFC 9110 5.6.7): "06" or " 6" */
     char asc_zero[64];
-    snprintf(asc_zero, sizeof asc_zero, "%.3s %s %02d %02d:%02d:%02d %04d",
-             day_names[tm.tm_wday], month_names[tm.tm_mon], tm.tm_mday, tm.tm_hour, tm.tm_min,
-             tm.tm_sec, tm.tm_year + 1900);
+    snprintf(asc_zero, sizeof asc_zero, "%.3s %s %02d %02d:%02d:%02d %04d", day_names[tm.tm_wday],
+             month_names[tm.tm_mon], tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+             tm.tm_year + 1900);
     if (strcmp(s, imf) != 0 && strcmp(s, rfc850) != 0 && strcmp(s, asc) != 0 &&
         strcmp(s, asc_zero) != 0) {
         fprintf(stderr, "fuzz_http: http_parse_date(\"%s\") accepted it as %lld = %s\n", s,
@@ -391,8 +402,9 @@ static void check_disposition(const char *name)
             abort();
         int pr = http_disposition_filename(out, parsed, KILN_STORE_FILENAME_MAX + 1);
         if (!(nlen > 0 ? pr == 0 && strcmp(parsed, name) == 0 : pr != 0)) {
-            fprintf(stderr, "fuzz_http: http_disposition_filename() of our own header\n  %s\n"
-                            "gave %d \"%s\", not the name \"%s\"\n",
+            fprintf(stderr,
+                    "fuzz_http: http_disposition_filename() of our own header\n  %s\n"
+                    "gave %d \"%s\", not the name \"%s\"\n",
                     out, pr, pr == 0 ? parsed : "", name);
             CHECK(!"http_disposition_filename reads http_disposition's output back");
         }

@@ -28,8 +28,8 @@ static void check_errors(kiln_status st, const kiln_errors *errs)
     if ((st == KILN_E_OK) != (errs->count == 0 && errs->dropped == 0))
         abort();
     for (size_t i = 0; i < errs->count; i++)
-        if (!errs->items[i].message[0] || (errs->items[i].pointer[0] &&
-                                           errs->items[i].pointer[0] != '/'))
+        if (!errs->items[i].message[0] ||
+            (errs->items[i].pointer[0] && errs->items[i].pointer[0] != '/'))
             abort();
 }
 

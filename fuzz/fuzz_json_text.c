@@ -38,8 +38,8 @@ static void compare(const char *s, size_t len, kiln_span span, const json_t *wan
     json_decref(got);
     if (!json_is_array(want) && !json_is_object(want))
         return;
-    if (kiln_json_count(s, len, span) != (json_is_array(want) ? json_array_size(want)
-                                                              : json_object_size(want)))
+    if (kiln_json_count(s, len, span) !=
+        (json_is_array(want) ? json_array_size(want) : json_object_size(want)))
         abort();
     kiln_json_iter it;
     kiln_json_iter_init(&it, s, len, span);

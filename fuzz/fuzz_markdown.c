@@ -68,12 +68,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t count = 0;
     kiln_error err;
     memset(&err, 0, sizeof err);
-    kiln_status st = kiln_markdown_to_blocks(&arena, (const char *)data, size, "/blocks/0",
-                                             &lim, &blocks, &count, &err);
+    kiln_status st = kiln_markdown_to_blocks(&arena, (const char *)data, size, "/blocks/0", &lim,
+                                             &blocks, &count, &err);
     if (st == KILN_E_OK) {
         for (size_t i = 0; i < count; i++)
             check_block(&blocks[i]);
-    } else if (err.code != st || st == KILN_E_INTERNAL || strcmp(err.pointer, "/blocks/0/text") != 0) {
+    } else if (err.code != st || st == KILN_E_INTERNAL ||
+               strcmp(err.pointer, "/blocks/0/text") != 0) {
         abort();
     }
     kiln_arena_release(&arena);

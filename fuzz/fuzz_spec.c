@@ -53,8 +53,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     for (size_t i = 0; i < errs.count; i++) {
         const kiln_error *a = &errs.items[i], *b = &terrs.items[i];
         if (a->code != b->code || strcmp(a->pointer, b->pointer) != 0 ||
-            strcmp(a->message, b->message) != 0 || a->limit != b->limit ||
-            a->actual != b->actual)
+            strcmp(a->message, b->message) != 0 || a->limit != b->limit || a->actual != b->actual)
             abort();
     }
     kiln_doc_free(tdoc);

@@ -28,8 +28,8 @@ json_t *kiln_api_error(const char *code, const char *message, json_t *details)
     if (!details)
         details = json_object();
     /* "o" steals details even when json_pack fails. */
-    return json_pack("{s:{s:s, s:s, s:o}}", "error", "code", code, "message", message,
-                     "details", details);
+    return json_pack("{s:{s:s, s:s, s:o}}", "error", "code", code, "message", message, "details",
+                     details);
 }
 
 void kiln_api_time(int64_t t, char *buf, size_t cap)
@@ -52,8 +52,8 @@ json_t *kiln_api_file_json(const kiln_store_file *file)
     const char *source = kiln_store_source_name(file->source);
     return json_pack("{s:s, s:s, s:I, s:s, s:s, s:s, s:s, s:o}", "id", file->id, "filename",
                      file->filename, "bytes", (json_int_t)file->bytes, "sha256", file->sha256,
-                     "media_type", file->media_type, "created_at", created, "expires_at",
-                     expires, "source", source ? json_string(source) : json_null());
+                     "media_type", file->media_type, "created_at", created, "expires_at", expires,
+                     "source", source ? json_string(source) : json_null());
 }
 
 int kiln_api_valid_id(const char *s)
@@ -62,7 +62,8 @@ int kiln_api_valid_id(const char *s)
         return 0;
     size_t i;
     for (i = 0; s[i]; i++)
-        if (i >= KILN_STORE_ID_LEN || !((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+        if (i >= KILN_STORE_ID_LEN ||
+            !((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
             return 0;
     return i == KILN_STORE_ID_LEN;
 }
@@ -82,8 +83,8 @@ void kiln_api_reply_internal(kiln_api_reply *reply, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(reply->log, sizeof reply->log, fmt, ap);
     va_end(ap);
-    kiln_api_reply_error(reply, 500, "internal", "The server failed; the request did not complete.",
-                         NULL);
+    kiln_api_reply_error(reply, 500, "internal",
+                         "The server failed; the request did not complete.", NULL);
 }
 
 int kiln_api_client_gone(int fd)
@@ -334,7 +335,8 @@ static void empty_dir(int dfd, int depth)
         if (errno != EISDIR && errno != EPERM)
             continue;
         if (depth < 64) {
-            int sub = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+            int sub = openat(dirfd(d), de->d_name,
+                             O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
             if (sub >= 0)
                 empty_dir(sub, depth + 1);
         }

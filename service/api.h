@@ -49,13 +49,13 @@ int kiln_api_valid_id(const char *s);
 
 /* A reply from a handler that does not speak HTTP itself. */
 typedef struct kiln_api_reply {
-    int status;        /* HTTP status */
-    json_t *body;      /* new reference: the JSON body */
-    char location[96]; /* "" or the Location header (/v1/files/ID) for a 201 */
+    int status;                 /* HTTP status */
+    json_t *body;               /* new reference: the JSON body */
+    char location[96];          /* "" or the Location header (/v1/files/ID) for a 201 */
     char log[KILN_MESSAGE_MAX]; /* "" or, for a 500, what went wrong: for the
                                    server's log, never sent to the client */
-    int client_gone;   /* the client went away, so the job was stopped (or not
-                          begun): no body, nothing to send */
+    int client_gone;            /* the client went away, so the job was stopped (or not
+                                   begun): no body, nothing to send */
 } kiln_api_reply;
 
 /* Fill reply with an error (details stolen, may be NULL). */
@@ -109,11 +109,11 @@ void kiln_jobs_shutdown(kiln_jobs *jobs, void (*cancel)(void *arg));
 typedef struct kiln_api_ctx {
     kiln_store *store;
     kiln_inuse *inuse;
-    const char *work_dir;      /* scratch (DATA_DIR/work), server-owned, emptied at start */
-    const char *kiln_exe;      /* the kiln executable, for `kiln run` children */
-    uint64_t max_file_bytes;   /* the output ceiling (30 MiB) */
-    kiln_run_limits run_max;   /* the most a run may ask for; also its defaults */
-    atomic_int *stopping;      /* set on SIGTERM: runs in flight are killed after the grace */
+    const char *work_dir;    /* scratch (DATA_DIR/work), server-owned, emptied at start */
+    const char *kiln_exe;    /* the kiln executable, for `kiln run` children */
+    uint64_t max_file_bytes; /* the output ceiling (30 MiB) */
+    kiln_run_limits run_max; /* the most a run may ask for; also its defaults */
+    atomic_int *stopping;    /* set on SIGTERM: runs in flight are killed after the grace */
 } kiln_api_ctx;
 
 /*

@@ -115,10 +115,11 @@ static kiln_status add_key(kiln_auth *auth, const char *tenant, size_t tenant_le
                            const unsigned char hash[HASH_BYTES], const char *where,
                            kiln_error *err)
 {
-    static const unsigned char empty_hash[HASH_BYTES] = {
-        0xe3, 0xb0, 0xc4, 0x42, 0x98, 0xfc, 0x1c, 0x14, 0x9a, 0xfb, 0xf4,
-        0xc8, 0x99, 0x6f, 0xb9, 0x24, 0x27, 0xae, 0x41, 0xe4, 0x64, 0x9b,
-        0x93, 0x4c, 0xa4, 0x95, 0x99, 0x1b, 0x78, 0x52, 0xb8, 0x55};
+    static const unsigned char empty_hash[HASH_BYTES] = {0xe3, 0xb0, 0xc4, 0x42, 0x98, 0xfc, 0x1c,
+                                                         0x14, 0x9a, 0xfb, 0xf4, 0xc8, 0x99, 0x6f,
+                                                         0xb9, 0x24, 0x27, 0xae, 0x41, 0xe4, 0x64,
+                                                         0x9b, 0x93, 0x4c, 0xa4, 0x95, 0x99, 0x1b,
+                                                         0x78, 0x52, 0xb8, 0x55};
     if (memcmp(hash, empty_hash, HASH_BYTES) == 0)
         return kiln_error_set(err, KILN_E_USAGE, NULL,
                               "%s: that is the hash of an empty key, which is never accepted",
@@ -178,9 +179,9 @@ static kiln_status parse_line(kiln_auth *auth, char *line, const char *where, ki
                               "%s: missing key hash after the tenant (want \"TENANT SHA256HEX\")",
                               where);
     if (*p != '\0')
-        return kiln_error_set(err, KILN_E_USAGE, NULL,
-                              "%s: unexpected text after the key hash (want \"TENANT SHA256HEX\")",
-                              where);
+        return kiln_error_set(
+            err, KILN_E_USAGE, NULL,
+            "%s: unexpected text after the key hash (want \"TENANT SHA256HEX\")", where);
     unsigned char hash[HASH_BYTES];
     if (from_hex(hex, hex_len, hash, HASH_BYTES, 1) != 0)
         return kiln_error_set(err, KILN_E_USAGE, NULL,
@@ -447,8 +448,8 @@ static int make_secret(const char *dir, const char *path, kiln_status *st, kiln_
     }
     /* mkostemp makes 0600 already; fchmod says so whatever the libc. */
     if (fchmod(fd, 0600) != 0 || write_full(fd, fresh, sizeof fresh) != 0 || fsync(fd) != 0) {
-        *st = kiln_error_set(err, KILN_E_WRITE, NULL, "cannot write the link secret %s: %s",
-                             temp, strerror(errno));
+        *st = kiln_error_set(err, KILN_E_WRITE, NULL, "cannot write the link secret %s: %s", temp,
+                             strerror(errno));
         goto out_unlink;
     }
     if (renameat2(AT_FDCWD, temp, AT_FDCWD, path, RENAME_NOREPLACE) != 0) {

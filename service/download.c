@@ -219,10 +219,14 @@ enum MHD_Result download_content(kiln_req *req)
     int fd = -1;
     memset(&err, 0, sizeof err);
     switch (kiln_store_open_body(req->srv->store, req->tenant, req->id, &file, &fd, &err)) {
-    case KILN_STORE_OK: break;
-    case KILN_STORE_NOT_FOUND: return http_not_found(req);
-    case KILN_STORE_GONE: return http_gone(req, &file);
-    default: return http_internal(req, err.message);
+    case KILN_STORE_OK:
+        break;
+    case KILN_STORE_NOT_FOUND:
+        return http_not_found(req);
+    case KILN_STORE_GONE:
+        return http_gone(req, &file);
+    default:
+        return http_internal(req, err.message);
     }
     char etag[70], modified[40], disp[KILN_HTTP_DISPOSITION_MAX];
     snprintf(etag, sizeof etag, "\"%s\"", file.sha256);
@@ -242,9 +246,11 @@ enum MHD_Result download_content(kiln_req *req)
          * the 200 would be: its Content-Length is the one value allowed, and
          * no body is ever read from it, as a 304 has none.
          */
-        struct MHD_Response *resp =
-            file.bytes ? MHD_create_response_from_fd_at_offset64(file.bytes, fd, 0)
-                       : MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
+        struct MHD_Response *resp = file.bytes
+                                        ? MHD_create_response_from_fd_at_offset64(file.bytes, fd,
+                                                                                  0)
+                                        : MHD_create_response_from_buffer(0, NULL,
+                                                                          MHD_RESPMEM_PERSISTENT);
         if (!file.bytes || !resp)
             close(fd); /* else the response owns it */
         if (!resp)
@@ -274,8 +280,8 @@ enum MHD_Result download_content(kiln_req *req)
         if (!text)
             return MHD_NO;
         size_t len = strlen(text);
-        struct MHD_Response *resp =
-            MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
+        struct MHD_Response *resp = MHD_create_response_from_buffer(len, text,
+                                                                    MHD_RESPMEM_MUST_FREE);
         if (!resp) {
             free(text);
             return MHD_NO;

@@ -77,8 +77,8 @@ static int begin_store(kiln_req *req)
     kiln_error err;
     memset(&err, 0, sizeof err);
     kiln_store_result r = kiln_store_begin(req->srv->store, req->tenant, req->filename,
-                                           req->media_type, KILN_STORE_SOURCE_INPUT,
-                                           &req->upload, &err);
+                                           req->media_type, KILN_STORE_SOURCE_INPUT, &req->upload,
+                                           &err);
     if (r == KILN_STORE_OK)
         return 0;
     if (err.code == KILN_E_USAGE)
@@ -168,7 +168,8 @@ int http_pct_decode(const char *src, size_t n, char *dst, size_t cap)
     for (size_t i = 0; i < n; i++) {
         int c = (unsigned char)src[i];
         if (c == '%') {
-            if (i + 2 >= n || !isxdigit((unsigned char)src[i + 1]) || !isxdigit((unsigned char)src[i + 2]))
+            if (i + 2 >= n || !isxdigit((unsigned char)src[i + 1]) ||
+                !isxdigit((unsigned char)src[i + 2]))
                 return -1;
             char hex[3] = {src[i + 1], src[i + 2], 0};
             c = (int)strtol(hex, NULL, 16);
@@ -217,7 +218,8 @@ static int ext_value(const char *v, size_t n, char *out, size_t cap)
             return -1;
     if ((size_t)(q1 - v) != 5 || strncasecmp(v, "UTF-8", 5) != 0)
         return 1;
-    if (http_pct_decode(q2 + 1, (size_t)(end - q2 - 1), out, cap) != 0 || !kiln_utf8_valid(out, strlen(out)))
+    if (http_pct_decode(q2 + 1, (size_t)(end - q2 - 1), out, cap) != 0 ||
+        !kiln_utf8_valid(out, strlen(out)))
         return -1;
     return 0;
 }
@@ -358,7 +360,8 @@ enum MHD_Result files_upload_begin(kiln_req *req)
     if (MHD_lookup_connection_value_n(req->conn, MHD_GET_ARGUMENT_KIND, "filename",
                                       sizeof "filename" - 1, &name, &name_len) == MHD_YES) {
         where = json_pack("{s:s}", "parameter", "filename");
-        take_name(req, name ? name : "", name ? name_len : 0, "The file name given by ?filename=");
+        take_name(req, name ? name : "", name ? name_len : 0,
+                  "The file name given by ?filename=");
     } else if (cd) {
         where = json_pack("{s:s}", "header", "Content-Disposition");
         /* Room for a name well past the limit, so a long one is refused
@@ -392,7 +395,8 @@ enum MHD_Result files_upload_begin(kiln_req *req)
 enum MHD_Result files_upload_data(kiln_req *req, const char *data, size_t size)
 {
     req->received += size;
-    uint64_t allowed = req->limit + (req->body == BODY_MULTIPART ? KILN_HTTP_MULTIPART_OVERHEAD : 0);
+    uint64_t allowed = req->limit +
+                       (req->body == BODY_MULTIPART ? KILN_HTTP_MULTIPART_OVERHEAD : 0);
     if (req->too_large || req->upload_failed || req->bad_request) {
         /* Read on (to send the error) but not forever. */
         return req->received > allowed + KILN_HTTP_DISCARD_MAX ? MHD_NO : MHD_YES;
@@ -522,10 +526,14 @@ enum MHD_Result files_get(kiln_req *req)
     kiln_error err;
     memset(&err, 0, sizeof err);
     switch (kiln_store_get(req->srv->store, req->tenant, req->id, &file, &err)) {
-    case KILN_STORE_OK: return http_json(req, MHD_HTTP_OK, kiln_api_file_json(&file));
-    case KILN_STORE_NOT_FOUND: return http_not_found(req);
-    case KILN_STORE_GONE: return http_gone(req, &file);
-    default: return http_internal(req, err.message);
+    case KILN_STORE_OK:
+        return http_json(req, MHD_HTTP_OK, kiln_api_file_json(&file));
+    case KILN_STORE_NOT_FOUND:
+        return http_not_found(req);
+    case KILN_STORE_GONE:
+        return http_gone(req, &file);
+    default:
+        return http_internal(req, err.message);
     }
 }
 
@@ -533,18 +541,19 @@ enum MHD_Result files_delete(kiln_req *req)
 {
     if (kiln_inuse_busy(req->srv->inuse, req->tenant, req->id))
         return http_error(req, MHD_HTTP_CONFLICT, "file_in_use",
-                          "The file is an input of a render or run that has not finished.",
-                          NULL);
+                          "The file is an input of a render or run that has not finished.", NULL);
     kiln_error err;
     memset(&err, 0, sizeof err);
     switch (kiln_store_delete(req->srv->store, req->tenant, req->id, &err)) {
     case KILN_STORE_OK: {
-        struct MHD_Response *resp =
-            MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
+        struct MHD_Response *resp = MHD_create_response_from_buffer(0, NULL,
+                                                                    MHD_RESPMEM_PERSISTENT);
         return http_queue(req, MHD_HTTP_NO_CONTENT, resp, 0);
     }
-    case KILN_STORE_NOT_FOUND: return http_not_found(req);
-    default: return http_internal(req, err.message);
+    case KILN_STORE_NOT_FOUND:
+        return http_not_found(req);
+    default:
+        return http_internal(req, err.message);
     }
 }
 
@@ -587,10 +596,14 @@ enum MHD_Result files_link(kiln_req *req)
     kiln_error err;
     memset(&err, 0, sizeof err);
     switch (kiln_store_get(srv->store, req->tenant, req->id, &file, &err)) {
-    case KILN_STORE_OK: break;
-    case KILN_STORE_NOT_FOUND: return http_not_found(req);
-    case KILN_STORE_GONE: return http_gone(req, &file);
-    default: return http_internal(req, err.message);
+    case KILN_STORE_OK:
+        break;
+    case KILN_STORE_NOT_FOUND:
+        return http_not_found(req);
+    case KILN_STORE_GONE:
+        return http_gone(req, &file);
+    default:
+        return http_internal(req, err.message);
     }
     int64_t expires = (int64_t)time(NULL) + (int64_t)expires_in;
     if (expires > file.expires_at)
@@ -610,8 +623,9 @@ enum MHD_Result files_link(kiln_req *req)
         if (host)
             snprintf(base, sizeof base, "http://%s", host);
         else
-            snprintf(base, sizeof base, strchr(srv->host, ':') ? "http://[%s]:%u" : "http://%s:%u",
-                     srv->host, srv->port);
+            snprintf(base, sizeof base,
+                     strchr(srv->host, ':') ? "http://[%s]:%u" : "http://%s:%u", srv->host,
+                     srv->port);
     }
     char sig[KILN_AUTH_SIG_HEX + 1], path[256], url[800], when[32];
     kiln_auth_sign_link(srv->link_secret, req->tenant, req->id, expires, sig);

@@ -74,12 +74,12 @@ struct kiln_server {
 
 typedef enum {
     ROUTE_OTHER,
-    ROUTE_FILES,        /* /v1/files */
-    ROUTE_FILE,         /* /v1/files/{id} */
-    ROUTE_CONTENT,      /* /v1/files/{id}/content */
-    ROUTE_LINK,         /* /v1/files/{id}/link */
-    ROUTE_RENDER,       /* /v1/render */
-    ROUTE_RUNS,         /* /v1/runs */
+    ROUTE_FILES,   /* /v1/files */
+    ROUTE_FILE,    /* /v1/files/{id} */
+    ROUTE_CONTENT, /* /v1/files/{id}/content */
+    ROUTE_LINK,    /* /v1/files/{id}/link */
+    ROUTE_RENDER,  /* /v1/render */
+    ROUTE_RUNS,    /* /v1/runs */
     ROUTE_HEALTHZ,
     ROUTE_METRICS,
 } kiln_route;
@@ -99,32 +99,32 @@ typedef struct kiln_req {
     struct MHD_Connection *conn;
     char request_id[33];
     char method[16];
-    char path[512];       /* the URL path, query dropped, cut if longer */
+    char path[512]; /* the URL path, query dropped, cut if longer */
     kiln_route route;
     char id[KILN_STORE_ID_LEN + 1];
     char tenant[KILN_AUTH_TENANT_MAX + 1]; /* "" until authenticated */
     struct timespec start;
 
-    int begun;            /* begin() ran */
-    int queued;           /* a response has been queued */
+    int begun;  /* begin() ran */
+    int queued; /* a response has been queued */
     int status;
     uint64_t bytes_out;
 
     /* the body */
     kiln_body_mode body;
-    uint64_t limit;       /* the body's limit (413 past it) */
+    uint64_t limit; /* the body's limit (413 past it) */
     uint64_t received;
-    int too_large;        /* passed the limit: discarding until the end */
-    char *buf;            /* BODY_BUFFER */
+    int too_large; /* passed the limit: discarding until the end */
+    char *buf;     /* BODY_BUFFER */
     size_t len, cap;
-    kiln_store_upload *upload;       /* BODY_UPLOAD / MULTIPART, until committed */
+    kiln_store_upload *upload; /* BODY_UPLOAD / MULTIPART, until committed */
     struct MHD_PostProcessor *pp;
-    int part_seen;        /* the multipart "file" part began */
-    uint64_t part_bytes;  /* ... and its bytes so far */
-    int bad_request;      /* a malformed multipart body or part (400) */
+    int part_seen;       /* the multipart "file" part began */
+    uint64_t part_bytes; /* ... and its bytes so far */
+    int bad_request;     /* a malformed multipart body or part (400) */
     char bad_message[KILN_MESSAGE_MAX];
-    int part_skip;        /* a later "file" part: ignored */
-    int upload_failed;    /* a store error during the upload (500) */
+    int part_skip;     /* a later "file" part: ignored */
+    int upload_failed; /* a store error during the upload (500) */
     kiln_error upload_err;
     char filename[KILN_STORE_FILENAME_MAX + 1];
     char media_type[128];
@@ -157,8 +157,7 @@ enum MHD_Result http_gone(kiln_req *req, const kiln_store_file *file);
 /* 413 with details.limit. */
 enum MHD_Result http_too_large(kiln_req *req, uint64_t limit);
 /* A JSON reply with a Location header (201s). */
-enum MHD_Result http_json_location(kiln_req *req, int status, json_t *body,
-                                   const char *location);
+enum MHD_Result http_json_location(kiln_req *req, int status, json_t *body, const char *location);
 
 /* Log one event line: fields (stolen) gain "time" and "event". */
 void http_event(kiln_server *srv, const char *event, json_t *fields);
@@ -236,8 +235,8 @@ int http_query_int(const char *s, int64_t max, int64_t *out);
 /* The worst case of http_disposition, for a KILN_STORE_FILENAME_MAX-byte
  * name: the prefix, one fallback character per byte, the closing quote, the
  * filename* prefix, %XX for every byte, and the NUL (1063 bytes today). */
-#define KILN_HTTP_DISPOSITION_MAX                                              \
-    (sizeof "attachment; filename=\"" - 1 + KILN_STORE_FILENAME_MAX + 1 +     \
+#define KILN_HTTP_DISPOSITION_MAX                                         \
+    (sizeof "attachment; filename=\"" - 1 + KILN_STORE_FILENAME_MAX + 1 + \
      sizeof "; filename*=UTF-8''" - 1 + 3 * KILN_STORE_FILENAME_MAX + 1)
 /* attachment; filename="ascii"[; filename*=UTF-8''pct] for a stored name.
  * 0, or -1 with out "attachment" (when it fits) for a name longer than

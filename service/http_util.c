@@ -41,8 +41,8 @@ static struct MHD_Response *json_response(json_t *body, size_t *len)
     if (!text)
         return NULL;
     *len = strlen(text);
-    struct MHD_Response *resp =
-        MHD_create_response_from_buffer(*len, text, MHD_RESPMEM_MUST_FREE);
+    struct MHD_Response *resp = MHD_create_response_from_buffer(*len, text,
+                                                                MHD_RESPMEM_MUST_FREE);
     if (!resp) {
         free(text);
         return NULL;
@@ -52,8 +52,7 @@ static struct MHD_Response *json_response(json_t *body, size_t *len)
     return resp;
 }
 
-enum MHD_Result http_json_location(kiln_req *req, int status, json_t *body,
-                                   const char *location)
+enum MHD_Result http_json_location(kiln_req *req, int status, json_t *body, const char *location)
 {
     size_t len = 0;
     struct MHD_Response *resp = json_response(body, &len);
@@ -152,9 +151,8 @@ int http_date(int64_t t, char *buf, size_t cap)
     if ((int64_t)tt != t || !gmtime_r(&tt, &tm) || tm.tm_year < -1900 ||
         tm.tm_year > 9999 - 1900 || cap < 30)
         return -1;
-    snprintf(buf, cap, "%s, %02d %s %04d %02d:%02d:%02d GMT", wdays[tm.tm_wday],
-             tm.tm_mday, months[tm.tm_mon], tm.tm_year + 1900, tm.tm_hour, tm.tm_min,
-             tm.tm_sec);
+    snprintf(buf, cap, "%s, %02d %s %04d %02d:%02d:%02d GMT", wdays[tm.tm_wday], tm.tm_mday,
+             months[tm.tm_mon], tm.tm_year + 1900, tm.tm_hour, tm.tm_min, tm.tm_sec);
     return 0;
 }
 
@@ -202,8 +200,8 @@ static int date_name(const char **p, const char *table, size_t stride, int n, in
 
 static int date_time(const char **p, int *h, int *m, int *sec)
 {
-    return date_num(p, 2, 0, h) && date_lit(p, ":") && date_num(p, 2, 0, m) &&
-           date_lit(p, ":") && date_num(p, 2, 0, sec);
+    return date_num(p, 2, 0, h) && date_lit(p, ":") && date_num(p, 2, 0, m) && date_lit(p, ":") &&
+           date_num(p, 2, 0, sec);
 }
 
 static int leap_year(int y)

@@ -93,8 +93,9 @@ static void task_run(void *arg)
                 render_abandoned(t, &reply);
         }
         kiln_metrics_render(srv->metrics, t->format,
-                            reply.client_gone ? "client_abort"
-                            : reply.status == 201 ? "ok" : "error");
+                            reply.client_gone     ? "client_abort"
+                            : reply.status == 201 ? "ok"
+                                                  : "error");
     }
     if (reply.client_gone) {
         /* Nothing to send: the connection is closed once resumed. */

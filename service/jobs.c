@@ -26,10 +26,10 @@ typedef struct job {
 
 struct kiln_jobs {
     pthread_mutex_t lock;
-    pthread_cond_t wake;     /* a job arrived, or the pool is stopping */
+    pthread_cond_t wake; /* a job arrived, or the pool is stopping */
     job *head, *tail;
-    unsigned queued;         /* jobs in the queue */
-    unsigned running;        /* jobs in fn() now */
+    unsigned queued;  /* jobs in the queue */
+    unsigned running; /* jobs in fn() now */
     unsigned queue_max;
     int stopping;
     pthread_t *threads;

@@ -5,9 +5,9 @@
  * of "[],[],..." asks for 620 MiB (39x; empty objects 71x, and malloc's
  * own overhead comes on top), where a spec's rows of numbers and strings
  * ask for 7x and a bare list of small numbers 16x (jansson 2.14, measured).
- * A body under --max-request could therefore still cost a gigabyte or more. So every request body is parsed with its allocations counted
- * against a budget proportional to its size, and a body that needs more is
- * refused (413) instead of taking the server's memory.
+ * A body under --max-request could therefore still cost a gigabyte or more. So every request body
+ * is parsed with its allocations counted against a budget proportional to its size, and a body
+ * that needs more is refused (413) instead of taking the server's memory.
  *
  * kiln_json_budget_install replaces jansson's allocator for the whole
  * process (json_set_alloc_funcs); allocations are only counted on a thread

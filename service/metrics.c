@@ -93,7 +93,8 @@ static struct counter *counter_get(kiln_metrics *m, struct family *f, const char
     copy_label(lb, b);
     copy_label(lc, c);
     for (size_t i = 0; i < f->n; i++)
-        if (!strcmp(f->items[i].a, la) && !strcmp(f->items[i].b, lb) && !strcmp(f->items[i].c, lc))
+        if (!strcmp(f->items[i].a, la) && !strcmp(f->items[i].b, lb) &&
+            !strcmp(f->items[i].c, lc))
             return &f->items[i];
     if (f->n == KILN_METRICS_SERIES_MAX) {
         m->dropped++;
@@ -148,8 +149,8 @@ static struct histogram *hist_get(kiln_metrics *m, const char *route)
  * methods cannot add series. */
 static const char *method_label(const char *method)
 {
-    static const char *const known[] = {"GET", "HEAD", "POST", "PUT", "DELETE",
-                                        "OPTIONS", "PATCH"};
+    static const char *const known[] = {"GET",    "HEAD",    "POST", "PUT",
+                                        "DELETE", "OPTIONS", "PATCH"};
     for (size_t i = 0; method && i < sizeof known / sizeof known[0]; i++)
         if (strcmp(method, known[i]) == 0)
             return known[i];
@@ -207,7 +208,7 @@ struct text {
     int failed;
 };
 
-__attribute__((format(printf, 2, 3)))
+static void put(struct text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void put(struct text *t, const char *fmt, ...)
 {
     if (t->failed)

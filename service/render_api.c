@@ -169,8 +169,8 @@ typedef struct render_request {
     kiln_format format;
     const kiln_writer *writer;
     char filename[KILN_STORE_FILENAME_MAX + 1];
-    const json_t *spec;   /* borrowed */
-    const json_t *ids;    /* borrowed; NULL = no inputs */
+    const json_t *spec; /* borrowed */
+    const json_t *ids;  /* borrowed; NULL = no inputs */
 } render_request;
 
 static void bad_format(kiln_api_reply *reply, const char *message)
@@ -182,8 +182,7 @@ static void bad_format(kiln_api_reply *reply, const char *message)
 
 /* format and filename: either names the format; the document's name is
  * filename, else "document.EXT". 0, or -1 with reply set (400). */
-static int check_format_and_name(const json_t *request, render_request *rr,
-                                 kiln_api_reply *reply)
+static int check_format_and_name(const json_t *request, render_request *rr, kiln_api_reply *reply)
 {
     const json_t *jformat = json_object_get(request, "format");
     const json_t *jfilename = json_object_get(request, "filename");
@@ -202,8 +201,8 @@ static int check_format_and_name(const json_t *request, render_request *rr,
             return -1;
         }
         /* json_string_length counts a \u0000 the C string would end at. */
-        const char *why =
-            kiln_api_check_filename(json_string_value(jfilename), json_string_length(jfilename));
+        const char *why = kiln_api_check_filename(json_string_value(jfilename),
+                                                  json_string_length(jfilename));
         if (why) {
             char msg[128];
             snprintf(msg, sizeof msg, "filename %s.", why);
@@ -322,9 +321,8 @@ static void too_large(kiln_api_reply *reply, uint64_t limit)
 /* The request's own tree of the spec, parsed once (JSON Pointers into it,
  * as into its text), its relative paths beneath scratch. NULL with reply
  * set (422, or 500). */
-static kiln_doc *parse_spec(const json_t *spec, const char *scratch,
-                            const kiln_api_input *inputs, size_t input_count,
-                            kiln_api_reply *reply)
+static kiln_doc *parse_spec(const json_t *spec, const char *scratch, const kiln_api_input *inputs,
+                            size_t input_count, kiln_api_reply *reply)
 {
     kiln_parse_options popt;
     kiln_parse_options_init(&popt);
@@ -369,8 +367,8 @@ static void render_into_store(const kiln_api_ctx *ctx, const char *tenant,
         return;
     }
     kiln_output out;
-    kiln_status st =
-        kiln_output_open_fd(&out, kiln_store_upload_fd(up), rr->filename, ropt.max_bytes, &err);
+    kiln_status st = kiln_output_open_fd(&out, kiln_store_upload_fd(up), rr->filename,
+                                         ropt.max_bytes, &err);
     if (st == KILN_E_OK)
         st = kiln_render_to_output(doc, rr->format, &out, &ropt, &res, &err);
     if (st == KILN_E_OK)

@@ -124,7 +124,8 @@ static int check_request(const kiln_api_ctx *ctx, const json_t *request, kiln_jo
                          kiln_api_reply *reply)
 {
     if (!json_is_object(request)) {
-        kiln_api_reply_error(reply, 400, "invalid_request", "The request body must be a JSON object.",
+        kiln_api_reply_error(reply, 400, "invalid_request",
+                             "The request body must be a JSON object.",
                              json_pack("{s:s}", "pointer", ""));
         return -1;
     }
@@ -160,8 +161,8 @@ static int check_input_names(const kiln_api_input *in, size_t n, kiln_api_reply 
         const char *name = in[i].file.filename;
         char pointer[32];
         snprintf(pointer, sizeof pointer, "/inputs/%zu", i);
-        if (!name[0] || strchr(name, '/') || strcmp(name, ".") == 0 ||
-            strcmp(name, "..") == 0 || strcmp(name, ".kiln") == 0 || strlen(name) >= 256) {
+        if (!name[0] || strchr(name, '/') || strcmp(name, ".") == 0 || strcmp(name, "..") == 0 ||
+            strcmp(name, ".kiln") == 0 || strlen(name) >= 256) {
             kiln_errors_addf(errs, KILN_E_INVALID_JOB, pointer,
                              "the file's name \"%.255s\" cannot be a name in /mnt/data (one file "
                              "name, not '.', '..' or '.kiln')",
@@ -193,8 +194,8 @@ static int check_input_names(const kiln_api_input *in, size_t n, kiln_api_reply 
  * server's environment may hold API keys). */
 static char **child_env(void)
 {
-    static const char *const keep[] = {"PATH=", "TMPDIR=", "KILN_CACHE_DIR=", "KILN_WRITERS=",
-                                       "LANG=", "LC_ALL=", "TZ="};
+    static const char *const keep[] = {
+        "PATH=", "TMPDIR=", "KILN_CACHE_DIR=", "KILN_WRITERS=", "LANG=", "LC_ALL=", "TZ="};
     size_t n = 0;
     for (char **e = environ; *e; e++)
         n++;
@@ -221,7 +222,7 @@ static char **child_env(void)
 typedef struct buffer {
     char *data;
     size_t len, cap, max;
-    int over;   /* more arrived than max */
+    int over; /* more arrived than max */
 } buffer;
 
 static int buffer_read(buffer *b, int fd)
@@ -376,7 +377,7 @@ static int store_outputs(const kiln_api_ctx *ctx, const char *tenant, const char
 static int request_memfd(const kiln_job_request *rq, const kiln_api_input *inputs,
                          size_t input_count)
 {
-    char (*paths)[32] = calloc(input_count + 1, sizeof *paths);
+    char(*paths)[32] = calloc(input_count + 1, sizeof *paths);
     const char **path_ptrs = calloc(input_count + 1, sizeof *path_ptrs);
     const char **names = calloc(input_count + 1, sizeof *names);
     int fd = -1;
@@ -418,9 +419,9 @@ release:
 
 /* A spawned `kiln run` child and its pipes. */
 typedef struct run_child {
-    child entry;           /* on the children list while it runs */
-    int out_fd, err_fd;    /* read ends of its stdout and stderr */
-    int refused;           /* not started: the server is shutting down */
+    child entry;        /* on the children list while it runs */
+    int out_fd, err_fd; /* read ends of its stdout and stderr */
+    int refused;        /* not started: the server is shutting down */
 } run_child;
 
 /* Start `kiln run --request /proc/self/fd/3 -o OUT_DIR` with descriptors
@@ -431,7 +432,7 @@ static int spawn_run(const kiln_api_ctx *ctx, int request_fd, const kiln_api_inp
                      kiln_api_reply *reply)
 {
     char *argv[] = {(char *)ctx->kiln_exe, "run", "--request", "/proc/self/fd/3", "-o",
-                    (char *)out_dir, NULL};
+                    (char *)out_dir,       NULL};
     int out_pipe[2] = {-1, -1}, err_pipe[2] = {-1, -1}, result = -1;
     size_t nfds = input_count + 1; /* the request, then the inputs */
     int *high = calloc(nfds, sizeof *high);
@@ -520,7 +521,7 @@ release:
 /* What the child left: its output, and how it ended. */
 typedef struct run_outcome {
     buffer out, err;
-    int status;           /* waitpid's */
+    int status; /* waitpid's */
     int read_failed, client_gone, killed_at_shutdown;
 } run_outcome;
 

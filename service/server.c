@@ -61,30 +61,48 @@ static unsigned cpu_count(void)
 static const char *route_name(kiln_route r)
 {
     switch (r) {
-    case ROUTE_FILES: return "/v1/files";
-    case ROUTE_FILE: return "/v1/files/{id}";
-    case ROUTE_CONTENT: return "/v1/files/{id}/content";
-    case ROUTE_LINK: return "/v1/files/{id}/link";
-    case ROUTE_RENDER: return "/v1/render";
-    case ROUTE_RUNS: return "/v1/runs";
-    case ROUTE_HEALTHZ: return "/healthz";
-    case ROUTE_METRICS: return "/metrics";
-    default: return "other";
+    case ROUTE_FILES:
+        return "/v1/files";
+    case ROUTE_FILE:
+        return "/v1/files/{id}";
+    case ROUTE_CONTENT:
+        return "/v1/files/{id}/content";
+    case ROUTE_LINK:
+        return "/v1/files/{id}/link";
+    case ROUTE_RENDER:
+        return "/v1/render";
+    case ROUTE_RUNS:
+        return "/v1/runs";
+    case ROUTE_HEALTHZ:
+        return "/healthz";
+    case ROUTE_METRICS:
+        return "/metrics";
+    default:
+        return "other";
     }
 }
 
 const char *http_route_allow(kiln_route r)
 {
     switch (r) {
-    case ROUTE_FILES: return "GET, HEAD, POST";
-    case ROUTE_FILE: return "GET, HEAD, DELETE";
-    case ROUTE_CONTENT: return "GET, HEAD";
-    case ROUTE_LINK: return "POST";
-    case ROUTE_RENDER: return "POST";
-    case ROUTE_RUNS: return "POST";
-    case ROUTE_HEALTHZ: return "GET, HEAD";
-    case ROUTE_METRICS: return "GET, HEAD";
-    default: return "";
+    case ROUTE_FILES:
+        return "GET, HEAD, POST";
+    case ROUTE_FILE:
+        return "GET, HEAD, DELETE";
+    case ROUTE_CONTENT:
+        return "GET, HEAD";
+    case ROUTE_LINK:
+        return "POST";
+    case ROUTE_RENDER:
+        return "POST";
+    case ROUTE_RUNS:
+        return "POST";
+    case ROUTE_HEALTHZ:
+        return "GET, HEAD";
+    case ROUTE_METRICS:
+        return "GET, HEAD";
+    default:
+        return "";
     }
 }
 
@@ -149,8 +167,8 @@ static enum MHD_Result auth_link(kiln_req *req, const char *sig)
     char *end = NULL;
     long long expires = exp ? strtoll(exp, &end, 10) : 0;
     int expired = 0;
-    if (!tenant || !tenant[0] || strlen(tenant) > KILN_AUTH_TENANT_MAX || !exp || !*exp ||
-        *end || strlen(sig) != KILN_AUTH_SIG_HEX ||
+    if (!tenant || !tenant[0] || strlen(tenant) > KILN_AUTH_TENANT_MAX || !exp || !*exp || *end ||
+        strlen(sig) != KILN_AUTH_SIG_HEX ||
         kiln_auth_verify_link(srv->link_secret, tenant, req->id, (int64_t)expires, sig,
                               (int64_t)time(NULL), &expired) != 0) {
         if (expired) {
@@ -347,8 +365,8 @@ static void *reaper_main(void *arg)
                 /* Waiting for the headers after a finished request is a
                  * kept-alive connection gone idle: ordinary, closed quietly. */
                 c->reaped = c->phase != CONN_HEADERS ? "request_timeout"
-                            : c->requests        ? "keepalive_idle"
-                                                 : "header_timeout";
+                            : c->requests            ? "keepalive_idle"
+                                                     : "header_timeout";
                 shutdown(c->fd, SHUT_RDWR);
             } else if (ts_before(&c->deadline, &next)) {
                 next = c->deadline;
@@ -445,7 +463,8 @@ static kiln_req *req_new(kiln_server *srv, struct MHD_Connection *conn, const ch
 static enum MHD_Result reply_healthz(kiln_req *req)
 {
     if (atomic_load(&req->srv->stopping))
-        return http_json(req, MHD_HTTP_SERVICE_UNAVAILABLE, json_pack("{s:s}", "status", "stopping"));
+        return http_json(req, MHD_HTTP_SERVICE_UNAVAILABLE,
+                         json_pack("{s:s}", "status", "stopping"));
     return http_json(req, MHD_HTTP_OK, json_pack("{s:s}", "status", "ok"));
 }
 
@@ -604,15 +623,23 @@ static enum MHD_Result finish(kiln_req *req)
         return http_internal(req, "out of memory buffering the request body");
     int get = strcmp(req->method, "GET") == 0 || strcmp(req->method, "HEAD") == 0;
     switch (req->route) {
-    case ROUTE_HEALTHZ: return reply_healthz(req);
-    case ROUTE_METRICS: return reply_metrics(req);
-    case ROUTE_FILES: return files_list(req); /* GET and HEAD */
-    case ROUTE_FILE: return get ? files_get(req) : files_delete(req);
-    case ROUTE_CONTENT: return download_content(req);
-    case ROUTE_LINK: return files_link(req);
+    case ROUTE_HEALTHZ:
+        return reply_healthz(req);
+    case ROUTE_METRICS:
+        return reply_metrics(req);
+    case ROUTE_FILES:
+        return files_list(req); /* GET and HEAD */
+    case ROUTE_FILE:
+        return get ? files_get(req) : files_delete(req);
+    case ROUTE_CONTENT:
+        return download_content(req);
+    case ROUTE_LINK:
+        return files_link(req);
     case ROUTE_RENDER:
-    case ROUTE_RUNS: return jobs_request(req);
-    default: return http_not_found(req);
+    case ROUTE_RUNS:
+        return jobs_request(req);
+    default:
+        return http_not_found(req);
     }
 }
 
@@ -664,13 +691,20 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 static const char *termination_name(enum MHD_RequestTerminationCode toe)
 {
     switch (toe) {
-    case MHD_REQUEST_TERMINATED_COMPLETED_OK: return NULL;
-    case MHD_REQUEST_TERMINATED_WITH_ERROR: return "error";
-    case MHD_REQUEST_TERMINATED_TIMEOUT_REACHED: return "timeout";
-    case MHD_REQUEST_TERMINATED_DAEMON_SHUTDOWN: return "shutdown";
-    case MHD_REQUEST_TERMINATED_READ_ERROR: return "read_error";
-    case MHD_REQUEST_TERMINATED_CLIENT_ABORT: return "client_abort";
-    default: return "other";
+    case MHD_REQUEST_TERMINATED_COMPLETED_OK:
+        return NULL;
+    case MHD_REQUEST_TERMINATED_WITH_ERROR:
+        return "error";
+    case MHD_REQUEST_TERMINATED_TIMEOUT_REACHED:
+        return "timeout";
+    case MHD_REQUEST_TERMINATED_DAEMON_SHUTDOWN:
+        return "shutdown";
+    case MHD_REQUEST_TERMINATED_READ_ERROR:
+        return "read_error";
+    case MHD_REQUEST_TERMINATED_CLIENT_ABORT:
+        return "client_abort";
+    default:
+        return "other";
     }
 }
 
@@ -707,8 +741,8 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
         char now[32], remote[64];
         kiln_api_time((int64_t)time(NULL), now, sizeof now);
         client_address(conn, remote, sizeof remote);
-        json_t *line = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:i, s:I, s:f, s:o}", "time", now,
-                                 "request_id", req->request_id, "remote", remote, "method",
+        json_t *line = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:i, s:I, s:f, s:o}", "time",
+                                 now, "request_id", req->request_id, "remote", remote, "method",
                                  req->method, "route", route_name(req->route), "path", req->path,
                                  "status", req->queued ? req->status : 0, "bytes",
                                  (json_int_t)req->bytes_out, "duration_ms",
@@ -716,7 +750,8 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                                  req->tenant[0] ? json_string(req->tenant) : json_null());
         const char *why = req->client_gone ? "client_abort"
                           : toe != MHD_REQUEST_TERMINATED_COMPLETED_OK && reaped
-                              ? reaped : termination_name(toe);
+                              ? reaped
+                              : termination_name(toe);
         if (line && why)
             json_object_set_new(line, "termination", json_string(why));
         char *text = line ? json_dumps(line, JSON_COMPACT | JSON_REAL_PRECISION(9)) : NULL;
@@ -735,7 +770,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 }
 
 /* libmicrohttpd's own messages become events (the library never prints). */
-__attribute__((format(printf, 2, 0)))
+static void mhd_log(void *cls, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
 static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
     char msg[512];
@@ -792,7 +827,8 @@ static kiln_status open_listener(kiln_server *srv, kiln_error *err)
 {
     char port[16];
     snprintf(port, sizeof port, "%u", srv->opt.port);
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+    struct addrinfo hints = {.ai_family = AF_UNSPEC,
+                             .ai_socktype = SOCK_STREAM,
                              .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
     struct addrinfo *res = NULL;
     const char *host = srv->opt.host && srv->opt.host[0] ? srv->opt.host : NULL;
@@ -920,7 +956,8 @@ kiln_status kiln_server_start(kiln_server **out, const kiln_server_options *opt,
                             strerror(errno));
         goto free_server;
     }
-    kiln_store_options sopt = {.dir = srv->opt.data_dir, .ttl_seconds = srv->opt.ttl_seconds,
+    kiln_store_options sopt = {.dir = srv->opt.data_dir,
+                               .ttl_seconds = srv->opt.ttl_seconds,
                                .max_bytes = srv->opt.max_upload_bytes > srv->opt.max_file_bytes
                                                 ? srv->opt.max_upload_bytes
                                                 : srv->opt.max_file_bytes};
@@ -929,11 +966,11 @@ kiln_status kiln_server_start(kiln_server **out, const kiln_server_options *opt,
             snprintf(err->pointer, sizeof err->pointer, "/data-dir");
         goto free_server;
     }
-    if (srv->opt.prepare &&
-        (st = srv->opt.prepare(srv->opt.prepare_arg, srv->opt.data_dir, &srv->opt.keys_file,
-                               err)) != KILN_E_OK)
+    if (srv->opt.prepare && (st = srv->opt.prepare(srv->opt.prepare_arg, srv->opt.data_dir,
+                                                   &srv->opt.keys_file, err)) != KILN_E_OK)
         goto free_server;
-    if ((st = kiln_auth_load(&srv->auth, srv->opt.keys_file, srv->opt.env_keys, err)) != KILN_E_OK)
+    if ((st = kiln_auth_load(&srv->auth, srv->opt.keys_file, srv->opt.env_keys, err)) !=
+        KILN_E_OK)
         goto free_server;
     if (kiln_auth_key_count(srv->auth) == 0) {
         st = kiln_error_set(err, KILN_E_USAGE, NULL,
@@ -964,7 +1001,8 @@ kiln_status kiln_server_start(kiln_server **out, const kiln_server_options *opt,
     srv->api.run_max = srv->opt.run_max;
     srv->api.stopping = &srv->kill_runs;
 
-    if ((st = kiln_jobs_init(&srv->jobs, srv->opt.max_jobs, srv->opt.queue_max, err)) != KILN_E_OK)
+    if ((st = kiln_jobs_init(&srv->jobs, srv->opt.max_jobs, srv->opt.queue_max, err)) !=
+        KILN_E_OK)
         goto free_server;
     if (pthread_create(&srv->sweeper, NULL, sweeper, srv) != 0) {
         st = kiln_error_set(err, KILN_E_INTERNAL, NULL, "cannot start the sweep thread");
@@ -987,12 +1025,11 @@ kiln_status kiln_server_start(kiln_server **out, const kiln_server_options *opt,
                      MHD_USE_ERROR_LOG | (v6 ? MHD_USE_IPv6 : 0);
     srv->daemon = MHD_start_daemon(
         flags, 0, NULL, NULL, on_request, srv, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, srv,
-        MHD_OPTION_LISTEN_SOCKET, srv->listen_fd,
-        MHD_OPTION_THREAD_POOL_SIZE, srv->opt.threads, MHD_OPTION_CONNECTION_TIMEOUT,
-        srv->opt.connection_timeout, MHD_OPTION_CONNECTION_LIMIT, srv->opt.max_connections,
-        MHD_OPTION_PER_IP_CONNECTION_LIMIT, srv->opt.max_connections_per_ip,
-        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)KILN_HTTP_CONNECTION_MEMORY,
-        MHD_OPTION_NOTIFY_CONNECTION, on_connection, srv,
+        MHD_OPTION_LISTEN_SOCKET, srv->listen_fd, MHD_OPTION_THREAD_POOL_SIZE, srv->opt.threads,
+        MHD_OPTION_CONNECTION_TIMEOUT, srv->opt.connection_timeout, MHD_OPTION_CONNECTION_LIMIT,
+        srv->opt.max_connections, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+        srv->opt.max_connections_per_ip, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+        (size_t)KILN_HTTP_CONNECTION_MEMORY, MHD_OPTION_NOTIFY_CONNECTION, on_connection, srv,
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv, MHD_OPTION_END);
     if (!srv->daemon) {
         st = kiln_error_set(err, KILN_E_INTERNAL, NULL, "cannot start the HTTP daemon");
@@ -1053,7 +1090,8 @@ void kiln_server_stop(kiln_server *srv)
     clock_gettime(CLOCK_REALTIME, &deadline);
     deadline.tv_sec += srv->opt.shutdown_grace;
     atomic_store(&srv->stopping, 1);
-    http_event(srv, "stopping", json_pack("{s:i}", "grace_seconds", (int)srv->opt.shutdown_grace));
+    http_event(srv, "stopping",
+               json_pack("{s:i}", "grace_seconds", (int)srv->opt.shutdown_grace));
 
     /* No new connections; the ones open keep being served. */
     MHD_socket lfd = MHD_quiesce_daemon(srv->daemon);
@@ -1104,8 +1142,7 @@ void kiln_server_stop(kiln_server *srv)
         int past_deadline = now.tv_sec > deadline.tv_sec ||
                             (now.tv_sec == deadline.tv_sec && now.tv_nsec >= deadline.tv_nsec);
         int past_floor = now.tv_sec > floor_until.tv_sec;
-        if (atomic_load(&srv->active_requests) == 0 ||
-            (past_deadline && past_floor))
+        if (atomic_load(&srv->active_requests) == 0 || (past_deadline && past_floor))
             break;
         struct timespec nap = {0, 20 * 1000 * 1000};
         nanosleep(&nap, NULL);

@@ -41,34 +41,35 @@
 typedef void (*kiln_server_log_fn)(void *arg, const char *line);
 
 typedef struct kiln_server_options {
-    const char *host;            /* numeric address or name to bind; "127.0.0.1" */
-    unsigned port;               /* 0 = an ephemeral port (kiln_server_port tells which) */
-    const char *data_dir;        /* kiln.db, content/, work/, link.key, keys */
-    const char *keys_file;       /* "TENANT SHA256HEX" lines; may be NULL */
-    const char *env_keys;        /* "TENANT:KEY,..." (KILN_API_KEYS); may be NULL */
-    unsigned threads;            /* HTTP thread pool; 0 = CPUs (at least 2) */
-    unsigned max_jobs;           /* render/run workers; 0 = CPUs */
-    unsigned queue_max;          /* jobs waiting beyond those; 0 = none wait (the
-                                    default is set by kiln_server_options_init) */
-    uint64_t max_upload_bytes;   /* POST /v1/files body; 0 = default */
-    uint64_t max_request_bytes;  /* JSON bodies; 0 = default */
-    uint64_t max_file_bytes;     /* rendered and produced files; 0 = 30 MiB */
-    int64_t ttl_seconds;         /* file lifetime; 0 = 24 h */
-    unsigned sweep_seconds;      /* expiry sweep period; 0 = default */
-    unsigned connection_timeout; /* seconds without a byte before a connection is closed; 0 = default */
-    unsigned header_timeout;     /* seconds from accept (or the end of the previous response)
-                                    to the end of the request's headers; 0 = default */
-    unsigned request_timeout;    /* seconds from the end of the headers to the end of the
-                                    body; 0 = default */
-    unsigned shutdown_grace;     /* seconds running jobs get at stop; 0 = default */
-    unsigned max_connections;    /* 0 = default */
+    const char *host;                /* numeric address or name to bind; "127.0.0.1" */
+    unsigned port;                   /* 0 = an ephemeral port (kiln_server_port tells which) */
+    const char *data_dir;            /* kiln.db, content/, work/, link.key, keys */
+    const char *keys_file;           /* "TENANT SHA256HEX" lines; may be NULL */
+    const char *env_keys;            /* "TENANT:KEY,..." (KILN_API_KEYS); may be NULL */
+    unsigned threads;                /* HTTP thread pool; 0 = CPUs (at least 2) */
+    unsigned max_jobs;               /* render/run workers; 0 = CPUs */
+    unsigned queue_max;              /* jobs waiting beyond those; 0 = none wait (the
+                                        default is set by kiln_server_options_init) */
+    uint64_t max_upload_bytes;       /* POST /v1/files body; 0 = default */
+    uint64_t max_request_bytes;      /* JSON bodies; 0 = default */
+    uint64_t max_file_bytes;         /* rendered and produced files; 0 = 30 MiB */
+    int64_t ttl_seconds;             /* file lifetime; 0 = 24 h */
+    unsigned sweep_seconds;          /* expiry sweep period; 0 = default */
+    unsigned connection_timeout;     /* seconds without a byte before a connection is closed; 0 =
+                                        default */
+    unsigned header_timeout;         /* seconds from accept (or the end of the previous response)
+                                        to the end of the request's headers; 0 = default */
+    unsigned request_timeout;        /* seconds from the end of the headers to the end of the
+                                        body; 0 = default */
+    unsigned shutdown_grace;         /* seconds running jobs get at stop; 0 = default */
+    unsigned max_connections;        /* 0 = default */
     unsigned max_connections_per_ip; /* from one client address; 0 = no limit (the
                                         default, KILN_SERVER_DEFAULT_MAX_PER_IP, is set by
                                         kiln_server_options_init) */
-    const char *public_url;      /* base of signed links ("https://kiln.example"); NULL = Host */
-    const char *kiln_exe;        /* the kiln executable, for `kiln run` children */
-    kiln_run_limits run_max;     /* the most a run may ask for (zeros = kiln run's defaults) */
-    kiln_server_log_fn log;      /* may be NULL: nothing is logged */
+    const char *public_url;  /* base of signed links ("https://kiln.example"); NULL = Host */
+    const char *kiln_exe;    /* the kiln executable, for `kiln run` children */
+    kiln_run_limits run_max; /* the most a run may ask for (zeros = kiln run's defaults) */
+    kiln_server_log_fn log;  /* may be NULL: nothing is logged */
     void *log_arg;
     /* Called once the data directory is this server's (its lock taken),
      * before the keys are read, so a front end can make a first key there
@@ -96,8 +97,7 @@ void kiln_server_options_init(kiln_server_options *opt);
  * when it is taken) or "/data-dir" (the directory cannot be made or opened,
  * or another process holds it: KILN_E_USAGE), so the front end can say
  * where the value came from and how to choose another. */
-kiln_status kiln_server_start(kiln_server **srv, const kiln_server_options *opt,
-                              kiln_error *err);
+kiln_status kiln_server_start(kiln_server **srv, const kiln_server_options *opt, kiln_error *err);
 
 /* The port the daemon listens on (the real one when asked for 0). */
 unsigned kiln_server_port(const kiln_server *srv);

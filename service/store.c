@@ -80,7 +80,7 @@ struct store_reader {
 };
 
 struct kiln_store {
-    sqlite3 *wdb; /* writes: insert, delete, sweep */
+    sqlite3 *wdb;                         /* writes: insert, delete, sweep */
     struct store_reader readers[READERS]; /* reads: get, open_body, list, bytes */
     unsigned next_reader;                 /* where the next read starts looking */
     int readers_ready;                    /* how many readers[] have their lock */
@@ -101,14 +101,14 @@ struct kiln_store_upload {
     char filename[KILN_STORE_FILENAME_MAX + 1];
     char media_type[128];
     kiln_store_source source;
-    int fd;                             /* the temporary body, -1 once dropped */
-    unsigned char *buffer;              /* UPLOAD_BUFFER bytes not yet written */
+    int fd;                /* the temporary body, -1 once dropped */
+    unsigned char *buffer; /* UPLOAD_BUFFER bytes not yet written */
     size_t buffered;
-    uint64_t written;                   /* bytes already in the file */
+    uint64_t written;                                       /* bytes already in the file */
     char temp_name[sizeof TEMP_PREFIX + KILN_STORE_ID_LEN]; /* "" for O_TMPFILE */
     uint64_t bytes;
     struct sha256_ctx sha;
-    int failed;                         /* a write failed: only abort is left */
+    int failed; /* a write failed: only abort is left */
 };
 
 static const char SCHEMA[] =
@@ -407,7 +407,7 @@ static kiln_status recover(kiln_store *store, kiln_error *err)
     struct dirent *de;
     kiln_status st = KILN_E_OK;
     sqlite3_stmt *q = NULL, *del = NULL;
-    char (*lost)[KILN_STORE_ID_LEN + 1] = NULL;
+    char(*lost)[KILN_STORE_ID_LEN + 1] = NULL;
     size_t nlost = 0, cap = 0;
     int rc;
     while ((de = readdir(dir)) != NULL) {
@@ -433,8 +433,8 @@ static kiln_status recover(kiln_store *store, kiln_error *err)
     }
 
     /* Live rows whose body is missing. */
-    if (sqlite3_prepare_v2(store->wdb, "SELECT id FROM files WHERE expired = 0", -1, &q,
-                           NULL) != SQLITE_OK ||
+    if (sqlite3_prepare_v2(store->wdb, "SELECT id FROM files WHERE expired = 0", -1, &q, NULL) !=
+            SQLITE_OK ||
         sqlite3_prepare_v2(store->wdb, "DELETE FROM files WHERE id = ?", -1, &del, NULL) !=
             SQLITE_OK) {
         st = kiln_error_set(err, KILN_E_INTERNAL, NULL, "store database: %s",
@@ -592,9 +592,8 @@ int kiln_store_holder(const char *dir, long *pid)
         long holder;
         unsigned maj, min;
         unsigned long long ino;
-        if (strstr(line, "->") ||
-            sscanf(line, "%*d: %15s %15s %15s %ld %x:%x:%llu", kind, mode, access, &holder, &maj,
-                   &min, &ino) != 7)
+        if (strstr(line, "->") || sscanf(line, "%*d: %15s %15s %15s %ld %x:%x:%llu", kind, mode,
+                                         access, &holder, &maj, &min, &ino) != 7)
             continue;
         if (strcmp(kind, "FLOCK") == 0 && maj == major(sb.st_dev) && min == minor(sb.st_dev) &&
             ino == (unsigned long long)sb.st_ino) {
@@ -702,12 +701,13 @@ kiln_store_result kiln_store_begin(kiln_store *store, const char *tenant, const 
                        KILN_STORE_TENANT_MAX);
         return KILN_STORE_ERROR;
     }
-    if (strlen(filename) > KILN_STORE_FILENAME_MAX || !kiln_utf8_valid(filename, strlen(filename))) {
+    if (strlen(filename) > KILN_STORE_FILENAME_MAX ||
+        !kiln_utf8_valid(filename, strlen(filename))) {
         kiln_error_set(err, KILN_E_USAGE, NULL, "a file name is UTF-8 of at most %d bytes",
                        KILN_STORE_FILENAME_MAX);
         return KILN_STORE_ERROR;
     }
-    if (strlen(media_type) >= sizeof ((kiln_store_upload *)0)->media_type) {
+    if (strlen(media_type) >= sizeof((kiln_store_upload *)0)->media_type) {
         kiln_error_set(err, KILN_E_USAGE, NULL, "the media type is too long");
         return KILN_STORE_ERROR;
     }
@@ -807,9 +807,8 @@ static kiln_store_result link_body(kiln_store_upload *up, char id[KILN_STORE_ID_
         }
         /* linkat never replaces: a (128-bit, so never seen) collision is
          * EEXIST and another id, not an overwritten file. */
-        int rc = up->temp_name[0]
-                     ? linkat(dir, up->temp_name, dir, id, 0)
-                     : linkat(AT_FDCWD, proc, dir, id, AT_SYMLINK_FOLLOW);
+        int rc = up->temp_name[0] ? linkat(dir, up->temp_name, dir, id, 0)
+                                  : linkat(AT_FDCWD, proc, dir, id, AT_SYMLINK_FOLLOW);
         if (rc == 0) {
             if (up->temp_name[0]) {
                 unlinkat(dir, up->temp_name, 0);
@@ -825,8 +824,7 @@ static kiln_store_result link_body(kiln_store_upload *up, char id[KILN_STORE_ID_
     return KILN_STORE_ERROR;
 }
 
-static kiln_store_result insert_row(kiln_store *store, const kiln_store_file *f,
-                                    kiln_error *err)
+static kiln_store_result insert_row(kiln_store *store, const kiln_store_file *f, kiln_error *err)
 {
     kiln_store_result r = KILN_STORE_OK;
     pthread_mutex_lock(&store->wlock);
@@ -923,8 +921,7 @@ static kiln_store_result finish_upload(kiln_store_upload *up, kiln_store_result 
     return r;
 }
 
-kiln_store_result kiln_store_commit(kiln_store_upload *up, kiln_store_file *file,
-                                    kiln_error *err)
+kiln_store_result kiln_store_commit(kiln_store_upload *up, kiln_store_file *file, kiln_error *err)
 {
     kiln_store_result r = KILN_STORE_ERROR;
     if (up->failed)
@@ -1263,7 +1260,7 @@ kiln_store_result kiln_store_sweep(kiln_store *store, int64_t now, uint64_t *rem
     if (removed)
         *removed = 0;
     kiln_store_result r = KILN_STORE_OK;
-    char (*ids)[KILN_STORE_ID_LEN + 1] = NULL;
+    char(*ids)[KILN_STORE_ID_LEN + 1] = NULL;
     size_t n = 0, cap = 0;
     sqlite3_stmt *sel = NULL, *mark = NULL, *purge = NULL;
 
@@ -1275,8 +1272,8 @@ kiln_store_result kiln_store_sweep(kiln_store *store, int64_t now, uint64_t *rem
         goto cleanup_unlock;
     }
     if (sqlite3_prepare_v2(store->wdb,
-                           "SELECT id FROM files WHERE expired = 0 AND expires_at <= ?", -1,
-                           &sel, NULL) != SQLITE_OK ||
+                           "SELECT id FROM files WHERE expired = 0 AND expires_at <= ?", -1, &sel,
+                           NULL) != SQLITE_OK ||
         sqlite3_prepare_v2(store->wdb,
                            "UPDATE files SET expired = 1 WHERE expired = 0 AND expires_at <= ?",
                            -1, &mark, NULL) != SQLITE_OK ||
@@ -1351,8 +1348,9 @@ uint64_t kiln_store_bytes(kiln_store *store)
     uint64_t total = 0;
     struct store_reader *reader = reader_take(store);
     sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(reader->db, "SELECT coalesce(sum(bytes), 0) FROM files "
-                                       "WHERE expired = 0",
+    if (sqlite3_prepare_v2(reader->db,
+                           "SELECT coalesce(sum(bytes), 0) FROM files "
+                           "WHERE expired = 0",
                            -1, &st, NULL) == SQLITE_OK &&
         sqlite3_step(st) == SQLITE_ROW)
         total = (uint64_t)sqlite3_column_int64(st, 0);

@@ -31,10 +31,10 @@
 
 #include "common/error.h"
 
-#define KILN_STORE_ID_LEN 32            /* hex characters of an id */
+#define KILN_STORE_ID_LEN 32 /* hex characters of an id */
 #define KILN_STORE_DEFAULT_TTL (24 * 3600)
-#define KILN_STORE_FILENAME_MAX 255     /* bytes of a client's file name (kept as metadata only) */
-#define KILN_STORE_TENANT_MAX 64        /* bytes of a tenant name */
+#define KILN_STORE_FILENAME_MAX 255 /* bytes of a client's file name (kept as metadata only) */
+#define KILN_STORE_TENANT_MAX 64    /* bytes of a tenant name */
 
 typedef struct kiln_store kiln_store;
 
@@ -54,11 +54,11 @@ typedef struct kiln_store_file {
     char tenant[KILN_STORE_TENANT_MAX + 1];
     char filename[KILN_STORE_FILENAME_MAX + 1]; /* UTF-8, as the client gave it */
     char media_type[128];
-    char sha256[65];                            /* lowercase hex */
+    char sha256[65]; /* lowercase hex */
     uint64_t bytes;
-    int64_t created_at;                         /* Unix seconds */
+    int64_t created_at; /* Unix seconds */
     int64_t expires_at;
-    int expired;                                /* the body is gone (410) */
+    int expired; /* the body is gone (410) */
     kiln_store_source source;
 } kiln_store_file;
 
@@ -69,13 +69,13 @@ typedef enum {
     KILN_STORE_NOT_FOUND,
     KILN_STORE_GONE,
     KILN_STORE_TOO_LARGE,
-    KILN_STORE_ERROR,      /* err says what: I/O, database, out of memory */
+    KILN_STORE_ERROR, /* err says what: I/O, database, out of memory */
 } kiln_store_result;
 
 typedef struct kiln_store_options {
-    const char *dir;         /* holds kiln.db and content/; created if missing */
-    int64_t ttl_seconds;     /* 0 = KILN_STORE_DEFAULT_TTL */
-    uint64_t max_bytes;      /* largest body; 0 = KILN_DEFAULT_MAX_BYTES (30 MiB) */
+    const char *dir;     /* holds kiln.db and content/; created if missing */
+    int64_t ttl_seconds; /* 0 = KILN_STORE_DEFAULT_TTL */
+    uint64_t max_bytes;  /* largest body; 0 = KILN_DEFAULT_MAX_BYTES (30 MiB) */
 } kiln_store_options;
 
 /* Open (creating) the store, and remove orphans: bodies without a row, and

@@ -11,8 +11,9 @@
  *   - Runs are docx_runs.c's (shared with the tables, lists and TOC).
  *   - Captions: a table's caption goes above the table (kept with it by
  *     keepNext), a figure's (image or chart) below it and centered like the
- *     drawing, as Word's Insert Caption places them. The number is a SEQ field whose cached result is
- *     filled in. A caption that already starts with its label and a number
+ *     drawing, as Word's Insert Caption places them. The number is a SEQ
+ *     field whose cached result is filled in. A caption that already starts with its label and a
+ * number
  *     ("Table 1: revenue", "Figure 2. Trend") keeps the text as written, with
  *     that number turned into the SEQ field; any other caption gets
  *     "Table N: " / "Figure N: " in front of it.
@@ -414,7 +415,8 @@ static int has_drawings(const kiln_flow *flow)
 {
     for (size_t i = 0; i < flow->count; i++) {
         const kiln_block *b = flow->items[i].block;
-        if ((b->kind == KILN_BLOCK_CHART && b->chart) || (b->kind == KILN_BLOCK_IMAGE && b->image))
+        if ((b->kind == KILN_BLOCK_CHART && b->chart) ||
+            (b->kind == KILN_BLOCK_IMAGE && b->image))
             return 1;
     }
     return 0;

@@ -81,8 +81,8 @@ static unsigned next_id(docx_ctx *c)
  * <w:drawing><wp:inline ...> up to wp:docPr included. keep_next keeps the
  * drawing on the page of the caption below it, so a caption never sits alone
  * at the top of a page. */
-static void write_inline_start(docx_ctx *c, int64_t cx, int64_t cy, unsigned id,
-                               const char *name, const char *descr, int keep_next)
+static void write_inline_start(docx_ctx *c, int64_t cx, int64_t cy, unsigned id, const char *name,
+                               const char *descr, int keep_next)
 {
     opc_xml *x = c->x;
     opc_xml_start(x, "w:p");
@@ -132,9 +132,8 @@ static unsigned image_rid(docx_ctx *c, const kiln_image *image, const char *poin
 {
     for (size_t i = 0; i < c->media_count; i++) {
         const kiln_image *seen = c->media[i].image;
-        if (seen == image ||
-            (seen->format == image->format && seen->size == image->size &&
-             memcmp(seen->data, image->data, image->size) == 0))
+        if (seen == image || (seen->format == image->format && seen->size == image->size &&
+                              memcmp(seen->data, image->data, image->size) == 0))
             return c->media[i].rid;
     }
     if (c->media_count == c->media_cap) {
@@ -168,8 +167,8 @@ static unsigned image_rid(docx_ctx *c, const kiln_image *image, const char *poin
     return rid;
 }
 
-kiln_status docx_write_image(docx_ctx *c, const kiln_image *image, double width_pt,
-                             int keep_next, const char *pointer)
+kiln_status docx_write_image(docx_ctx *c, const kiln_image *image, double width_pt, int keep_next,
+                             const char *pointer)
 {
     unsigned rid = image_rid(c, image, pointer);
     if (!rid)

@@ -74,11 +74,11 @@ kiln_status docx_fonts_add(docx_ctx *c)
         return kiln_error_set(c->err, KILN_E_INTERNAL, NULL, "template %s is not built in",
                               CATALOGUE);
     xmlDocPtr catalogue = xmlReadMemory(bytes, (int)len, CATALOGUE, "UTF-8",
-                                        XML_PARSE_NONET | XML_PARSE_NOBLANKS |
-                                            XML_PARSE_NOERROR | XML_PARSE_NOWARNING);
+                                        XML_PARSE_NONET | XML_PARSE_NOBLANKS | XML_PARSE_NOERROR |
+                                            XML_PARSE_NOWARNING);
     if (!catalogue)
-        return kiln_error_set(c->err, KILN_E_INTERNAL, NULL,
-                              "template %s is not well-formed XML", CATALOGUE);
+        return kiln_error_set(c->err, KILN_E_INTERNAL, NULL, "template %s is not well-formed XML",
+                              CATALOGUE);
     opc_xml *x = opc_xml_new();
     if (!x) {
         st = kiln_error_set(c->err, KILN_E_NOMEM, NULL, "out of memory writing the font table");
@@ -104,9 +104,8 @@ kiln_status docx_fonts_add(docx_ctx *c)
     }
     opc_xml_end(x);
     st = opc_xml_finish(x, c->pkg, "word/fontTable.xml", OPC_CT_DOCX_FONT_TABLE, c->err);
-    if (st == KILN_E_OK &&
-        opc_rel_add(c->pkg, DOCX_DOCUMENT_PART, OPC_REL_FONT_TABLE, "fontTable.xml", 0,
-                    c->err) == 0)
+    if (st == KILN_E_OK && opc_rel_add(c->pkg, DOCX_DOCUMENT_PART, OPC_REL_FONT_TABLE,
+                                       "fontTable.xml", 0, c->err) == 0)
         st = KILN_E_NOMEM;
 free_catalogue:
     xmlFreeDoc(catalogue);

@@ -37,9 +37,9 @@ static void separator(opc_xml *x, const char *note, const char *type, int id)
     opc_xml_end(x); /* note */
 }
 
-static kiln_status notes_add(docx_ctx *c, const char *root, const char *note,
-                             const char *part, const char *content_type,
-                             const char *rel_type, const char *rel_target)
+static kiln_status notes_add(docx_ctx *c, const char *root, const char *note, const char *part,
+                             const char *content_type, const char *rel_type,
+                             const char *rel_target)
 {
     opc_xml *x = opc_xml_new();
     if (!x)

@@ -58,17 +58,17 @@
 /* Style ids of templates/docx/styles.xml the body refers to. */
 #define DOCX_STYLE_TITLE "Title"
 #define DOCX_STYLE_SUBTITLE "Subtitle"
-#define DOCX_STYLE_HEADING "Heading"       /* + "1".."6" */
+#define DOCX_STYLE_HEADING "Heading" /* + "1".."6" */
 #define DOCX_STYLE_LIST_PARAGRAPH "ListParagraph"
 #define DOCX_STYLE_CAPTION "Caption"
 #define DOCX_STYLE_QUOTE "Quote"
-#define DOCX_STYLE_CODE "Code"             /* paragraph style, monospace */
-#define DOCX_STYLE_CODE_CHAR "CodeChar"    /* character style for inline code */
-#define DOCX_STYLE_HYPERLINK "Hyperlink"   /* character style */
+#define DOCX_STYLE_CODE "Code"           /* paragraph style, monospace */
+#define DOCX_STYLE_CODE_CHAR "CodeChar"  /* character style for inline code */
+#define DOCX_STYLE_HYPERLINK "Hyperlink" /* character style */
 #define DOCX_STYLE_TABLE_GRID "TableGrid"
-#define DOCX_STYLE_TABLE "KilnTable"       /* the header-row table style */
+#define DOCX_STYLE_TABLE "KilnTable" /* the header-row table style */
 #define DOCX_STYLE_TOC_HEADING "TOCHeading"
-#define DOCX_STYLE_TOC "TOC"               /* + "1".."6" */
+#define DOCX_STYLE_TOC "TOC" /* + "1".."6" */
 #define DOCX_STYLE_HEADER "Header"
 #define DOCX_STYLE_FOOTER "Footer"
 
@@ -89,8 +89,8 @@ typedef struct docx_num {
 typedef struct docx_heading {
     const kiln_text *text;
     int level;
-    unsigned bookmark;     /* _Toc<8 digits> name and w:id */
-    unsigned page;         /* estimated page number (Word corrects it on update) */
+    unsigned bookmark; /* _Toc<8 digits> name and w:id */
+    unsigned page;     /* estimated page number (Word corrects it on update) */
 } docx_heading;
 
 typedef struct docx_ctx {
@@ -98,36 +98,36 @@ typedef struct docx_ctx {
     const kiln_render_options *opt;
     kiln_output *out;
     opc_package *pkg;
-    kiln_arena *arena;           /* lives for one render */
+    kiln_arena *arena; /* lives for one render */
     kiln_error *err;
-    const char *tmp_dir;         /* scratch for embedded workbooks */
+    const char *tmp_dir; /* scratch for embedded workbooks */
     kiln_flow flow;
 
-    opc_xml *x;                  /* word/document.xml while it is written */
-    kiln_status status;          /* the first failure met by a writer that returns
-                                    nothing (docx_write_runs: a hyperlink's relationship);
-                                    the body checks it after every block */
+    opc_xml *x;         /* word/document.xml while it is written */
+    kiln_status status; /* the first failure met by a writer that returns
+                           nothing (docx_write_runs: a hyperlink's relationship);
+                           the body checks it after every block */
 
-    docx_num *nums;              /* list instances, in numId order */
+    docx_num *nums; /* list instances, in numId order */
     size_t num_count, num_cap;
 
-    docx_heading *headings;      /* every heading in flow order */
+    docx_heading *headings; /* every heading in flow order */
     size_t heading_count;
-    size_t heading_next;         /* the next heading the body writes */
+    size_t heading_next; /* the next heading the body writes */
 
-    unsigned next_drawing_id;    /* wp:docPr ids: unique in the document */
-    unsigned image_count;        /* media/imageN */
-    struct docx_media *media;    /* images already in the package, reused when met again
-                                    (docx_drawing.c) */
+    unsigned next_drawing_id; /* wp:docPr ids: unique in the document */
+    unsigned image_count;     /* media/imageN */
+    struct docx_media *media; /* images already in the package, reused when met again
+                                 (docx_drawing.c) */
     size_t media_count, media_cap;
-    unsigned chart_count;        /* charts/chartN */
+    unsigned chart_count;               /* charts/chartN */
     unsigned table_count, figure_count; /* caption numbers */
     unsigned bookmark_count;
 
-    double text_width_pt;        /* page width less margins */
+    double text_width_pt; /* page width less margins */
     double text_height_pt;
-    unsigned header_rid;         /* rId of word/header1.xml, 0 = no header */
-    unsigned footer_rid;         /* rId of word/footer1.xml, 0 = no footer */
+    unsigned header_rid; /* rId of word/header1.xml, 0 = no header */
+    unsigned footer_rid; /* rId of word/footer1.xml, 0 = no footer */
 } docx_ctx;
 
 /* ---- document.xml (docx_document.c) ---- */
@@ -163,14 +163,13 @@ kiln_status docx_write_table(docx_ctx *c, const kiln_table *table, const kiln_sh
 /* ---- drawings (docx_drawing.c) ---- */
 /* width_pt 0 = natural size (96 dpi unless the file says), fitted to the text width. */
 /* keep_next: a caption follows, keep the drawing on its page. */
-kiln_status docx_write_image(docx_ctx *c, const kiln_image *image, double width_pt,
-                             int keep_next, const char *pointer);
+kiln_status docx_write_image(docx_ctx *c, const kiln_image *image, double width_pt, int keep_next,
+                             const char *pointer);
 kiln_status docx_write_chart(docx_ctx *c, const kiln_chart *chart, const kiln_sheet *sheet,
                              int keep_next, const char *pointer);
 
 /* ---- table of contents (docx_toc.c) ---- */
 kiln_status docx_write_toc(docx_ctx *c, const kiln_block *toc);
-
 
 /* ---- the other parts ---- */
 kiln_status docx_styles_add(docx_ctx *c);
@@ -184,8 +183,7 @@ kiln_status docx_footnotes_add(docx_ctx *c);
  * part_name, related from word/document.xml as rel_type -> rel_target
  * (docx_styles.c; shared by the parts that come from templates). */
 kiln_status docx_template_part(docx_ctx *c, const char *template_name, const opc_var *vars,
-                               size_t var_count, const char *part_name,
-                               const char *content_type, const char *rel_type,
-                               const char *rel_target);
+                               size_t var_count, const char *part_name, const char *content_type,
+                               const char *rel_type, const char *rel_target);
 
 #endif

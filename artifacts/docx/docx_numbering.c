@@ -158,8 +158,8 @@ kiln_status docx_numbering_add(docx_ctx *c)
                                     c->err);
     if (st != KILN_E_OK)
         return st;
-    if (opc_rel_add(c->pkg, DOCX_DOCUMENT_PART, OPC_REL_NUMBERING, "numbering.xml", 0,
-                    c->err) == 0)
+    if (opc_rel_add(c->pkg, DOCX_DOCUMENT_PART, OPC_REL_NUMBERING, "numbering.xml", 0, c->err) ==
+        0)
         return KILN_E_NOMEM;
     return KILN_E_OK;
 }

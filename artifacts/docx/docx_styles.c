@@ -44,14 +44,12 @@ static const double heading_pt[6] = {16.0, 13.0, 12.0, 11.0, 11.0, 11.0};
 #define HALF_POINTS_MAX 3276
 
 kiln_status docx_template_part(docx_ctx *c, const char *template_name, const opc_var *vars,
-                               size_t var_count, const char *part_name,
-                               const char *content_type, const char *rel_type,
-                               const char *rel_target)
+                               size_t var_count, const char *part_name, const char *content_type,
+                               const char *rel_type, const char *rel_target)
 {
     opc_xml *x = opc_xml_new_bare();
     if (!x)
-        return kiln_error_set(c->err, KILN_E_NOMEM, NULL, "out of memory writing %s",
-                              part_name);
+        return kiln_error_set(c->err, KILN_E_NOMEM, NULL, "out of memory writing %s", part_name);
     kiln_status st = opc_template_write(x, template_name, vars, var_count, c->err);
     if (st != KILN_E_OK) {
         opc_xml_free(x);
@@ -94,8 +92,8 @@ kiln_status docx_styles_add(docx_ctx *c)
     const kiln_page *pg = &c->doc->page;
     double body = t->font_size > 0 ? t->font_size : DOCX_BODY_DEFAULT_PT;
 
-    char sz_body[12], sz_title[12], sz_subtitle[12], sz_code[12], sz_caption[12],
-        sz_small[12], sz_h[6][12];
+    char sz_body[12], sz_title[12], sz_subtitle[12], sz_code[12], sz_caption[12], sz_small[12],
+        sz_h[6][12];
     scaled_size(sz_body, sizeof sz_body, body, DOCX_BODY_DEFAULT_PT);
     scaled_size(sz_title, sizeof sz_title, body, TITLE_PT);
     scaled_size(sz_subtitle, sizeof sz_subtitle, body, SUBTITLE_PT);
@@ -106,7 +104,7 @@ kiln_status docx_styles_add(docx_ctx *c)
         scaled_size(sz_h[i], sizeof sz_h[i], body, heading_pt[i]);
 
     int32_t accent1 = t->accent_count > 0 && t->accent_colors[0] >= 0 ? t->accent_colors[0]
-                                                                        : 0x4472C4;
+                                                                      : 0x4472C4;
     char accent[8], heading_color[8], heading_color_dark[8], header_fill[8], header_font[8];
     color_text(accent, accent1);
     color_text(heading_color, kiln_color_lum(accent1, SHADE_BF, 0));

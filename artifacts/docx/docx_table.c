@@ -124,11 +124,16 @@ enum { VMERGE_NONE, VMERGE_RESTART, VMERGE_CONTINUE };
 static const char *jc_of(kiln_align align)
 {
     switch (align) {
-    case KILN_ALIGN_LEFT: return "left";
-    case KILN_ALIGN_CENTER: return "center";
-    case KILN_ALIGN_RIGHT: return "right";
-    case KILN_ALIGN_JUSTIFY: return "both";
-    default: return NULL;
+    case KILN_ALIGN_LEFT:
+        return "left";
+    case KILN_ALIGN_CENTER:
+        return "center";
+    case KILN_ALIGN_RIGHT:
+        return "right";
+    case KILN_ALIGN_JUSTIFY:
+        return "both";
+    default:
+        return NULL;
     }
 }
 
@@ -163,8 +168,8 @@ static void write_border(opc_xml *x, const char *side, kiln_border border)
 }
 
 /* Where a cell goes (its slot) and its width in twips. */
-static void write_tc_pr(opc_xml *x, const kiln_table_slot *slot, int64_t twips,
-                        size_t grid_span, int vmerge)
+static void write_tc_pr(opc_xml *x, const kiln_table_slot *slot, int64_t twips, size_t grid_span,
+                        int vmerge)
 {
     const kiln_style *style = slot->style;
     opc_xml_start(x, "w:tcPr");
@@ -238,8 +243,11 @@ static void write_cell(docx_ctx *c, const kiln_table_layout *tl, const kiln_tabl
                            ? kiln_cell_display(cell, slot->format, buf, sizeof buf, &len)
                            : "";
     if (len > 0) {
-        kiln_run run = {.text = text, .len = len, .color = KILN_COLOR_NONE,
-                        .link = cell->kind == KILN_CELL_URL ? cell->text : NULL, .size = size};
+        kiln_run run = {.text = text,
+                        .len = len,
+                        .color = KILN_COLOR_NONE,
+                        .link = cell->kind == KILN_CELL_URL ? cell->text : NULL,
+                        .size = size};
         if (style) {
             run.flags = (style->bold ? KILN_RUN_BOLD : 0u) |
                         (style->italic ? KILN_RUN_ITALIC : 0u) |
@@ -327,9 +335,9 @@ static void write_row(docx_ctx *c, kiln_table_layout *tl, const int64_t *twips, 
         if (slot->kind == KILN_SLOT_HIDDEN || slot->kind == KILN_SLOT_COVERED)
             continue;
         size_t span = slot->merge == KILN_MERGE_NONE ? 1 : tl->spans[slot->merge].shown;
-        int vmerge = slot->kind == KILN_SLOT_MERGE_BELOW ? VMERGE_CONTINUE
+        int vmerge = slot->kind == KILN_SLOT_MERGE_BELOW                     ? VMERGE_CONTINUE
                      : slot->kind == KILN_SLOT_MERGE_TOP && slot->open_below ? VMERGE_RESTART
-                                                                              : VMERGE_NONE;
+                                                                             : VMERGE_NONE;
         write_cell(c, tl, slot, kiln_table_layout_slot_sum(tl, i, slot, twips), span, vmerge);
     }
     opc_xml_end(x);
@@ -340,8 +348,8 @@ kiln_status docx_write_table(docx_ctx *c, const kiln_table *table, const kiln_sh
 {
     const kiln_table_data *d = &table->data;
     kiln_table_rules rules = docx_rules;
-    rules.base_pt = rules.body_pt =
-        c->doc->theme.font_size > 0 ? c->doc->theme.font_size : DOCX_BODY_DEFAULT_PT;
+    rules.base_pt = rules.body_pt = c->doc->theme.font_size > 0 ? c->doc->theme.font_size
+                                                                : DOCX_BODY_DEFAULT_PT;
     kiln_calibri_metrics metrics;
     kiln_calibri_metrics_init(&metrics, BOLD_FACTOR);
     kiln_table_layout tl;

@@ -84,15 +84,15 @@
 #define QUOTE_BEFORE_PT 10.0         /* Quote: before 200, after 160, indents 720 + 720 */
 #define QUOTE_AFTER_PT 8.0
 #define QUOTE_INDENT_PT 72.0
-#define CODE_BEFORE_PT 6.0           /* Code: before 120, after 200, single lines */
+#define CODE_BEFORE_PT 6.0 /* Code: before 120, after 200, single lines */
 #define CODE_AFTER_PT 10.0
-#define CODE_INDENT_PT 22.4          /* indents 144 + 144 and border spaces 4 + 4 */
-#define CODE_BORDER_PT 4.5           /* a border's space (4) and width (1/2) */
-#define TOC_AFTER_PT 5.0             /* TOC1..6: after 100 */
-#define TOC_INDENT_PT 11.0           /* TOCn: 220 twips more per level */
-#define TOC_PAGE_ROOM_PT 24.0        /* the dot leader's least and a page number */
-#define RULE_BORDER_PT 1.75          /* a rule's bottom border: space 1, width 3/4 */
-#define TAB_STOP_PT 36.0             /* settings.xml w:defaultTabStop 720 */
+#define CODE_INDENT_PT 22.4   /* indents 144 + 144 and border spaces 4 + 4 */
+#define CODE_BORDER_PT 4.5    /* a border's space (4) and width (1/2) */
+#define TOC_AFTER_PT 5.0      /* TOC1..6: after 100 */
+#define TOC_INDENT_PT 11.0    /* TOCn: 220 twips more per level */
+#define TOC_PAGE_ROOM_PT 24.0 /* the dot leader's least and a page number */
+#define RULE_BORDER_PT 1.75   /* a rule's bottom border: space 1, width 3/4 */
+#define TAB_STOP_PT 36.0      /* settings.xml w:defaultTabStop 720 */
 /* Heading1..6: w:before, w:after; sizes as docx_styles.c scales them. */
 static const double heading_before[7] = {0, 18, 12, 10, 8, 8, 8};
 static const double heading_after[7] = {0, 6, 4, 3, 2, 2, 2};
@@ -124,14 +124,15 @@ static const double heading_pt[7] = {0, 16, 13, 12, 11, 11, 11};
 
 /* ---- measuring text ---- */
 
-
 /* Advance of a code point in em. */
 static double char_em(uint32_t cp, int bold, int mono)
 {
     if (mono)
-        return kiln_char_is_wide(cp) ? KILN_METRIC_WIDE_UNITS / KILN_METRIC_UNITS_PER_EM : MONO_CHAR_EM;
+        return kiln_char_is_wide(cp) ? KILN_METRIC_WIDE_UNITS / KILN_METRIC_UNITS_PER_EM
+                                     : MONO_CHAR_EM;
     if (cp >= 32 && cp < 127)
-        return (bold ? kiln_calibri_bold : kiln_calibri_regular)[cp - 32] / KILN_METRIC_UNITS_PER_EM;
+        return (bold ? kiln_calibri_bold : kiln_calibri_regular)[cp - 32] /
+               KILN_METRIC_UNITS_PER_EM;
     double units;
     switch (cp) {
     case 0xA0: /* no-break space */
@@ -187,10 +188,10 @@ static uint32_t next_code_point(const char *s, size_t len, size_t *i)
 
 /* How a stretch of text is set. */
 typedef struct text_font {
-    double size;   /* points: the line's height goes by it */
-    double glyph;  /* points the glyphs are drawn at (less for a superscript) */
+    double size;  /* points: the line's height goes by it */
+    double glyph; /* points the glyphs are drawn at (less for a superscript) */
     int bold, mono;
-    int other;     /* not Calibri: LibreOffice draws it in DejaVu */
+    int other; /* not Calibri: LibreOffice draws it in DejaVu */
 } text_font;
 
 /* Calibri or its stand-in, by name. */
@@ -223,15 +224,15 @@ static double char_width(uint32_t cp, const text_font *f)
 #define FIT_TOLERANCE_PT 0.1
 
 typedef struct line_breaker {
-    double width;       /* of a line, points */
-    double spacing;     /* line height / the font's single line height */
-    double mark_h;      /* an empty line's height (the paragraph mark's font) */
-    double height;      /* of the lines ended so far */
+    double width;   /* of a line, points */
+    double spacing; /* line height / the font's single line height */
+    double mark_h;  /* an empty line's height (the paragraph mark's font) */
+    double height;  /* of the lines ended so far */
     size_t lines;
-    double x;           /* the words on the current line */
-    double space;       /* spaces after them */
-    double word;        /* the word being read */
-    double word_h;      /* tallest font in the word, and on the line */
+    double x;      /* the words on the current line */
+    double space;  /* spaces after them */
+    double word;   /* the word being read */
+    double word_h; /* tallest font in the word, and on the line */
     double line_h;
 } line_breaker;
 
@@ -322,11 +323,11 @@ static void finish_lines(line_breaker *b)
 
 /* What a paragraph style gives its text (templates/docx/styles.xml). */
 typedef struct para_style {
-    text_font font;     /* of the paragraph mark, and of runs without looks of their own */
-    double spacing;     /* line height / the font's single line height */
+    text_font font; /* of the paragraph mark, and of runs without looks of their own */
+    double spacing; /* line height / the font's single line height */
     double before, after;
-    double indent;      /* left and right indents together */
-    int contextual;     /* a style with contextual spacing (PARA_*), else 0 */
+    double indent;  /* left and right indents together */
+    int contextual; /* a style with contextual spacing (PARA_*), else 0 */
 } para_style;
 
 enum { PARA_LIST = 1, PARA_CODE = 2 };
@@ -339,20 +340,20 @@ typedef struct table_estimate {
     layout *l;
     const kiln_table_data *d;
     size_t cols;
-    double *want, *need;   /* cols: widest line and widest word, points at the body size */
-    double *text_width;    /* cols: the text width of each column */
-    double font_factor;    /* the table's font over the body's (a table too wide shrinks) */
-    double header_h;       /* 0 = no header row */
-    size_t rows;           /* rows placed */
-    double rows_total;     /* their heights */
+    double *want, *need; /* cols: widest line and widest word, points at the body size */
+    double *text_width;  /* cols: the text width of each column */
+    double font_factor;  /* the table's font over the body's (a table too wide shrinks) */
+    double header_h;     /* 0 = no header row */
+    size_t rows;         /* rows placed */
+    double rows_total;   /* their heights */
 } table_estimate;
 
 /* A table measured ahead of being placed (plan_table). */
 typedef struct table_plan {
     const kiln_table *table; /* NULL = none */
     table_estimate t;
-    long cols;               /* columns; 0 = the table writes nothing; -1 = unreadable */
-    double first_h;          /* the first data row's height, 0 = none */
+    long cols;      /* columns; 0 = the table writes nothing; -1 = unreadable */
+    double first_h; /* the first data row's height, 0 = none */
 } table_plan;
 
 static void free_plan(table_plan *plan)
@@ -365,19 +366,19 @@ static void free_plan(table_plan *plan)
 
 struct layout {
     const docx_ctx *c;
-    double body;         /* body font size */
-    int body_other;      /* the theme's body font is not Calibri */
-    int heading_other;   /* nor its heading font */
+    double body;          /* body font size */
+    int body_other;       /* the theme's body font is not Calibri */
+    int heading_other;    /* nor its heading font */
     double width, height; /* text area */
-    double y;            /* bottom of the last line placed, from the top of the text area */
-    double after;        /* space after the last paragraph placed */
-    int contextual;      /* contextual style of the last paragraph placed, 0 = none */
-    int keep_top_space;  /* the page began at the document's start or a page break */
-    int after_table;     /* the last block was a table (docx_document.c then adds an
-                            empty paragraph before a table without a caption) */
+    double y;             /* bottom of the last line placed, from the top of the text area */
+    double after;         /* space after the last paragraph placed */
+    int contextual;       /* contextual style of the last paragraph placed, 0 = none */
+    int keep_top_space;   /* the page began at the document's start or a page break */
+    int after_table;      /* the last block was a table (docx_document.c then adds an
+                             empty paragraph before a table without a caption) */
     unsigned page;
-    size_t keep_chain;   /* headings still to place in a keep-with-next run */
-    table_plan plan;     /* the next table, measured ahead (plan_table) */
+    size_t keep_chain; /* headings still to place in a keep-with-next run */
+    table_plan plan;   /* the next table, measured ahead (plan_table) */
 };
 
 static double half_points(double pt)
@@ -400,7 +401,8 @@ static text_font body_font(const layout *l, double size)
 
 static para_style normal_style(const layout *l)
 {
-    para_style s = {.font = body_font(l, l->body), .spacing = AUTO_SPACING,
+    para_style s = {.font = body_font(l, l->body),
+                    .spacing = AUTO_SPACING,
                     .after = NORMAL_AFTER_PT};
     return s;
 }
@@ -409,16 +411,18 @@ static para_style heading_style(const layout *l, int level)
 {
     int lv = level < 1 ? 1 : level > 6 ? 6 : level;
     double size = scaled_size(l, heading_pt[lv]);
-    para_style s = {.font = {.size = size, .glyph = size, .bold = lv <= 5,
-                             .other = l->heading_other},
-                    .spacing = AUTO_SPACING, .before = heading_before[lv],
-                    .after = heading_after[lv]};
+    para_style s = {
+        .font = {.size = size, .glyph = size, .bold = lv <= 5, .other = l->heading_other},
+        .spacing = AUTO_SPACING,
+        .before = heading_before[lv],
+        .after = heading_after[lv]};
     return s;
 }
 
 static para_style caption_style(const layout *l)
 {
-    para_style s = {.font = body_font(l, scaled_size(l, CAPTION_PT)), .spacing = 1.0,
+    para_style s = {.font = body_font(l, scaled_size(l, CAPTION_PT)),
+                    .spacing = 1.0,
                     .after = CAPTION_AFTER_PT};
     return s;
 }
@@ -548,7 +552,7 @@ static void text_lines(const layout *l, const para_style *s, const kiln_text *t,
             f.other = !is_calibri(r->font);
         f.bold |= (r->flags & KILN_RUN_BOLD) != 0;
         f.glyph = r->flags & (KILN_RUN_SUPERSCRIPT | KILN_RUN_SUBSCRIPT) ? f.size * SCRIPT_FACTOR
-                                                                          : f.size;
+                                                                         : f.size;
         add_text(b, r->text, r->len, &f);
     }
     finish_lines(b);
@@ -580,8 +584,7 @@ static void place_kept(layout *l, const para_style *s, double h)
 
 /* A caption paragraph: "Table N: text" or "Figure N: text", or the text
  * alone when it starts with the label itself (docx_write_caption). */
-static void caption_lines(const layout *l, const char *label, const char *text,
-                          line_breaker *b)
+static void caption_lines(const layout *l, const char *label, const char *text, line_breaker *b)
 {
     para_style s = caption_style(l);
     breaker_init(b, l->width, s.spacing, &s.font);
@@ -596,8 +599,7 @@ static void caption_lines(const layout *l, const char *label, const char *text,
 
 /* A TOC entry: the heading's text in the entry style's look, tabs and line
  * breaks as spaces (write_entry_text). */
-static void entry_lines(const layout *l, const para_style *s, const kiln_text *t,
-                        line_breaker *b)
+static void entry_lines(const layout *l, const para_style *s, const kiln_text *t, line_breaker *b)
 {
     breaker_init(b, l->width - s->indent, s->spacing, &s->font);
     for (size_t i = 0; i < t->run_count; i++) {
@@ -643,8 +645,8 @@ static void measure_line(const char *s, size_t len, double size, double factor, 
     *word = fmax(wmax, w);
 }
 
-static const char *cell_text(const kiln_cell *cell, const kiln_column *col, char *buf,
-                             size_t cap, size_t *len)
+static const char *cell_text(const kiln_cell *cell, const kiln_column *col, char *buf, size_t cap,
+                             size_t *len)
 {
     if (cell->kind == KILN_CELL_BLANK) {
         *len = 0;
@@ -1007,8 +1009,7 @@ static double fitted_height(double w, double h, double max_w, double max_h)
     return h;
 }
 
-static double image_height(const layout *l, const kiln_image *img, double width_pt,
-                           int captioned)
+static double image_height(const layout *l, const kiln_image *img, double width_pt, int captioned)
 {
     double dx = img->dpi_x > 0 ? img->dpi_x : DEFAULT_DPI;
     double dy = img->dpi_y > 0 ? img->dpi_y : DEFAULT_DPI;
@@ -1069,8 +1070,11 @@ static void place_list(layout *l, const kiln_list *list, int depth)
 static para_style code_style(const layout *l)
 {
     double size = scaled_size(l, CODE_PT);
-    para_style s = {.font = {.size = size, .glyph = size, .mono = 1}, .spacing = 1.0,
-                    .before = CODE_BEFORE_PT, .after = CODE_AFTER_PT, .indent = CODE_INDENT_PT,
+    para_style s = {.font = {.size = size, .glyph = size, .mono = 1},
+                    .spacing = 1.0,
+                    .before = CODE_BEFORE_PT,
+                    .after = CODE_AFTER_PT,
+                    .indent = CODE_INDENT_PT,
                     .contextual = PARA_CODE};
     return s;
 }
@@ -1197,8 +1201,8 @@ static double first_part(layout *l, size_t index)
     case KILN_BLOCK_IMAGE:
     case KILN_BLOCK_CHART: {
         const char *caption = b->kind == KILN_BLOCK_IMAGE ? b->caption
-                              : b->chart               ? b->chart->caption
-                                                       : NULL;
+                              : b->chart                  ? b->chart->caption
+                                                          : NULL;
         double h = b->kind == KILN_BLOCK_IMAGE
                        ? (b->image ? image_height(l, b->image, b->width_pt, caption != NULL) : 0)
                        : (b->chart ? chart_height(l, b->chart) : 0);

@@ -46,9 +46,8 @@ static kiln_status nomem(kiln_error *err, const char *what)
     return kiln_error_set(err, KILN_E_NOMEM, NULL, "out of memory %s", what);
 }
 
-kiln_status kiln_docx_write(const kiln_doc *doc, kiln_output *out,
-                            const kiln_render_options *opt, kiln_render_result *result,
-                            kiln_error *err)
+kiln_status kiln_docx_write(const kiln_doc *doc, kiln_output *out, const kiln_render_options *opt,
+                            kiln_render_result *result, kiln_error *err)
 {
     (void)result; /* nothing to report besides success */
     kiln_arena arena;

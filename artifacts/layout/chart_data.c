@@ -40,17 +40,17 @@ typedef struct need {
     const kiln_sheet *sheet;
     kiln_range range;
     need_kind kind;
-    size_t series;   /* NEED_VALUES, NEED_NAME: the series' index */
-    int done;        /* read along with an earlier need of the same sheet */
+    size_t series; /* NEED_VALUES, NEED_NAME: the series' index */
+    int done;      /* read along with an earlier need of the same sheet */
 } need;
 
 /* Categories as read from cells, before deciding whether they are numbers. */
 typedef struct category_cell {
     const char *text;
     double number;
-    int is_number;     /* a plain number (General format): usable as a number on any chart */
-    int is_numeric;    /* any numeric cell (dates included): usable as a scatter x value */
-    int is_date;       /* a whole day shown under a date format */
+    int is_number;      /* a plain number (General format): usable as a number on any chart */
+    int is_numeric;     /* any numeric cell (dates included): usable as a scatter x value */
+    int is_date;        /* a whole day shown under a date format */
     const char *format; /* the number format it is shown under */
 } category_cell;
 
@@ -113,8 +113,7 @@ static long position_in(const kiln_range *r, uint32_t row, uint32_t col)
 {
     if (row < r->first_row || row > r->last_row || col < r->first_col || col > r->last_col)
         return -1;
-    return r->first_row == r->last_row ? (long)(col - r->first_col)
-                                       : (long)(row - r->first_row);
+    return r->first_row == r->last_row ? (long)(col - r->first_col) : (long)(row - r->first_row);
 }
 
 static double cell_number(const kiln_cell *cell)
@@ -279,8 +278,7 @@ static kiln_status read_sheet(resolver *rs, need *needs, size_t need_count, size
                 hdr[c].text_len = strlen(name);
             }
         }
-        if ((st = store_row(rs, needs, need_count, sheet, 0, hdr, d->column_count)) !=
-            KILN_E_OK)
+        if ((st = store_row(rs, needs, need_count, sheet, 0, hdr, d->column_count)) != KILN_E_OK)
             return st;
         row = 1;
     }
@@ -320,7 +318,8 @@ static kiln_status label_dates(resolver *rs)
 {
     kiln_chart_data *out = rs->out;
     for (size_t i = 0; i < out->point_count; i++) {
-        kiln_cell cell = {.kind = KILN_CELL_DATE, .number = out->category_numbers[i],
+        kiln_cell cell = {.kind = KILN_CELL_DATE,
+                          .number = out->category_numbers[i],
                           .number_format = out->category_format};
         char buf[KILN_NUMFMT_MAX];
         size_t len = 0;
@@ -414,8 +413,7 @@ kiln_status kiln_chart_data_resolve(const kiln_doc *doc, const kiln_sheet *own_s
     size_t points = chart->categories_ref ? 0 : chart->category_count;
     if (chart->categories_ref) {
         need *n = &needs[need_count];
-        if ((st = parse_ref(&rs, own_sheet, chart->categories_ref, "categories", n)) !=
-            KILN_E_OK)
+        if ((st = parse_ref(&rs, own_sheet, chart->categories_ref, "categories", n)) != KILN_E_OK)
             return st;
         n->kind = NEED_CATEGORIES;
         points = range_cells(&n->range);

@@ -23,25 +23,25 @@
 #define KILN_CHART_DATE_FORMAT "yyyy-mm-dd"
 
 typedef struct kiln_chart_series_data {
-    const char *name;      /* never NULL: the literal name, the named cell's text, or "Series N" */
-    const double *values;  /* value_count values; NAN = an empty or non-numeric cell */
-    int32_t color;         /* explicit color, else the theme accent for its position */
+    const char *name;     /* never NULL: the literal name, the named cell's text, or "Series N" */
+    const double *values; /* value_count values; NAN = an empty or non-numeric cell */
+    int32_t color;        /* explicit color, else the theme accent for its position */
     const char *number_format; /* the values' number format (a range's column format), or NULL */
 } kiln_chart_series_data;
 
 typedef struct kiln_chart_data {
-    const kiln_chart *chart;    /* kind, title, axes, legend, size, caption */
-    size_t point_count;         /* categories and values per series */
-    const char **categories;    /* point_count texts (numbers as shown); NULL when the
-                                   chart has no categories (then "1", "2", ... are used) */
+    const kiln_chart *chart;        /* kind, title, axes, legend, size, caption */
+    size_t point_count;             /* categories and values per series */
+    const char **categories;        /* point_count texts (numbers as shown); NULL when the
+                                       chart has no categories (then "1", "2", ... are used) */
     const double *category_numbers; /* point_count numbers when categories_numeric, or
                                        the dates' serials when categories_dates */
-    int categories_numeric;     /* every category is a number (required for scatter) */
-    int categories_dates;       /* column, bar, line and area charts: every category is a
-                                   date of a whole day (a date cell, or an ISO date): the
-                                   chart gets a date axis, its points in date order */
-    const char *category_format; /* categories_dates: the dates' number format (the first
-                                    category cell's, "yyyy-mm-dd" for ISO dates) */
+    int categories_numeric;         /* every category is a number (required for scatter) */
+    int categories_dates;           /* column, bar, line and area charts: every category is a
+                                       date of a whole day (a date cell, or an ISO date): the
+                                       chart gets a date axis, its points in date order */
+    const char *category_format;    /* categories_dates: the dates' number format (the first
+                                       category cell's, "yyyy-mm-dd" for ISO dates) */
     kiln_chart_series_data *series;
     size_t series_count;
     const kiln_metadata *metadata; /* the document's (author, created), for the embedded

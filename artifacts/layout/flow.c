@@ -37,10 +37,9 @@ static size_t sheet_item_count(const kiln_sheet *sheet)
 
 static size_t slide_item_count(const kiln_slide *slide)
 {
-    return (slide->title != NULL) + (slide->subtitle != NULL) +
-           (slide->bullets.item_count > 0) + (slide->left.item_count > 0) +
-           (slide->right.item_count > 0) + (slide->table != NULL) + (slide->image != NULL) +
-           (slide->chart != NULL) + (slide->notes != NULL);
+    return (slide->title != NULL) + (slide->subtitle != NULL) + (slide->bullets.item_count > 0) +
+           (slide->left.item_count > 0) + (slide->right.item_count > 0) + (slide->table != NULL) +
+           (slide->image != NULL) + (slide->chart != NULL) + (slide->notes != NULL);
 }
 
 /* A new block for the next item, or NULL when out of memory. */

@@ -19,9 +19,9 @@
 #include "../spec/spec.h"
 
 typedef struct kiln_flow_item {
-    const kiln_block *block;  /* a doc block, or one made up for a sheet or a slide */
-    const kiln_sheet *sheet;  /* the sheet a chart or table came from, else NULL
-                                 (chart ranges resolve against it) */
+    const kiln_block *block; /* a doc block, or one made up for a sheet or a slide */
+    const kiln_sheet *sheet; /* the sheet a chart or table came from, else NULL
+                                (chart ranges resolve against it) */
 } kiln_flow_item;
 
 typedef struct kiln_flow {

@@ -13,8 +13,8 @@
 static void roman(int n, char *buf, size_t cap)
 {
     static const int values[] = {1000, 900, 500, 400, 100, 90, 50, 40, 10, 9, 5, 4, 1};
-    static const char *const digits[] = {"m", "cm", "d", "cd", "c", "xc", "l", "xl", "x",
-                                         "ix", "v", "iv", "i"};
+    static const char *const digits[] = {"m",  "cm", "d",  "cd", "c",  "xc", "l",
+                                         "xl", "x",  "ix", "v",  "iv", "i"};
     size_t at = 0;
     for (size_t i = 0; i < sizeof values / sizeof values[0] && n > 0; i++) {
         size_t len = strlen(digits[i]);
@@ -49,10 +49,10 @@ kiln_list_marks kiln_list_marks_for(int ordered, int depth, int64_t first, int64
     switch (depth < 0 ? 0 : depth % 3) {
     case 1:
         return last >= first && (first < 1 || last > LETTERS_MAX) ? KILN_MARKS_DIGITS
-                                                                   : KILN_MARKS_LETTERS;
+                                                                  : KILN_MARKS_LETTERS;
     case 2:
         return last >= first && (first < 1 || last > ROMAN_MAX) ? KILN_MARKS_DIGITS
-                                                                 : KILN_MARKS_ROMAN;
+                                                                : KILN_MARKS_ROMAN;
     default:
         return KILN_MARKS_DIGITS;
     }

@@ -36,12 +36,12 @@ typedef struct kiln_merge_walk {
     const kiln_merge **merges; /* count ranges, by first row then first column
                                   (borrowed from the model) */
     size_t count;
-    size_t *active;            /* the indices of the active_count ranges covering
-                                  the current row, in the order they started */
+    size_t *active; /* the indices of the active_count ranges covering
+                       the current row, in the order they started */
     size_t active_count;
-    size_t next;               /* the first range whose rows have not started */
-    size_t *cover;             /* per worksheet column: 1 + the index of the range
-                                  covering it in the current row, 0 = none */
+    size_t next;   /* the first range whose rows have not started */
+    size_t *cover; /* per worksheet column: 1 + the index of the range
+                      covering it in the current row, 0 = none */
     size_t cover_cols;
 } kiln_merge_walk;
 

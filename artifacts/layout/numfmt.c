@@ -265,8 +265,20 @@ static void put_general(sink *s, double v)
 /* ---- tokens of a format section ---- */
 
 typedef enum {
-    T_END, T_LIT, T_DIGIT, T_POINT, T_COMMA, T_PERCENT, T_EXP, T_GENERAL, T_AT,
-    T_DATE, T_AMPM, T_ELAPSED, T_COND, T_SKIP
+    T_END,
+    T_LIT,
+    T_DIGIT,
+    T_POINT,
+    T_COMMA,
+    T_PERCENT,
+    T_EXP,
+    T_GENERAL,
+    T_AT,
+    T_DATE,
+    T_AMPM,
+    T_ELAPSED,
+    T_COND,
+    T_SKIP
 } tok_kind;
 
 typedef struct tok {
@@ -475,14 +487,21 @@ static void analyse_section(section *sec)
         switch (t.kind) {
         case T_DATE:
         case T_AMPM:
-        case T_ELAPSED: sec->is_date = 1; break;
-        case T_AT: sec->is_text = 1; break;
-        case T_GENERAL: sec->is_general = 1; break;
+        case T_ELAPSED:
+            sec->is_date = 1;
+            break;
+        case T_AT:
+            sec->is_text = 1;
+            break;
+        case T_GENERAL:
+            sec->is_general = 1;
+            break;
         case T_COND:
             if (sec->op == OP_NONE)
                 parse_cond(sec, t.s, t.len);
             break;
-        default: break;
+        default:
+            break;
         }
     }
 }
@@ -515,13 +534,20 @@ static int split_sections(const char *format, section *secs)
 static int cond_holds(const section *sec, double v)
 {
     switch (sec->op) {
-    case OP_LT: return v < sec->limit;
-    case OP_LE: return v <= sec->limit;
-    case OP_GT: return v > sec->limit;
-    case OP_GE: return v >= sec->limit;
-    case OP_EQ: return v == sec->limit;
-    case OP_NE: return v != sec->limit;
-    default: return 0;
+    case OP_LT:
+        return v < sec->limit;
+    case OP_LE:
+        return v <= sec->limit;
+    case OP_GT:
+        return v > sec->limit;
+    case OP_GE:
+        return v >= sec->limit;
+    case OP_EQ:
+        return v == sec->limit;
+    case OP_NE:
+        return v != sec->limit;
+    default:
+        return 0;
     }
 }
 
@@ -584,14 +610,14 @@ static int choose_section(const section *secs, int count, double v, int *minus)
 #define MAX_FRAC 30 /* Excel's most decimals */
 
 typedef struct numinfo {
-    int int_ph;          /* digit placeholders before the point (or the E) */
-    int frac_ph;         /* after the point, at most MAX_FRAC */
+    int int_ph;  /* digit placeholders before the point (or the E) */
+    int frac_ph; /* after the point, at most MAX_FRAC */
     char frac_kind[MAX_FRAC];
-    int exp_min;         /* '0' placeholders of the exponent */
-    int grouping;        /* a comma between integer placeholders */
-    int scale;           /* trailing commas: divide by 1000 each */
-    int percent;         /* multiply by 100 each */
-    int sci, sci_plus;   /* E+ / E- */
+    int exp_min;       /* '0' placeholders of the exponent */
+    int grouping;      /* a comma between integer placeholders */
+    int scale;         /* trailing commas: divide by 1000 each */
+    int percent;       /* multiply by 100 each */
+    int sci, sci_plus; /* E+ / E- */
 } numinfo;
 
 enum { PHASE_INT, PHASE_FRAC, PHASE_EXP };
@@ -632,10 +658,17 @@ static void analyse_number(const section *sec, numinfo *ni)
             break;
         case T_COMMA:
             switch (comma_kind(after_digit, phase, p, sec->end)) {
-            case COMMA_GROUP: ni->grouping = 1; break;
-            case COMMA_SCALE: ni->scale++; break;
-            case COMMA_IGNORE: break;
-            case COMMA_LITERAL: after_digit = 0; break;
+            case COMMA_GROUP:
+                ni->grouping = 1;
+                break;
+            case COMMA_SCALE:
+                ni->scale++;
+                break;
+            case COMMA_IGNORE:
+                break;
+            case COMMA_LITERAL:
+                after_digit = 0;
+                break;
             }
             break;
         case T_POINT:
@@ -668,9 +701,9 @@ static void analyse_number(const section *sec, numinfo *ni)
 /* State of the emitting walk over integer placeholders. */
 typedef struct intwalk {
     const decimal *x;
-    int int_len;   /* digits of the integer part */
+    int int_len; /* digits of the integer part */
     int int_ph;
-    int seen;      /* integer placeholders met so far */
+    int seen; /* integer placeholders met so far */
     int grouping;
 } intwalk;
 
@@ -715,17 +748,17 @@ static void put_int_placeholder(sink *s, intwalk *w, char kind)
  * allowed around the '/'; placeholders before the numerator are the
  * integer part. */
 typedef struct fraction_fmt {
-    const char *sep;        /* after the last integer placeholder (= num when none) */
-    const char *num;        /* the numerator's placeholders, one byte each */
+    const char *sep; /* after the last integer placeholder (= num when none) */
+    const char *num; /* the numerator's placeholders, one byte each */
     int num_ph;
     int gap_left, gap_right; /* spaces before and after the '/' */
-    const char *den;        /* the denominator as written: placeholders or digits */
+    const char *den;         /* the denominator as written: placeholders or digits */
     int den_len;
-    const char *den_end;    /* where the rest of the section starts */
-    double fixed;           /* a denominator written as a number ("# ?/8"), else 0 */
-    int int_ph;             /* integer placeholders: 0 = an improper fraction ("?/?") */
-    int forced;             /* a '0' placeholder in the fraction: a zero fraction shows */
-    int any_q;              /* a '?' placeholder in the fraction: blanks are spaces */
+    const char *den_end; /* where the rest of the section starts */
+    double fixed;        /* a denominator written as a number ("# ?/8"), else 0 */
+    int int_ph;          /* integer placeholders: 0 = an improper fraction ("?/?") */
+    int forced;          /* a '0' placeholder in the fraction: a zero fraction shows */
+    int any_q;           /* a '?' placeholder in the fraction: blanks are spaces */
 } fraction_fmt;
 
 static int is_plain_char(const tok *t, const char *start, char c)
@@ -987,8 +1020,11 @@ static void put_fraction_section(sink *s, const section *sec, double a, const fr
             if (!(blank && !ff->any_q && start >= ff->sep && t.len == 1 && *t.s == ' '))
                 sink_put(s, t.s, t.len);
             break;
-        case T_PERCENT: sink_char(s, '%'); break;
-        default: break;
+        case T_PERCENT:
+            sink_char(s, '%');
+            break;
+        default:
+            break;
         }
         after_digit = 0;
     }
@@ -996,7 +1032,8 @@ static void put_fraction_section(sink *s, const section *sec, double a, const fr
     put_fraction_body(s, ff, num, den, blank);
 
     /* What follows the denominator: literals (" in"). */
-    for (p = next_tok(ff->den_end, sec->end, &t); t.kind != T_END; p = next_tok(p, sec->end, &t)) {
+    for (p = next_tok(ff->den_end, sec->end, &t); t.kind != T_END;
+         p = next_tok(p, sec->end, &t)) {
         if (t.kind == T_LIT)
             sink_put(s, t.s, t.len);
         else if (t.kind == T_PERCENT)
@@ -1084,7 +1121,8 @@ static void put_number_section(sink *s, const section *sec, double a)
                 sink_char(s, ',');
                 after_digit = 0;
                 break;
-            default: break;
+            default:
+                break;
             }
             break;
         case T_POINT:
@@ -1135,10 +1173,10 @@ static void put_number_section(sink *s, const section *sec, double a)
 
 /* ---- date sections ---- */
 
-static const char *const month_names[12] = {
-    "January", "February", "March", "April", "May", "June",
-    "July", "August", "September", "October", "November", "December"};
-static const char *const day_names[7] = {"Sunday", "Monday", "Tuesday", "Wednesday",
+static const char *const month_names[12] = {"January",   "February", "March",    "April",
+                                            "May",       "June",     "July",     "August",
+                                            "September", "October",  "November", "December"};
+static const char *const day_names[7] = {"Sunday",   "Monday", "Tuesday", "Wednesday",
                                          "Thursday", "Friday", "Saturday"};
 
 /* Howard Hinnant's civil_from_days: days since 1970-01-01 -> y, m, d. */
@@ -1161,7 +1199,7 @@ typedef struct datetime {
     unsigned month, day, weekday; /* weekday 0 = Sunday */
     int64_t days;                 /* whole days (for elapsed hours) */
     unsigned hour, minute, second;
-    unsigned sub;                 /* fraction of a second in sub_digits digits */
+    unsigned sub; /* fraction of a second in sub_digits digits */
 } datetime;
 
 /* An Excel 1900-system serial, split; sub_digits (0..3) is the precision of
@@ -1344,11 +1382,18 @@ static void put_text_section(sink *s, const section *sec, const char *text, size
     for (const char *p = next_tok(sec->p, sec->end, &t); t.kind != T_END;
          p = next_tok(p, sec->end, &t)) {
         switch (t.kind) {
-        case T_AT: sink_put(s, text, len); break;
+        case T_AT:
+            sink_put(s, text, len);
+            break;
         case T_SKIP:
-        case T_COND: break;
-        case T_LIT: sink_put(s, t.s, t.len); break;
-        default: sink_put(s, t.s, t.len); break; /* other codes are literal here */
+        case T_COND:
+            break;
+        case T_LIT:
+            sink_put(s, t.s, t.len);
+            break;
+        default:
+            sink_put(s, t.s, t.len);
+            break; /* other codes are literal here */
         }
     }
 }
@@ -1408,8 +1453,8 @@ int kiln_format_is_date(const char *format)
 }
 
 /* The text of a string under format's text section, or the string itself. */
-static const char *display_text(const char *text, size_t text_len, const char *format,
-                                char *buf, size_t cap, size_t *len)
+static const char *display_text(const char *text, size_t text_len, const char *format, char *buf,
+                                size_t cap, size_t *len)
 {
     *len = text_len;
     if (is_general(format))

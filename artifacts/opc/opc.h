@@ -52,7 +52,8 @@
 #define OPC_NS_R "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
 #define OPC_REL_BASE "http://schemas.openxmlformats.org/officeDocument/2006/relationships/"
 #define OPC_REL_OFFICE_DOCUMENT OPC_REL_BASE "officeDocument"
-#define OPC_REL_CORE "http://schemas.openxmlformats.org/package/2006/relationships/metadata/core-properties"
+#define OPC_REL_CORE \
+    "http://schemas.openxmlformats.org/package/2006/relationships/metadata/core-properties"
 #define OPC_REL_APP OPC_REL_BASE "extended-properties"
 #define OPC_REL_STYLES OPC_REL_BASE "styles"
 #define OPC_REL_NUMBERING OPC_REL_BASE "numbering"
@@ -114,8 +115,8 @@ void opc_package_free(opc_package *pkg);
  * and [Content_Types].xml are the package's own; names equal ignoring ASCII
  * case are the same part. A bad or repeated name is KILN_E_INTERNAL.
  */
-kiln_status opc_part_add(opc_package *pkg, const char *name, const char *content_type,
-                         void *data, size_t len, int compress, kiln_error *err);
+kiln_status opc_part_add(opc_package *pkg, const char *name, const char *content_type, void *data,
+                         size_t len, int compress, kiln_error *err);
 /* Copy data into a new part (for borrowed bytes such as a spec's image). */
 kiln_status opc_part_add_copy(opc_package *pkg, const char *name, const char *content_type,
                               const void *data, size_t len, int compress, kiln_error *err);
@@ -134,8 +135,8 @@ kiln_status opc_default_add(opc_package *pkg, const char *extension, const char 
  * 0 when out of memory (err set). Ids are handed out in call order, so a
  * writer that wants rId1 for styles declares styles first.
  */
-unsigned opc_rel_add(opc_package *pkg, const char *source, const char *type,
-                     const char *target, int external, kiln_error *err);
+unsigned opc_rel_add(opc_package *pkg, const char *source, const char *type, const char *target,
+                     int external, kiln_error *err);
 
 /* Core (docProps/core.xml) and app (docProps/app.xml) properties from the
  * spec's metadata, plus their package relationships. core.xml leaves out the
@@ -250,8 +251,8 @@ kiln_status opc_xml_finish(opc_xml *x, opc_package *pkg, const char *part_name,
 
 /* ---- templates (opc_template.c) ---- */
 typedef struct opc_var {
-    const char *name;   /* placeholder {{name}} */
-    const char *value;  /* text, escaped when written */
+    const char *name;  /* placeholder {{name}} */
+    const char *value; /* text, escaped when written */
 } opc_var;
 
 /*
@@ -286,8 +287,9 @@ void opc_theme_vars_init(opc_theme_vars *tv, const kiln_theme *theme);
  * linked from the chart's own .rels, so the chart draws without Excel and
  * "Edit Data" opens the numbers. text_size is the chart's text size in 1/100
  * pt (axis labels, legend, axis titles; the title is 1.4 times it), 0 =
- * Office's 10 pt. tmp_dir is where libxlsxwriter may write its scratch files. The caller then relates its own part to the chart part with
- * opc_rel_add(..., OPC_REL_CHART, "charts/chartN.xml", 0).
+ * Office's 10 pt. tmp_dir is where libxlsxwriter may write its scratch files. The caller then
+ * relates its own part to the chart part with opc_rel_add(..., OPC_REL_CHART,
+ * "charts/chartN.xml", 0).
  */
 kiln_status opc_chart_add(opc_package *pkg, const char *part_dir, unsigned n,
                           const kiln_chart_data *data, const kiln_theme *theme,

@@ -23,7 +23,8 @@
 
 #define OPC_APP_PART "docProps/app.xml"
 #define OPC_APPLICATION "Kiln"
-#define OPC_NS_EXTENDED "http://schemas.openxmlformats.org/officeDocument/2006/extended-properties"
+#define OPC_NS_EXTENDED \
+    "http://schemas.openxmlformats.org/officeDocument/2006/extended-properties"
 #define OPC_NS_VT "http://schemas.openxmlformats.org/officeDocument/2006/docPropsVTypes"
 
 /*
@@ -47,8 +48,7 @@ kiln_status opc_app_add(opc_package *pkg, const kiln_metadata *meta, const opc_a
 {
     opc_xml *x = opc_xml_new();
     if (!x)
-        return kiln_error_set(err, KILN_E_NOMEM, NULL, "out of memory writing %s",
-                              OPC_APP_PART);
+        return kiln_error_set(err, KILN_E_NOMEM, NULL, "out of memory writing %s", OPC_APP_PART);
     char version[16];
     app_version(KILN_VERSION, version);
     opc_xml_start(x, "Properties");

@@ -81,7 +81,7 @@ typedef struct chart_writer {
     const kiln_chart_data *data;
     const kiln_chart *chart;
     const kiln_theme *theme;
-    unsigned text_size;   /* 1/100 pt: labels, legend and axis titles; the title 1.4x */
+    unsigned text_size; /* 1/100 pt: labels, legend and axis titles; the title 1.4x */
 } chart_writer;
 
 static int is_pie(const kiln_chart *c)
@@ -468,8 +468,8 @@ static void write_axis_start(chart_writer *w, const char *element, unsigned id,
     opc_xml_val(x, "c:majorTickMark", "val", "out");
     opc_xml_val(x, "c:minorTickMark", "val", "none");
     opc_xml_val(x, "c:tickLblPos", "val", "nextTo");
-    opc_xml_val_int(x, "c:crossAx", "val", id == AXIS_ID_CATEGORY ? AXIS_ID_VALUE
-                                                                   : AXIS_ID_CATEGORY);
+    opc_xml_val_int(x, "c:crossAx", "val",
+                    id == AXIS_ID_CATEGORY ? AXIS_ID_VALUE : AXIS_ID_CATEGORY);
     opc_xml_val(x, "c:crosses", "val", "autoZero");
 }
 
@@ -486,9 +486,8 @@ static void write_axes(chart_writer *w)
     int horizontal = c->kind == KILN_CHART_BAR;
     const char *cat_pos = horizontal ? "l" : "b";
     const char *val_pos = horizontal ? "b" : "l";
-    const char *between = c->kind == KILN_CHART_AREA || c->kind == KILN_CHART_SCATTER
-                              ? "midCat"
-                              : "between";
+    const char *between = c->kind == KILN_CHART_AREA || c->kind == KILN_CHART_SCATTER ? "midCat"
+                                                                                      : "between";
     if (c->kind == KILN_CHART_SCATTER) {
         /* Both axes are value axes: x first, along the bottom. */
         write_axis_start(w, "c:valAx", AXIS_ID_CATEGORY, "b", 0, c->x_title, "General");
@@ -607,8 +606,8 @@ kiln_status opc_chart_add(opc_package *pkg, const char *part_dir, unsigned n,
 
     char chart_part[256], workbook_part[256], workbook_target[128];
     snprintf(chart_part, sizeof chart_part, "%s/charts/chart%u.xml", part_dir, n);
-    snprintf(workbook_part, sizeof workbook_part, "%s/embeddings/Microsoft_Excel_Worksheet%u.xlsx",
-             part_dir, n);
+    snprintf(workbook_part, sizeof workbook_part,
+             "%s/embeddings/Microsoft_Excel_Worksheet%u.xlsx", part_dir, n);
     snprintf(workbook_target, sizeof workbook_target,
              "../embeddings/Microsoft_Excel_Worksheet%u.xlsx", n);
 
@@ -622,14 +621,15 @@ kiln_status opc_chart_add(opc_package *pkg, const char *part_dir, unsigned n,
         return st;
     }
     /* A zip already: storing it again compressed would gain nothing. */
-    if ((st = opc_part_add(pkg, workbook_part, OPC_CT_XLSX, xlsx, xlsx_len, 0, err)) !=
-        KILN_E_OK)
+    if ((st = opc_part_add(pkg, workbook_part, OPC_CT_XLSX, xlsx, xlsx_len, 0, err)) != KILN_E_OK)
         return st;
     unsigned rid = opc_rel_add(pkg, chart_part, OPC_REL_PACKAGE, workbook_target, 0, err);
     if (!rid)
         return err && err->code != KILN_E_OK ? err->code : KILN_E_NOMEM;
 
-    chart_writer w = {.data = data, .chart = c, .theme = theme,
+    chart_writer w = {.data = data,
+                      .chart = c,
+                      .theme = theme,
                       .text_size = text_size ? text_size : DEFAULT_TEXT_SIZE};
     if (!(w.x = opc_xml_new()))
         return kiln_error_set(err, KILN_E_NOMEM, pointer, "out of memory writing a chart");

@@ -34,9 +34,9 @@
 
 typedef struct workbook_writer {
     lxw_worksheet *ws;
-    char *esc;            /* xlsx_xstring scratch */
+    char *esc; /* xlsx_xstring scratch */
     size_t esc_cap;
-    char *cut;            /* text cut to MAX_CELL_CHARS */
+    char *cut; /* text cut to MAX_CELL_CHARS */
     size_t cut_cap;
 } workbook_writer;
 
@@ -232,8 +232,8 @@ kiln_status opc_chart_workbook(const kiln_chart_data *data, const char *tmp_dir,
     workbook_writer w = {0};
     lxw_workbook_options opt = {0};
     opt.tmpdir = (char *)dir;
-    opt.constant_memory =
-        (uint64_t)data->point_count * (data->series_count + 1) > CONSTANT_MEMORY_CELLS;
+    opt.constant_memory = (uint64_t)data->point_count * (data->series_count + 1) >
+                          CONSTANT_MEMORY_CELLS;
     lxw_workbook *wb = workbook_new_opt(path, &opt);
     if (!wb) {
         st = kiln_error_set(err, KILN_E_NOMEM, pointer,

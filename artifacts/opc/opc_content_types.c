@@ -60,8 +60,8 @@ static int needs_override(const opc_package *pkg, const opc_part *part)
     return !d || strcmp(d->content_type, part->content_type) != 0;
 }
 
-kiln_status opc_content_types_build(const opc_package *pkg, unsigned char **data,
-                                    size_t *len, kiln_error *err)
+kiln_status opc_content_types_build(const opc_package *pkg, unsigned char **data, size_t *len,
+                                    kiln_error *err)
 {
     opc_xml *x = opc_xml_new();
     if (!x)

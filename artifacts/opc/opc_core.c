@@ -69,8 +69,7 @@ kiln_status opc_core_add(opc_package *pkg, const kiln_metadata *meta, kiln_error
 
     opc_xml *x = opc_xml_new();
     if (!x)
-        return kiln_error_set(err, KILN_E_NOMEM, NULL, "out of memory writing %s",
-                              OPC_CORE_PART);
+        return kiln_error_set(err, KILN_E_NOMEM, NULL, "out of memory writing %s", OPC_CORE_PART);
     opc_xml_start(x, "cp:coreProperties");
     opc_xml_attr(x, "xmlns:cp", OPC_NS_CP);
     opc_xml_attr(x, "xmlns:dc", OPC_NS_DC);

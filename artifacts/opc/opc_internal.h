@@ -60,7 +60,7 @@ typedef struct opc_part {
 } opc_part;
 
 typedef struct opc_rel {
-    unsigned id;         /* "rId<id>" */
+    unsigned id; /* "rId<id>" */
     char *type;
     char *target;
     int external;
@@ -74,25 +74,25 @@ typedef struct opc_rel_source {
 } opc_rel_source;
 
 typedef struct opc_default {
-    char *extension;     /* without the dot, as given ("png") */
+    char *extension; /* without the dot, as given ("png") */
     char *content_type;
 } opc_default;
 
 struct opc_package {
-    opc_part *parts;             /* in the order they were added */
+    opc_part *parts; /* in the order they were added */
     size_t part_count, part_cap;
-    size_t *index;               /* open-addressed hash of part names: part
-                                    number + 1, 0 = empty slot */
-    size_t index_cap;            /* a power of two, kept at most half full */
-    opc_rel_source *sources;     /* in the order first related from */
+    size_t *index;           /* open-addressed hash of part names: part
+                                number + 1, 0 = empty slot */
+    size_t index_cap;        /* a power of two, kept at most half full */
+    opc_rel_source *sources; /* in the order first related from */
     size_t source_count, source_cap;
-    size_t last_source;          /* writers add runs of relations from one source */
+    size_t last_source; /* writers add runs of relations from one source */
     opc_default *defaults;
     size_t default_count, default_cap;
-    uint64_t bytes;              /* sum of the parts' plain lengths */
-    uint64_t packed;             /* bytes the parts will take in the zip at
-                                    least: stored parts and deflated parts as
-                                    they are (plain parts to deflate count 0) */
+    uint64_t bytes;  /* sum of the parts' plain lengths */
+    uint64_t packed; /* bytes the parts will take in the zip at
+                        least: stored parts and deflated parts as
+                        they are (plain parts to deflate count 0) */
 };
 
 /* The part named name (ASCII case-insensitive, as OPC compares part names);
@@ -104,8 +104,8 @@ const opc_part *opc_part_find(const opc_package *pkg, const char *name, size_t n
 const opc_default *opc_default_for(const opc_package *pkg, const char *part_name);
 
 /* [Content_Types].xml for pkg (opc_content_types.c); *data is malloc'd. */
-kiln_status opc_content_types_build(const opc_package *pkg, unsigned char **data,
-                                    size_t *len, kiln_error *err);
+kiln_status opc_content_types_build(const opc_package *pkg, unsigned char **data, size_t *len,
+                                    kiln_error *err);
 
 /* The .rels part of one source (opc_relationships.c); *data is malloc'd. */
 kiln_status opc_relationships_build(const opc_rel_source *source, unsigned char **data,

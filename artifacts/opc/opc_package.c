@@ -196,8 +196,8 @@ static kiln_status part_add(opc_package *pkg, const char *name, const char *cont
     kiln_status st;
     const char *problem = part_name_problem(name);
     if (problem) {
-        st = kiln_error_set(err, KILN_E_INTERNAL, NULL, "part name \"%s\" %s",
-                            name ? name : "", problem);
+        st = kiln_error_set(err, KILN_E_INTERNAL, NULL, "part name \"%s\" %s", name ? name : "",
+                            problem);
         goto fail_free_data;
     }
     if (opc_part_find(pkg, name, strlen(name))) {
@@ -232,8 +232,8 @@ fail_free_data:
     return st;
 }
 
-kiln_status opc_part_add(opc_package *pkg, const char *name, const char *content_type,
-                         void *data, size_t len, int compress, kiln_error *err)
+kiln_status opc_part_add(opc_package *pkg, const char *name, const char *content_type, void *data,
+                         size_t len, int compress, kiln_error *err)
 {
     opc_part how = {.compress = compress ? 1 : 0, .plain_len = len};
     return part_add(pkg, name, content_type, data, len, &how, err);
@@ -271,7 +271,8 @@ kiln_status opc_precheck(const kiln_output *out, uint64_t image_bytes, int has_c
     if (out->max_bytes && image_bytes > out->max_bytes)
         return kiln_error_limit(err, KILN_E_TOO_LARGE, "", out->max_bytes, image_bytes,
                                 "the images alone (%llu bytes) exceed the output limit of "
-                                "%llu bytes", (unsigned long long)image_bytes,
+                                "%llu bytes",
+                                (unsigned long long)image_bytes,
                                 (unsigned long long)out->max_bytes);
     if (has_chart && tmp_dir && access(tmp_dir, W_OK | X_OK) != 0)
         return kiln_error_set(err, KILN_E_WRITE, NULL,
@@ -385,12 +386,14 @@ static opc_rel_source *source_get(opc_package *pkg, const char *name)
     return s;
 }
 
-unsigned opc_rel_add(opc_package *pkg, const char *source, const char *type,
-                     const char *target, int external, kiln_error *err)
+unsigned opc_rel_add(opc_package *pkg, const char *source, const char *type, const char *target,
+                     int external, kiln_error *err)
 {
     if (!source || !type || !target) {
         kiln_error_set(err, KILN_E_INTERNAL, NULL, "a relationship is missing its %s",
-                       !source ? "source" : !type ? "type" : "target");
+                       !source ? "source"
+                       : !type ? "type"
+                               : "target");
         return 0;
     }
     opc_rel_source *s = source_get(pkg, source);
@@ -471,8 +474,8 @@ static kiln_status package_check(const opc_package *pkg, kiln_error *err)
     for (size_t i = 0; i < pkg->part_count; i++) {
         const opc_part *part = &pkg->parts[i];
         if (!part->content_type && !opc_default_for(pkg, part->name))
-            return kiln_error_set(err, KILN_E_INTERNAL, NULL,
-                                  "part \"%s\" has no content type", part->name);
+            return kiln_error_set(err, KILN_E_INTERNAL, NULL, "part \"%s\" has no content type",
+                                  part->name);
     }
     for (size_t i = 0; i < pkg->source_count; i++) {
         const opc_rel_source *s = &pkg->sources[i];
@@ -703,8 +706,8 @@ static zip_int64_t deflated_source(void *ud, void *data, zip_uint64_t len, zip_s
             return -1;
         }
         zip_file_attributes_t *attributes = data;
-        attributes->valid |=
-            ZIP_FILE_ATTRIBUTES_VERSION_NEEDED | ZIP_FILE_ATTRIBUTES_GENERAL_PURPOSE_BIT_FLAGS;
+        attributes->valid |= ZIP_FILE_ATTRIBUTES_VERSION_NEEDED |
+                             ZIP_FILE_ATTRIBUTES_GENERAL_PURPOSE_BIT_FLAGS;
         attributes->version_needed = OPC_VERSION_NEEDED_DEFLATE;
         attributes->general_purpose_bit_mask = OPC_GPBF_ALLOWED_MASK;
         attributes->general_purpose_bit_flags = OPC_GPBF_LEVEL_BITS(OPC_DEFLATE_LEVEL);

@@ -115,8 +115,7 @@ kiln_status opc_relationships_build(const opc_rel_source *source, unsigned char 
     for (size_t i = 0; i < source->count; i++) {
         if (write_relationship(x, &source->rels[i]) != 0) {
             opc_xml_free(x);
-            return kiln_error_set(err, KILN_E_NOMEM, NULL,
-                                  "out of memory writing relationships");
+            return kiln_error_set(err, KILN_E_NOMEM, NULL, "out of memory writing relationships");
         }
     }
     opc_xml_end(x);

@@ -64,8 +64,8 @@ kiln_status opc_template_write_bytes(opc_xml *x, const char *template_name, cons
         const opc_var *var = find_var(vars, var_count, name, name_len);
         if (!var)
             return kiln_error_set(err, KILN_E_INTERNAL, NULL,
-                                  "template %s: no value for placeholder {{%.*s}}",
-                                  template_name, (int)(name_len > 64 ? 64 : name_len), name);
+                                  "template %s: no value for placeholder {{%.*s}}", template_name,
+                                  (int)(name_len > 64 ? 64 : name_len), name);
         if (var->value) /* NULL is an empty value */
             opc_xml_text_anywhere(x, var->value, strlen(var->value));
         p = close + 2;

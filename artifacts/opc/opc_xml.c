@@ -73,14 +73,14 @@
 
 /* The part as written so far. */
 typedef struct xml_sink {
-    unsigned char *plain;   /* the bytes while the part is small */
+    unsigned char *plain; /* the bytes while the part is small */
     size_t plain_cap;
     z_stream z;
-    int deflating;          /* deflateInit2 done and deflateEnd not yet */
-    unsigned char *packed;  /* the compressed bytes, once deflating */
+    int deflating;         /* deflateInit2 done and deflateEnd not yet */
+    unsigned char *packed; /* the compressed bytes, once deflating */
     size_t packed_len, packed_cap;
-    uint64_t len;           /* plain bytes so far */
-    uint32_t crc;           /* their CRC-32, once deflating */
+    uint64_t len; /* plain bytes so far */
+    uint32_t crc; /* their CRC-32, once deflating */
 } xml_sink;
 
 /* An attribute of the held-back element: offsets into its tag. */
@@ -94,25 +94,25 @@ struct opc_xml {
                                sink (the writer owns it) */
     xmlTextWriterPtr w;
     int failed;
-    kiln_status fail_code;  /* KILN_E_NOMEM, KILN_E_INTERNAL or KILN_E_TOO_LARGE */
-    const char *fail_what;  /* a literal saying what went wrong */
-    size_t depth;           /* elements open, the held-back one included */
+    kiln_status fail_code; /* KILN_E_NOMEM, KILN_E_INTERNAL or KILN_E_TOO_LARGE */
+    const char *fail_what; /* a literal saying what went wrong */
+    size_t depth;          /* elements open, the held-back one included */
     /* The innermost element while it has neither children nor text (so
      * attributes may still be added): held back, its start tag built in
      * tag as it will be written. */
     int pending;
     char *tag;
     size_t tag_len, tag_cap;
-    size_t tag_name_len;    /* its name is at tag + 1 */
+    size_t tag_name_len; /* its name is at tag + 1 */
     tag_attr *attrs;
     size_t attr_count, attr_cap;
-    char *name;             /* a NUL-terminated name for libxml2 */
+    char *name; /* a NUL-terminated name for libxml2 */
     size_t name_cap;
-    char *scratch;          /* escaped copies of text that needed escaping */
+    char *scratch; /* escaped copies of text that needed escaping */
     size_t scratch_cap;
-    const uint64_t *rest_of_zip;    /* opc_xml_set_zip_ceiling; NULL = none */
+    const uint64_t *rest_of_zip; /* opc_xml_set_zip_ceiling; NULL = none */
     uint64_t ceiling;
-    uint64_t ceiling_reached;       /* the zip's least size when it failed */
+    uint64_t ceiling_reached; /* the zip's least size when it failed */
 };
 
 enum { ESCAPE_TEXT, ESCAPE_ATTR };
@@ -435,8 +435,7 @@ static size_t utf8_allowed(const unsigned char *p, size_t avail)
         return 3;
     }
     if (c < 0xF5) {
-        if (avail < 4 || (p[1] & 0xC0) != 0x80 || (p[2] & 0xC0) != 0x80 ||
-            (p[3] & 0xC0) != 0x80)
+        if (avail < 4 || (p[1] & 0xC0) != 0x80 || (p[2] & 0xC0) != 0x80 || (p[3] & 0xC0) != 0x80)
             return 0;
         if (c == 0xF0 && p[1] < 0x90)
             return 0; /* overlong */
@@ -451,17 +450,25 @@ static size_t utf8_allowed(const unsigned char *p, size_t avail)
 static const char *ascii_escape(unsigned char c, int mode)
 {
     switch (c) {
-    case '&': return "&amp;";
-    case '<': return "&lt;";
-    case '>': return "&gt;"; /* always, so "]]>" can never appear */
-    case '"': return mode == ESCAPE_ATTR ? "&quot;" : NULL;
+    case '&':
+        return "&amp;";
+    case '<':
+        return "&lt;";
+    case '>':
+        return "&gt;"; /* always, so "]]>" can never appear */
+    case '"':
+        return mode == ESCAPE_ATTR ? "&quot;" : NULL;
     /* Attribute values are normalized by every parser (tab and LF become
      * spaces) unless written as references; character data keeps them. A CR
      * is normalized away in both unless it is a reference. */
-    case '\t': return mode == ESCAPE_ATTR ? "&#9;" : NULL;
-    case '\n': return mode == ESCAPE_ATTR ? "&#10;" : NULL;
-    case '\r': return "&#13;";
-    default: return c < 0x20 ? "" : NULL;
+    case '\t':
+        return mode == ESCAPE_ATTR ? "&#9;" : NULL;
+    case '\n':
+        return mode == ESCAPE_ATTR ? "&#10;" : NULL;
+    case '\r':
+        return "&#13;";
+    default:
+        return c < 0x20 ? "" : NULL;
     }
 }
 
@@ -627,9 +634,9 @@ static int attr_allowed(opc_xml *x, const char *name)
     if (x->failed)
         return 0;
     if (!x->pending) {
-        fail(x, KILN_E_INTERNAL, x->depth == 0
-                                     ? "an attribute was written outside an element"
-                                     : "an attribute was written after the element's content");
+        fail(x, KILN_E_INTERNAL,
+             x->depth == 0 ? "an attribute was written outside an element"
+                           : "an attribute was written after the element's content");
         return 0;
     }
     if (!name || !*name) {
@@ -894,7 +901,8 @@ static kiln_status take_plain(opc_xml *x, unsigned char **data, kiln_error *err)
         *data = s->plain ? s->plain : malloc(1);
         s->plain = NULL;
         return *data ? KILN_E_OK
-                     : kiln_error_set(err, KILN_E_NOMEM, NULL, "out of memory finishing an XML part");
+                     : kiln_error_set(err, KILN_E_NOMEM, NULL,
+                                      "out of memory finishing an XML part");
     }
     if (s->len >= SIZE_MAX)
         return kiln_error_set(err, KILN_E_NOMEM, NULL, "an XML part is too large for memory");

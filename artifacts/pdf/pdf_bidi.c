@@ -76,8 +76,7 @@ kiln_status pdf_bidi_prepare(pdf_ctx *ctx, const kiln_text *in, pdf_bidi_text *o
     levels = malloc(total * sizeof *levels);
     arabic = malloc(total * sizeof *arabic);
     kiln_run *runs = kiln_arena_calloc(ctx->arena, in->run_count, sizeof *runs);
-    const uint8_t **run_levels = kiln_arena_calloc(ctx->arena, in->run_count,
-                                                   sizeof *run_levels);
+    const uint8_t **run_levels = kiln_arena_calloc(ctx->arena, in->run_count, sizeof *run_levels);
     if (!chars || !types || !brackets || !levels || !arabic || !runs || !run_levels) {
         st = kiln_error_set(ctx->err, KILN_E_NOMEM, NULL, "out of memory laying out text");
         goto release;
@@ -91,13 +90,14 @@ kiln_status pdf_bidi_prepare(pdf_ctx *ctx, const kiln_text *in, pdf_bidi_text *o
     fribidi_get_bracket_types(chars, (FriBidiStrIndex)n, types, brackets);
     if (!fribidi_get_par_embedding_levels_ex(types, brackets, (FriBidiStrIndex)n, &base,
                                              levels)) {
-        st = kiln_error_set(ctx->err, KILN_E_NOMEM, NULL, "out of memory resolving text direction");
+        st = kiln_error_set(ctx->err, KILN_E_NOMEM, NULL,
+                            "out of memory resolving text direction");
         goto release;
     }
     fribidi_get_joining_types(chars, (FriBidiStrIndex)n, arabic);
     fribidi_join_arabic(types, (FriBidiStrIndex)n, levels, arabic);
-    fribidi_shape(FRIBIDI_FLAGS_ARABIC | FRIBIDI_FLAG_SHAPE_MIRRORING, levels,
-                  (FriBidiStrIndex)n, arabic, chars);
+    fribidi_shape(FRIBIDI_FLAGS_ARABIC | FRIBIDI_FLAG_SHAPE_MIRRORING, levels, (FriBidiStrIndex)n,
+                  arabic, chars);
 
     /* back to UTF-8 runs, with each byte's level beside it */
     n = 0;

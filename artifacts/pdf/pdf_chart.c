@@ -66,31 +66,31 @@
 #include "../../common/color.h"
 #include "../../common/banned.h"
 
-#define PAD 4.0                  /* inside the box, around everything */
+#define PAD 4.0 /* inside the box, around everything */
 #define GRID_COLOR 0xD9D9D9
 #define AXIS_COLOR 0x8C8C8C
 #define LABEL_COLOR 0x595959
 #define AXIS_TITLE_COLOR 0x404040
 #define TITLE_COLOR 0x262626
 #define EMPTY_COLOR 0xBFBFBF
-#define VALUE_LIMIT 1e300        /* values are clamped to +-this */
+#define VALUE_LIMIT 1e300 /* values are clamped to +-this */
 #define MAX_INTERVALS 8
 #define MAX_TICKS (MAX_INTERVALS + 2)
-#define LEGEND_MEASURE_MAX 2000  /* entries measured for a legend: more never fit */
+#define LEGEND_MEASURE_MAX 2000 /* entries measured for a legend: more never fit */
 #define PI 3.14159265358979323846
 
 static const int32_t office_accents[] = {0x4472C4, 0xED7D31, 0xA5A5A5,
                                          0xFFC000, 0x5B9BD5, 0x70AD47};
 
 typedef struct box {
-    double x0, y0, x1, y1;  /* x0 <= x1, y0 <= y1 */
+    double x0, y0, x1, y1; /* x0 <= x1, y0 <= y1 */
 } box;
 
 /* One value axis: nice bounds, ticks and their labels. */
 typedef struct axis {
     double min, max, step;
-    long kmin;                /* the first tick is kmin * step */
-    size_t ticks;             /* tick count (intervals + 1) */
+    long kmin;    /* the first tick is kmin * step */
+    size_t ticks; /* tick count (intervals + 1) */
     char label[MAX_TICKS][KILN_NUMFMT_MAX];
     size_t label_len[MAX_TICKS];
     double label_w_max;
@@ -104,9 +104,9 @@ typedef struct chart {
     pdf_face *regular, *bold;
     double label_size, title_size;
     int is_pie, is_bar, stacked;
-    const char *value_format;  /* the value axis' number format, or NULL */
-    int quiet;                 /* a box too small for words: marks only */
-    double *below, *above;     /* stacked lines and areas: see stack_next */
+    const char *value_format; /* the value axis' number format, or NULL */
+    int quiet;                /* a box too small for words: marks only */
+    double *below, *above;    /* stacked lines and areas: see stack_next */
 } chart;
 
 /* ------------------------------------------------------------------ values */
@@ -172,7 +172,8 @@ static int32_t accent(const chart *ch, size_t i)
 {
     size_t n = accent_count(ch);
     size_t cycle = (i / n) % ACCENT_VARIANTS;
-    return kiln_color_lum(base_accent(ch, i), accent_variants[cycle][0], accent_variants[cycle][1]);
+    return kiln_color_lum(base_accent(ch, i), accent_variants[cycle][0],
+                          accent_variants[cycle][1]);
 }
 
 /* A series' colour: the spec's own, else the data's when it is not simply
@@ -252,7 +253,7 @@ static size_t fit_text(const chart *ch, pdf_face *face, double size, const char 
         if (w + cw + ell > max_w)
             break;
         w += cw;
-        if (cp != ' ') {   /* never end on a space before the ellipsis */
+        if (cp != ' ') { /* never end on a space before the ellipsis */
             keep = pos;
             keep_w = w;
         }
@@ -331,8 +332,8 @@ static void fill_rect(const chart *ch, double x0, double y0, double x1, double y
     HPDF_Page_Fill(ch->page);
 }
 
-static void stroke_line(const chart *ch, double x0, double y0, double x1, double y1,
-                        double width, int32_t color)
+static void stroke_line(const chart *ch, double x0, double y0, double x1, double y1, double width,
+                        int32_t color)
 {
     pdf_set_stroke(ch->page, color);
     HPDF_Page_SetLineWidth(ch->page, (HPDF_REAL)width);
@@ -432,7 +433,7 @@ static int scientific_decimals(const axis *a)
 static size_t format_compact(const axis *a, double v, char *buf, size_t cap)
 {
     double mag = fmax(fabs(a->min), fabs(a->max));
-    if (v == 0) {  /* "0", not "0.0M" nor "-0" */
+    if (v == 0) { /* "0", not "0.0M" nor "-0" */
         snprintf(buf, cap, "0");
         return 1;
     }
@@ -467,7 +468,7 @@ static void nice_axis(double lo, double hi, int include_zero, int max_intervals,
         hi = 1;
     }
     double mag = fmax(fabs(lo), fabs(hi));
-    if (hi - lo <= mag * 1e-12) {  /* one value: show it against zero */
+    if (hi - lo <= mag * 1e-12) { /* one value: show it against zero */
         include_zero = 1;
         if (mag < 1e-290) {
             lo = 0;
@@ -601,7 +602,8 @@ static void axis_labels(const chart *ch, axis *a, const char *format, pdf_face *
     }
     a->label_w_max = 0;
     for (size_t i = 0; i < a->ticks; i++)
-        a->label_w_max = fmax(a->label_w_max, text_width(ch, face, size, a->label[i], a->label_len[i]));
+        a->label_w_max = fmax(a->label_w_max,
+                              text_width(ch, face, size, a->label[i], a->label_len[i]));
 }
 
 /* Where v lies along [from, to] for the axis. */
@@ -672,10 +674,10 @@ static int wants_zero(const chart *ch, double lo, double hi)
 /* ------------------------------------------------------------------ legend */
 
 typedef struct legend {
-    size_t count;        /* entries */
-    size_t shown;        /* entries drawn (the rest summarised as "+N more") */
+    size_t count; /* entries */
+    size_t shown; /* entries drawn (the rest summarised as "+N more") */
     double swatch, gap, row_h, col_gap, text_max;
-    size_t cols, rows;   /* side legends */
+    size_t cols, rows; /* side legends */
     double w, h;
 } legend;
 
@@ -726,8 +728,8 @@ static void legend_entry_draw(const chart *ch, const legend *lg, size_t i, doubl
         marker(ch, x + sw / 2, y_mid, fmin(2.6, sw / 3), color);
     } else {
         double side = sw * 0.75;
-        fill_rect(ch, x + (sw - side) / 2, y_mid - side / 2, x + (sw + side) / 2, y_mid + side / 2,
-                  color);
+        fill_rect(ch, x + (sw - side) / 2, y_mid - side / 2, x + (sw + side) / 2,
+                  y_mid + side / 2, color);
     }
     char buf[32];
     size_t len;
@@ -765,7 +767,8 @@ static void legend_rows(const chart *ch, legend *lg, double x0, double width, do
         if (row + 1 == max_rows && j < n) {
             for (;;) {
                 more_len = more_text(n - j, more, sizeof more);
-                more_w = lg->col_gap + text_width(ch, ch->regular, ch->label_size, more, more_len);
+                more_w = lg->col_gap +
+                         text_width(ch, ch->regular, ch->label_size, more, more_len);
                 if (w + more_w <= width || j <= i + 1)
                     break;
                 j--;
@@ -815,8 +818,8 @@ static void legend_side_measure(const chart *ch, legend *lg, double avail_h, dou
     /* More columns only while every name still shows whole: a column of
      * "Series..." helps no one, "+N more" at least says what is missing. */
     size_t cols = (n + rows_fit - 1) / rows_fit;
-    size_t cols_max = (size_t)fmax(1, (max_w + lg->col_gap) /
-                                          (entry_fixed + natural + lg->col_gap));
+    size_t cols_max = (size_t)fmax(1,
+                                   (max_w + lg->col_gap) / (entry_fixed + natural + lg->col_gap));
     if (cols > cols_max)
         cols = cols_max;
     if (cols < 1)
@@ -933,10 +936,10 @@ static size_t nice_stride(size_t k)
 
 /* How the category labels go along a horizontal axis. */
 typedef struct cat_plan {
-    size_t k;      /* every k-th label is drawn */
-    int rotated;   /* 45 degrees, reading upwards, the end at the tick */
-    double slant;  /* rotated: the most text drawn along the slant */
-    double band;   /* height the labels need below the plot */
+    size_t k;     /* every k-th label is drawn */
+    int rotated;  /* 45 degrees, reading upwards, the end at the tick */
+    double slant; /* rotated: the most text drawn along the slant */
+    double band;  /* height the labels need below the plot */
 } cat_plan;
 
 static double widest_category(const chart *ch, double size)
@@ -1000,8 +1003,8 @@ static void plan_categories(const chart *ch, double spacing, size_t n, double ma
 
 /* How far the rotated labels that are drawn would reach left of lo (0 when
  * none does): the plot moves right by that much rather than cut them. */
-static double rotated_overhang(const chart *ch, const cat_plan *cp, double first,
-                               double spacing, size_t n, double lo)
+static double rotated_overhang(const chart *ch, const cat_plan *cp, double first, double spacing,
+                               size_t n, double lo)
 {
     double size = ch->label_size, over = 0;
     size_t k = cp->k > 0 ? cp->k : 1;
@@ -1009,7 +1012,7 @@ static double rotated_overhang(const chart *ch, const cat_plan *cp, double first
     for (size_t p = 0; p < n; p += k) {
         double room = first + p * spacing - lo;
         if (room > (cp->slant + size * 0.4) * COS45)
-            break;  /* this one and all further right fit */
+            break; /* this one and all further right fit */
         size_t len;
         const char *s = category_text(ch, p, buf, sizeof buf, &len);
         double w = fmin(cp->slant, text_width(ch, ch->regular, size, s, len));
@@ -1024,9 +1027,8 @@ static double rotated_overhang(const chart *ch, const cat_plan *cp, double first
  * never past [lo, hi]); or rotated 45 degrees with the end just below the
  * tick on axis_y, never reaching left of lo.
  */
-static void category_labels_x(const chart *ch, const cat_plan *cp, double first,
-                              double spacing, size_t n, double axis_y, double baseline,
-                              double lo, double hi)
+static void category_labels_x(const chart *ch, const cat_plan *cp, double first, double spacing,
+                              size_t n, double axis_y, double baseline, double lo, double hi)
 {
     if (n == 0)
         return;
@@ -1045,8 +1047,8 @@ static void category_labels_x(const chart *ch, const cat_plan *cp, double first,
             HPDF_Page_GSave(ch->page);
             HPDF_Page_Concat(ch->page, (HPDF_REAL)COS45, (HPDF_REAL)COS45, (HPDF_REAL)-COS45,
                              (HPDF_REAL)COS45, (HPDF_REAL)x, (HPDF_REAL)(axis_y - size * 0.5));
-            draw_fit(ch, ch->regular, size, LABEL_COLOR, 0, baseline_centered(0, size), s, len,
-                     w, ALIGN_RIGHT);
+            draw_fit(ch, ch->regular, size, LABEL_COLOR, 0, baseline_centered(0, size), s, len, w,
+                     ALIGN_RIGHT);
             HPDF_Page_GRestore(ch->page);
             continue;
         }
@@ -1060,9 +1062,9 @@ static void category_labels_x(const chart *ch, const cat_plan *cp, double first,
 /* ------------------------------------------------------------------ axis charts */
 
 typedef struct plot {
-    box b;              /* the plot area */
-    axis v;             /* value axis */
-    axis xv;            /* scatter: the x value axis */
+    box b;   /* the plot area */
+    axis v;  /* value axis */
+    axis xv; /* scatter: the x value axis */
 } plot;
 
 /* Gridlines across the value axis and the darker line at zero (or at the
@@ -1125,9 +1127,9 @@ static void value_labels_below(const chart *ch, const axis *a, const box *b, dou
     for (size_t i = 0; i < a->ticks; i++) {
         double x = axis_pos(a, tick_value(a, i), b->x0, b->x1);
         put_text(ch, ch->regular, ch->label_size, LABEL_COLOR,
-                      x - text_width(ch, ch->regular, ch->label_size, a->label[i],
-                                     a->label_len[i]) / 2,
-                      baseline, a->label[i], a->label_len[i]);
+                 x - text_width(ch, ch->regular, ch->label_size, a->label[i], a->label_len[i]) /
+                         2,
+                 baseline, a->label[i], a->label_len[i]);
     }
 }
 
@@ -1196,10 +1198,9 @@ static void draw_bars(const chart *ch, const plot *pl)
             double a1 = axis_pos(&pl->v, top, horizontal ? b->x0 : b->y0,
                                  horizontal ? b->x1 : b->y1);
             double c0 = ch->stacked ? centre - group / 2 : centre - group / 2 + each * s;
-            if (horizontal)  /* series in legend order from the top */
-                fill_rect(ch, a0, centre + group / 2 - (ch->stacked ? group : each * (s + 1)),
-                          a1, centre + group / 2 - (ch->stacked ? 0 : each * s),
-                          series_color(ch, s));
+            if (horizontal) /* series in legend order from the top */
+                fill_rect(ch, a0, centre + group / 2 - (ch->stacked ? group : each * (s + 1)), a1,
+                          centre + group / 2 - (ch->stacked ? 0 : each * s), series_color(ch, s));
             else
                 fill_rect(ch, c0, a0, c0 + each, a1, series_color(ch, s));
         }
@@ -1267,8 +1268,8 @@ static void draw_lines(const chart *ch, const plot *pl)
                 continue;
             if (ch->stacked)
                 v = ch->above[p];
-            marker(ch, category_pos(ch, p, b->x0, b->x1), axis_pos(&pl->v, v, b->y0, b->y1),
-                   2.4, color);
+            marker(ch, category_pos(ch, p, b->x0, b->x1), axis_pos(&pl->v, v, b->y0, b->y1), 2.4,
+                   color);
         }
     }
 }
@@ -1428,7 +1429,7 @@ static void draw_vertical_chart(chart *ch, box area)
         pl.b.x0 = x + pl.v.label_w_max + size * 0.5;
         pl.b.x1 = area.x1 - size * 0.3;
         if (c->kind == KILN_CHART_AREA && n > 1 && !cp.rotated)
-            pl.b.x1 = area.x1 - size * 1.5;  /* the last label is centred on the edge */
+            pl.b.x1 = area.x1 - size * 1.5; /* the last label is centred on the edge */
         if (pl.b.x1 - pl.b.x0 < size * 2)
             pl.b.x1 = pl.b.x0 + size * 2;
         if (n == 0)
@@ -1506,8 +1507,7 @@ static void draw_vertical_chart(chart *ch, box area)
         double first = category_pos(ch, 0, pl.b.x0, pl.b.x1);
         double spacing = n > 1 ? category_pos(ch, 1, pl.b.x0, pl.b.x1) - first
                                : pl.b.x1 - pl.b.x0;
-        category_labels_x(ch, &cp, first, spacing, n, pl.b.y0, cat_baseline, area.x0,
-                          area.x1);
+        category_labels_x(ch, &cp, first, spacing, n, pl.b.y0, cat_baseline, area.x0, area.x1);
     }
     if (has_text(c->y_title))
         draw_vertical(ch, f, size, AXIS_TITLE_COLOR, y_title_x, (pl.b.y0 + pl.b.y1) / 2,
@@ -1612,8 +1612,8 @@ static void polar(double cx, double cy, double r, double deg, double *x, double 
 }
 
 /* Is the label rectangle inside the ring sector [a0, a1] x [r0, r1]? */
-static int label_fits(double cx, double cy, double r0, double r1, double a0, double a1,
-                      double x0, double y0, double x1, double y1)
+static int label_fits(double cx, double cy, double r0, double r1, double a0, double a1, double x0,
+                      double y0, double x1, double y1)
 {
     double xs[4] = {x0, x1, x0, x1}, ys[4] = {y0, y0, y1, y1};
     for (int i = 0; i < 4; i++) {
@@ -1621,7 +1621,7 @@ static int label_fits(double cx, double cy, double r0, double r1, double a0, dou
         double r = sqrt(dx * dx + dy * dy);
         if (r < r0 || r > r1)
             return 0;
-        double a = atan2(dx, dy) * 180.0 / PI;  /* clockwise from 12 o'clock */
+        double a = atan2(dx, dy) * 180.0 / PI; /* clockwise from 12 o'clock */
         if (a < 0)
             a += 360;
         if (a < a0)
@@ -1657,7 +1657,7 @@ static void draw_pie(chart *ch, box area)
             total += v;
     }
     HPDF_Page_SetLineJoin(ch->page, HPDF_ROUND_JOIN);
-    if (!(total > 0)) {  /* nothing to share: an empty ring */
+    if (!(total > 0)) { /* nothing to share: an empty ring */
         pdf_set_stroke(ch->page, EMPTY_COLOR);
         HPDF_Page_SetLineWidth(ch->page, 0.75f);
         HPDF_Page_Circle(ch->page, (HPDF_REAL)cx, (HPDF_REAL)cy, (HPDF_REAL)r);
@@ -1686,15 +1686,15 @@ static void draw_pie(chart *ch, box area)
             if (doughnut) {
                 polar(cx, cy, r, a, &sx, &sy);
                 HPDF_Page_MoveTo(ch->page, (HPDF_REAL)sx, (HPDF_REAL)sy);
-                HPDF_Page_Arc(ch->page, (HPDF_REAL)cx, (HPDF_REAL)cy, (HPDF_REAL)r,
-                              (HPDF_REAL)a, (HPDF_REAL)a1);
+                HPDF_Page_Arc(ch->page, (HPDF_REAL)cx, (HPDF_REAL)cy, (HPDF_REAL)r, (HPDF_REAL)a,
+                              (HPDF_REAL)a1);
                 /* back along the hole, counter-clockwise */
                 HPDF_Page_Arc(ch->page, (HPDF_REAL)cx, (HPDF_REAL)cy, (HPDF_REAL)hole,
                               (HPDF_REAL)a1, (HPDF_REAL)a);
             } else {
                 HPDF_Page_MoveTo(ch->page, (HPDF_REAL)cx, (HPDF_REAL)cy);
-                HPDF_Page_Arc(ch->page, (HPDF_REAL)cx, (HPDF_REAL)cy, (HPDF_REAL)r,
-                              (HPDF_REAL)a, (HPDF_REAL)a1);
+                HPDF_Page_Arc(ch->page, (HPDF_REAL)cx, (HPDF_REAL)cy, (HPDF_REAL)r, (HPDF_REAL)a,
+                              (HPDF_REAL)a1);
             }
             HPDF_Page_ClosePath(ch->page);
             if (sep > 0)
@@ -1732,7 +1732,7 @@ static void draw_pie(chart *ch, box area)
                 polar(cx, cy, (r + hole) / 2, 180, &lx, &ly);
             if (fits)
                 put_text(ch, f, size, text_on(slice_color(ch, p)), lx - w / 2,
-                              baseline_centered(ly, size), buf, (size_t)len);
+                         baseline_centered(ly, size), buf, (size_t)len);
         }
         a = a1;
     }
@@ -1749,8 +1749,8 @@ static void draw_title(const chart *ch, box *area)
     double ts = ch->title_size, w = area->x1 - area->x0;
     const char *t = ch->spec->title;
     size_t len = strlen(t);
-    size_t first = len;  /* bytes on the first line */
-    size_t rest = len;   /* where the second line starts */
+    size_t first = len; /* bytes on the first line */
+    size_t rest = len;  /* where the second line starts */
     if (text_width(ch, tf, ts, t, len) > w && area->y1 - area->y0 > ts * 8) {
         size_t pos = 0, brk = 0;
         double acc = 0;
@@ -1779,7 +1779,6 @@ static void draw_title(const chart *ch, box *area)
     }
     area->y1 = baseline + tf->descent * ts - ts * 0.5;
 }
-
 
 typedef struct dated_point {
     double serial;
@@ -1814,8 +1813,8 @@ static kiln_status in_date_order(pdf_ctx *ctx, const kiln_chart_data *d,
     kiln_chart_data *sorted = kiln_arena_alloc(a, sizeof *sorted);
     const char **texts = kiln_arena_calloc(a, n, sizeof *texts);
     double *serials = kiln_arena_calloc(a, n, sizeof *serials);
-    kiln_chart_series_data *series =
-        kiln_arena_calloc(a, d->series_count ? d->series_count : 1, sizeof *series);
+    kiln_chart_series_data *series = kiln_arena_calloc(a, d->series_count ? d->series_count : 1,
+                                                       sizeof *series);
     if (!order || !sorted || !texts || !serials || !series)
         goto nomem;
     for (i = 0; i < n; i++)

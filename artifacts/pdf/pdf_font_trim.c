@@ -28,9 +28,8 @@
 
 /* The tables libharu 2.3.0 copies into the PDF (REQUIRED_TAGS in
  * hpdf_fontdef_tt.c); anything else is left out of the copy. */
-static const char *const kept_tables[] = {"OS/2", "cmap", "cvt ", "fpgm", "glyf", "head",
-                                          "hhea", "hmtx", "loca", "maxp", "name", "post",
-                                          "prep"};
+static const char *const kept_tables[] = {"OS/2", "cmap", "cvt ", "fpgm", "glyf", "head", "hhea",
+                                          "hmtx", "loca", "maxp", "name", "post", "prep"};
 
 #define MAX_TABLES 64
 
@@ -128,8 +127,8 @@ static unsigned char *build_trimmed(const unsigned char *file, size_t size, int 
     }
     /* what libharu cannot do without (hpdf_fontdef_tt.c parses these) */
     {
-        static const char *const needed[] = {"head", "hhea", "maxp", "cmap", "hmtx", "loca",
-                                             "glyf"};
+        static const char *const needed[] = {"head", "hhea", "maxp", "cmap",
+                                             "hmtx", "loca", "glyf"};
         for (size_t k = 0; k < sizeof needed / sizeof needed[0]; k++) {
             int found = 0;
             for (size_t i = 0; i < count; i++)

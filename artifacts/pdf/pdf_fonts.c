@@ -56,10 +56,10 @@ static int name_has(const char *name, const char *part)
 
 pdf_family pdf_family_for_name(const char *name)
 {
-    static const char *const mono[] = {"mono", "courier", "consolas", "code", "menlo",
-                                       "monaco", "typewriter"};
-    static const char *const serif[] = {"times", "georgia", "cambria", "garamond", "book",
-                                        "palatino", "minion", "baskerville", "charter"};
+    static const char *const mono[] = {"mono",  "courier", "consolas",  "code",
+                                       "menlo", "monaco",  "typewriter"};
+    static const char *const serif[] = {"times",    "georgia", "cambria",     "garamond", "book",
+                                        "palatino", "minion",  "baskerville", "charter"};
     if (!name)
         return PDF_FAMILY_SANS;
     for (size_t i = 0; i < sizeof mono / sizeof mono[0]; i++)
@@ -134,7 +134,8 @@ static pdf_face *face_load(pdf_fonts *fonts, const char *path, int index, kiln_e
         face->ft = NULL;
         kiln_error_set(err, KILN_E_INTERNAL, NULL,
                        "cannot read font %s (install Debian's fonts-dejavu-core and "
-                       "fonts-dejavu-extra)", path);
+                       "fonts-dejavu-extra)",
+                       path);
         goto fail_free_face;
     }
     if (!FT_IS_SFNT(face->ft) || face->ft->units_per_EM == 0) {
@@ -236,8 +237,7 @@ static pdf_face *face_for(pdf_fonts *fonts, pdf_face *face, uint32_t cp)
         return face;
     /* DejaVu Sans upright has the widest coverage (Arabic and Hebrew, which
      * the Serif and the oblique faces lack), then the CJK fallback */
-    if (face != fonts->faces[PDF_FAMILY_SANS][face->style & PDF_STYLE_BOLD] &&
-        cp <= 0xFFFF) {
+    if (face != fonts->faces[PDF_FAMILY_SANS][face->style & PDF_STYLE_BOLD] && cp <= 0xFFFF) {
         kiln_error ignored;
         fb = pdf_fonts_face(fonts, PDF_FAMILY_SANS, face->style & PDF_STYLE_BOLD, &ignored);
         if (fb && face_width(fb, cp) != PDF_WIDTH_MISSING)
@@ -253,8 +253,8 @@ static int is_invisible(uint32_t cp)
 {
     /* C0/C1 controls, soft hyphen, zero-width space/joiners, BOM: no glyph is
      * wanted, so they are neither drawn nor reported */
-    return cp < 0x20 || (cp >= 0x7F && cp < 0xA0) || cp == 0xAD || cp == 0x200B ||
-           cp == 0x200C || cp == 0x200D || cp == 0xFEFF;
+    return cp < 0x20 || (cp >= 0x7F && cp < 0xA0) || cp == 0xAD || cp == 0x200B || cp == 0x200C ||
+           cp == 0x200D || cp == 0xFEFF;
 }
 
 double pdf_char_width(pdf_fonts *fonts, pdf_face *face, uint32_t cp, double size)
@@ -271,8 +271,7 @@ double pdf_char_width(pdf_fonts *fonts, pdf_face *face, uint32_t cp, double size
     return face_width(drawn, cp) * size / 1000.0;
 }
 
-double pdf_text_width(pdf_fonts *fonts, pdf_face *face, const char *s, size_t len,
-                      double size)
+double pdf_text_width(pdf_fonts *fonts, pdf_face *face, const char *s, size_t len, double size)
 {
     long units = 0;
     size_t pos = 0;
@@ -314,7 +313,8 @@ void pdf_set_fill(HPDF_Page page, int32_t rgb)
         same_rgb(HPDF_Page_GetRGBFill(page), rgb))
         return;
     HPDF_Page_SetRGBFill(page, (HPDF_REAL)((rgb >> 16) & 0xFF) / 255.0f,
-                         (HPDF_REAL)((rgb >> 8) & 0xFF) / 255.0f, (HPDF_REAL)(rgb & 0xFF) / 255.0f);
+                         (HPDF_REAL)((rgb >> 8) & 0xFF) / 255.0f,
+                         (HPDF_REAL)(rgb & 0xFF) / 255.0f);
 }
 
 void pdf_set_stroke(HPDF_Page page, int32_t rgb)
@@ -384,7 +384,8 @@ void pdf_draw_text(pdf_ctx *ctx, HPDF_Page page, pdf_face *face, double size, in
             if (fonts->missing_count++ == 0)
                 fonts->missing_first = cp;
             face->drawn['?' >> 3] |= (uint8_t)(1u << ('?' & 7));
-            x += show_span(page, face, size, x, y, "?", 0, 1, face_width(face, '?') * size / 1000.0);
+            x += show_span(page, face, size, x, y, "?", 0, 1,
+                           face_width(face, '?') * size / 1000.0);
             span_width = 0;
             span_start = pos;
             span_face = face;

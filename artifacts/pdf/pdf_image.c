@@ -183,7 +183,8 @@ static HPDF_STATUS image_after_write(HPDF_Dict img)
 
 /* Give img /Filter [/FlateDecode] /DecodeParms [<< /Predictor 15 ... >>] for
  * a stream the caller fills with zlib data of PNG-filtered rows. */
-static HPDF_STATUS keep_compressed(HPDF_Dict img, unsigned colors, unsigned bits, uint32_t columns)
+static HPDF_STATUS keep_compressed(HPDF_Dict img, unsigned colors, unsigned bits,
+                                   uint32_t columns)
 {
     HPDF_Dict parms = HPDF_Dict_New(img->mmgr);
     if (!parms)
@@ -217,10 +218,10 @@ static int too_many_pixels(pdf_ctx *ctx, const kiln_image *image, uint32_t w, ui
 /* ------------------------------------------------------------------ JPEG */
 
 typedef struct jpeg_info {
-    unsigned sof;           /* the frame header's marker (0xC0..0xCF) */
-    unsigned precision;     /* bits per sample */
+    unsigned sof;       /* the frame header's marker (0xC0..0xCF) */
+    unsigned precision; /* bits per sample */
     unsigned components;
-    int adobe;              /* an Adobe APP14 segment is present */
+    int adobe;                /* an Adobe APP14 segment is present */
     unsigned adobe_transform; /* its colour transform: 0 none, 1 YCbCr, 2 YCCK */
 } jpeg_info;
 
@@ -554,9 +555,9 @@ static const unsigned char *filter_row(const unsigned char *row, const unsigned 
             break;
         default:
             for (size_t i = 0; i < n; i++)
-                t[i] = (unsigned char)(row[i] - (i >= bpp ? paeth(row[i - bpp], prev[i],
-                                                                  prev[i - bpp])
-                                                          : prev[i]));
+                t[i] = (unsigned char)(row[i] - (i >= bpp
+                                                     ? paeth(row[i - bpp], prev[i], prev[i - bpp])
+                                                     : prev[i]));
             break;
         }
         uint64_t sum = 0;
@@ -605,8 +606,10 @@ static kiln_status load_png_decoded(pdf_ctx *ctx, const kiln_image *image, HPDF_
     /* The simplified API catches libpng's errors itself (its longjmp stays
      * inside libpng) and reports them in png.message. */
     if (!png_image_begin_read_from_memory(&png, image->data, image->size)) {
-        status = kiln_error_set(ctx->err, KILN_E_INPUT, NULL, "image %s is a PNG libpng cannot "
-                                "read (%s)", image_name(image), png.message);
+        status = kiln_error_set(ctx->err, KILN_E_INPUT, NULL,
+                                "image %s is a PNG libpng cannot "
+                                "read (%s)",
+                                image_name(image), png.message);
         goto free_png;
     }
     if (too_many_pixels(ctx, image, png.width, png.height)) {
@@ -629,8 +632,10 @@ static kiln_status load_png_decoded(pdf_ctx *ctx, const kiln_image *image, HPDF_
         goto free_png;
     }
     if (!png_image_finish_read(&png, NULL, pixels, (png_int_32)stride, NULL)) {
-        status = kiln_error_set(ctx->err, KILN_E_INPUT, NULL, "image %s is a PNG libpng cannot "
-                                "read (%s)", image_name(image), png.message);
+        status = kiln_error_set(ctx->err, KILN_E_INPUT, NULL,
+                                "image %s is a PNG libpng cannot "
+                                "read (%s)",
+                                image_name(image), png.message);
         goto free_png;
     }
 
@@ -645,7 +650,8 @@ static kiln_status load_png_decoded(pdf_ctx *ctx, const kiln_image *image, HPDF_
         status = no_memory(ctx, image);
         goto free_png;
     }
-    unsigned char *cur = rows, *prev = rows + n, *scratch_a = prev + n, *scratch_b = scratch_a + n;
+    unsigned char *cur = rows, *prev = rows + n, *scratch_a = prev + n,
+                  *scratch_b = scratch_a + n;
     memset(prev, 0, n);
     for (uint32_t y = 0; y < png.height; y++) {
         const unsigned char *src = pixels + y * stride;

@@ -59,15 +59,15 @@ enum { PDF_STYLE_BOLD = 1, PDF_STYLE_ITALIC = 2, PDF_STYLE__COUNT = 4 };
 
 /* One font file in one style, loaded on first use. */
 typedef struct pdf_face {
-    HPDF_Font font;          /* libharu's, UTF-8 encoded, embedded (subset) */
-    FT_Face ft;              /* FreeType's view of the same file: metrics, coverage */
-    const char *file;        /* path, for messages */
-    double ascent, descent;  /* per point of size; descent is negative */
-    int16_t *widths;         /* per BMP code point: advance in 1/1000 em as libharu writes
-                                it into /W; PDF_WIDTH_UNKNOWN until looked up,
-                                PDF_WIDTH_MISSING when the face has no glyph */
-    uint8_t *drawn;          /* bitmap of the BMP code points drawn in this face */
-    unsigned style;          /* PDF_STYLE_* it was loaded for */
+    HPDF_Font font;         /* libharu's, UTF-8 encoded, embedded (subset) */
+    FT_Face ft;             /* FreeType's view of the same file: metrics, coverage */
+    const char *file;       /* path, for messages */
+    double ascent, descent; /* per point of size; descent is negative */
+    int16_t *widths;        /* per BMP code point: advance in 1/1000 em as libharu writes
+                               it into /W; PDF_WIDTH_UNKNOWN until looked up,
+                               PDF_WIDTH_MISSING when the face has no glyph */
+    uint8_t *drawn;         /* bitmap of the BMP code points drawn in this face */
+    unsigned style;         /* PDF_STYLE_* it was loaded for */
 } pdf_face;
 
 #define PDF_WIDTH_UNKNOWN INT16_MIN
@@ -77,7 +77,7 @@ typedef struct pdf_fonts {
     HPDF_Doc pdf;
     FT_Library ft;
     pdf_face *faces[PDF_FAMILY__COUNT][PDF_STYLE__COUNT];
-    pdf_face *fallback;       /* CJK and whatever else the main faces lack; NULL = none */
+    pdf_face *fallback; /* CJK and whatever else the main faces lack; NULL = none */
     int fallback_tried;
     /* characters no face could draw: counted, the first one remembered */
     uint64_t missing_count;
@@ -106,53 +106,51 @@ pdf_face *pdf_fonts_face(pdf_fonts *fonts, pdf_family family, unsigned style, ki
  * text is drawn and before saving. */
 kiln_status pdf_fonts_finish(pdf_fonts *fonts, kiln_error *err);
 
-
 /* Advance of code point cp in face at size (points), falling back to the
  * fallback face, then to the width of '?' (what pdf_draw_text draws). */
 double pdf_char_width(pdf_fonts *fonts, pdf_face *face, uint32_t cp, double size);
 /* Width of a UTF-8 string, the same way. */
-double pdf_text_width(pdf_fonts *fonts, pdf_face *face, const char *s, size_t len,
-                      double size);
+double pdf_text_width(pdf_fonts *fonts, pdf_face *face, const char *s, size_t len, double size);
 
 /* ------------------------------------------------------------------ context */
 
-typedef struct pdf_heading_mark {  /* a heading, for the outline and the TOC */
+typedef struct pdf_heading_mark { /* a heading, for the outline and the TOC */
     const char *text;             /* UTF-8, NUL-terminated (arena) */
     int level;                    /* 1..6 */
     size_t page;                  /* 0-based page index */
     double y;                     /* top of the heading on that page */
 } pdf_heading_mark;
 
-typedef struct pdf_link {         /* an internal or external link, placed at the end */
+typedef struct pdf_link { /* an internal or external link, placed at the end */
     size_t page;
-    double x0, y0, x1, y1;        /* the clickable rectangle */
-    const char *uri;              /* external; NULL = internal */
-    size_t heading;               /* internal: index into ctx->headings */
+    double x0, y0, x1, y1; /* the clickable rectangle */
+    const char *uri;       /* external; NULL = internal */
+    size_t heading;        /* internal: index into ctx->headings */
 } pdf_link;
 
 typedef struct pdf_ctx {
     const kiln_doc *doc;
     const kiln_render_options *opt;
     kiln_error *err;
-    kiln_arena *arena;            /* per-render allocations */
+    kiln_arena *arena; /* per-render allocations */
     HPDF_Doc pdf;
     pdf_fonts fonts;
 
     /* pages */
-    HPDF_Page page;               /* current page; NULL before the first */
-    HPDF_Page *pages;             /* every page so far (for footers, links, the TOC) */
+    HPDF_Page page;   /* current page; NULL before the first */
+    HPDF_Page *pages; /* every page so far (for footers, links, the TOC) */
     size_t page_count, page_cap;
     double page_w, page_h;
     double left, right, top, bottom; /* the text area: x from left to right, y from
                                         bottom (above the footer) to top */
-    double y;                     /* top of the free space on the current page */
+    double y;                        /* top of the free space on the current page */
     double header_baseline, footer_baseline, furniture_size; /* page header and footer */
-    int page_fresh;               /* nothing placed on the current page yet */
+    int page_fresh; /* nothing placed on the current page yet */
 
     /* typography from the theme */
     pdf_family body_family, heading_family, mono_family;
-    double body_size;             /* theme font size (x 1.5 for slides) */
-    int slides;                   /* a deck: each slide a landscape page */
+    double body_size; /* theme font size (x 1.5 for slides) */
+    int slides;       /* a deck: each slide a landscape page */
     int32_t accents[12];
     int accent_count;
     int32_t header_fill, header_font_color;
@@ -163,11 +161,11 @@ typedef struct pdf_ctx {
     pdf_link *links;
     size_t link_count, link_cap;
     size_t table_number, figure_number; /* captions: "Table N", "Figure N" */
-    struct pdf_image_cache *images; /* pdf_image.c's: each kiln_image loaded once */
+    struct pdf_image_cache *images;     /* pdf_image.c's: each kiln_image loaded once */
 
-    const kiln_flow *flow;        /* what is being laid out (the TOC looks ahead) */
-    size_t flow_heading_count;    /* headings of the flow laid out so far */
-    struct pdf_toc_entry *toc;    /* TOC lines waiting for their page numbers */
+    const kiln_flow *flow;     /* what is being laid out (the TOC looks ahead) */
+    size_t flow_heading_count; /* headings of the flow laid out so far */
+    struct pdf_toc_entry *toc; /* TOC lines waiting for their page numbers */
     size_t toc_count, toc_cap;
 } pdf_ctx;
 
@@ -200,38 +198,38 @@ void pdf_draw_text(pdf_ctx *ctx, HPDF_Page page, pdf_face *face, double size, in
 
 typedef struct pdf_para_style {
     pdf_family family;
-    unsigned style;               /* PDF_STYLE_* applied to every run (headings: bold) */
-    double size;                  /* points */
-    double leading;               /* line height as a multiple of size (1.25 typical) */
-    int32_t color;                /* default text color */
-    kiln_align align;             /* LEFT/CENTER/RIGHT/JUSTIFY (DEFAULT = LEFT) */
-    int preserve_spaces;          /* code: keep runs of spaces and break only at line feeds
-                                     and, for over-long lines, anywhere */
+    unsigned style;      /* PDF_STYLE_* applied to every run (headings: bold) */
+    double size;         /* points */
+    double leading;      /* line height as a multiple of size (1.25 typical) */
+    int32_t color;       /* default text color */
+    kiln_align align;    /* LEFT/CENTER/RIGHT/JUSTIFY (DEFAULT = LEFT) */
+    int preserve_spaces; /* code: keep runs of spaces and break only at line feeds
+                            and, for over-long lines, anywhere */
 } pdf_para_style;
 
-typedef struct pdf_frag {         /* a piece of one run drawn in one face */
-    const char *text;             /* UTF-8, borrowed from the spec or the arena */
+typedef struct pdf_frag { /* a piece of one run drawn in one face */
+    const char *text;     /* UTF-8, borrowed from the spec or the arena */
     size_t len;
     pdf_face *face;
-    double size;                  /* after super/subscript */
-    double rise;                  /* baseline shift (superscript > 0) */
+    double size; /* after super/subscript */
+    double rise; /* baseline shift (superscript > 0) */
     double width;
     int32_t color;
-    unsigned flags;               /* KILN_RUN_UNDERLINE / STRIKE / CODE */
-    const char *link;             /* URL or NULL */
-    int is_space;                 /* 1: spaces, a break opportunity that vanishes at a line
-                                     end; 2: a forced line break (no text) */
-    uint8_t level;                /* bidi embedding level: odd = right to left */
-    int break_after;              /* a line may end after this fragment */
+    unsigned flags;   /* KILN_RUN_UNDERLINE / STRIKE / CODE */
+    const char *link; /* URL or NULL */
+    int is_space;     /* 1: spaces, a break opportunity that vanishes at a line
+                         end; 2: a forced line break (no text) */
+    uint8_t level;    /* bidi embedding level: odd = right to left */
+    int break_after;  /* a line may end after this fragment */
 } pdf_frag;
 
 typedef struct pdf_line {
-    size_t first, count;          /* fragments */
-    double width;                 /* natural width without trailing spaces */
-    double ascent, descent;       /* largest in the line (descent negative) */
-    double height;                /* line advance */
-    int ends_paragraph;           /* last line of the paragraph, or before a hard break:
-                                     never justified */
+    size_t first, count;    /* fragments */
+    double width;           /* natural width without trailing spaces */
+    double ascent, descent; /* largest in the line (descent negative) */
+    double height;          /* line advance */
+    int ends_paragraph;     /* last line of the paragraph, or before a hard break:
+                               never justified */
 } pdf_line;
 
 typedef struct pdf_para {
@@ -239,18 +237,18 @@ typedef struct pdf_para {
     size_t frag_count, frag_cap;
     pdf_line *lines;
     size_t line_count, line_cap;
-    double width;                 /* the width the lines were broken for */
+    double width; /* the width the lines were broken for */
     kiln_align align;
-    int bidi;                     /* holds right-to-left text: lines are reordered when drawn */
+    int bidi; /* holds right-to-left text: lines are reordered when drawn */
 } pdf_para;
 
 /* A paragraph's runs made ready for right-to-left text (pdf_bidi.c). */
 typedef struct pdf_bidi_text {
-    kiln_text text;               /* the runs to lay out: the input itself, or copies with
-                                     Arabic shaped and brackets mirrored (arena) */
-    const uint8_t **levels;       /* per run, per byte: the embedding level; NULL when the
-                                     text has no right-to-left characters */
-    int rtl;                      /* the paragraph's base direction is right to left */
+    kiln_text text;         /* the runs to lay out: the input itself, or copies with
+                               Arabic shaped and brackets mirrored (arena) */
+    const uint8_t **levels; /* per run, per byte: the embedding level; NULL when the
+                               text has no right-to-left characters */
+    int rtl;                /* the paragraph's base direction is right to left */
 } pdf_bidi_text;
 
 kiln_status pdf_bidi_prepare(pdf_ctx *ctx, const kiln_text *in, pdf_bidi_text *out);
@@ -295,8 +293,8 @@ double pdf_table_min_height(const kiln_table_data *d);
 kiln_status pdf_toc_finish(pdf_ctx *ctx);
 
 /* A table block or a sheet's table (pdf_table.c). caption may be NULL. */
-kiln_status pdf_table_layout(pdf_ctx *ctx, const kiln_table_data *data,
-                             const kiln_sheet *sheet, const char *caption);
+kiln_status pdf_table_layout(pdf_ctx *ctx, const kiln_table_data *data, const kiln_sheet *sheet,
+                             const char *caption);
 
 /* An image fitted to max_w x max_h (pdf_image.c). Loaded once per kiln_image
  * and reused. width_pt 0 = natural size (at its dpi, 96 when unknown). */

@@ -28,13 +28,13 @@
 #include "../../common/banned.h"
 
 typedef struct pdf_toc_entry {
-    size_t page;              /* where the entry's last line is */
-    double baseline;          /* of that line */
-    double text_end;          /* x where that line's text ends (dot leaders start) */
-    double top;               /* top of the entry (its first line), for the link */
-    size_t top_page;          /* page of the first line */
-    double x0, x1;            /* horizontal extent */
-    size_t heading;           /* index into ctx->headings */
+    size_t page;     /* where the entry's last line is */
+    double baseline; /* of that line */
+    double text_end; /* x where that line's text ends (dot leaders start) */
+    double top;      /* top of the entry (its first line), for the link */
+    size_t top_page; /* page of the first line */
+    double x0, x1;   /* horizontal extent */
+    size_t heading;  /* index into ctx->headings */
     double size;
     pdf_face *face;
 } pdf_toc_entry;
@@ -79,7 +79,7 @@ static void mark_used(pdf_ctx *ctx)
 
 static pdf_para_style body_style(const pdf_ctx *ctx)
 {
-    pdf_para_style st = {ctx->body_family, 0, ctx->body_size, 1.3, TEXT_COLOR,
+    pdf_para_style st = {ctx->body_family,   0, ctx->body_size, 1.3, TEXT_COLOR,
                          KILN_ALIGN_DEFAULT, 0}; /* left, or right for right-to-left text */
     return st;
 }
@@ -92,8 +92,13 @@ static double heading_size(const pdf_ctx *ctx, int level)
 
 static pdf_para_style heading_style(const pdf_ctx *ctx, int level)
 {
-    pdf_para_style st = {ctx->heading_family, PDF_STYLE_BOLD, heading_size(ctx, level), 1.2,
-                         level == 1 ? HEADING_COLOR_1 : HEADING_COLOR, KILN_ALIGN_DEFAULT, 0};
+    pdf_para_style st = {ctx->heading_family,
+                         PDF_STYLE_BOLD,
+                         heading_size(ctx, level),
+                         1.2,
+                         level == 1 ? HEADING_COLOR_1 : HEADING_COLOR,
+                         KILN_ALIGN_DEFAULT,
+                         0};
     if (level >= 5)
         st.style |= PDF_STYLE_ITALIC;
     return st;
@@ -312,8 +317,7 @@ static kiln_status layout_list(pdf_ctx *ctx, const kiln_list *list, int depth, d
     for (size_t i = 0; i < list->item_count; i++) {
         double mw;
         /* start + i in 64 bits: a list may start at 2147483647 */
-        kiln_list_marker(marks, depth, (int64_t)list->start + (int64_t)i, marker,
-                         sizeof marker);
+        kiln_list_marker(marks, depth, (int64_t)list->start + (int64_t)i, marker, sizeof marker);
         mw = pdf_text_width(&ctx->fonts, face, marker, strlen(marker), st.size) + st.size * 0.5;
         if (mw + 4 > hang)
             hang = mw + 4;
@@ -327,8 +331,7 @@ static kiln_status layout_list(pdf_ctx *ctx, const kiln_list *list, int depth, d
     for (size_t i = 0; i < list->item_count; i++) {
         const kiln_list_item *item = &list->items[i];
 
-        kiln_list_marker(marks, depth, (int64_t)list->start + (int64_t)i, marker,
-                         sizeof marker);
+        kiln_list_marker(marks, depth, (int64_t)list->start + (int64_t)i, marker, sizeof marker);
         rc = pdf_para_layout(ctx, &item->text, &st, width, &para);
         if (rc != KILN_E_OK)
             break;
@@ -365,7 +368,7 @@ static kiln_status layout_list(pdf_ctx *ctx, const kiln_list *list, int depth, d
 static kiln_status layout_code(pdf_ctx *ctx, const kiln_block *b)
 {
     pdf_para_style st = {ctx->mono_family, 0, ctx->body_size * CODE_SIZE, CODE_LEADING, 0x1F1F1F,
-                         KILN_ALIGN_LEFT, 1};
+                         KILN_ALIGN_LEFT,  1};
     const double pad = CODE_PAD;
     pdf_para para = {0};
     size_t done = 0;
@@ -494,14 +497,15 @@ static kiln_status layout_caption(pdf_ctx *ctx, const char *label, size_t number
         if (caption[i] >= '0' && caption[i] <= '9') {
             while (caption[i] >= '0' && caption[i] <= '9')
                 i++;
-            if (!((caption[i] >= 'A' && caption[i] <= 'Z') || (caption[i] >= 'a' && caption[i] <= 'z')))
+            if (!((caption[i] >= 'A' && caption[i] <= 'Z') ||
+                  (caption[i] >= 'a' && caption[i] <= 'z')))
                 label = NULL;
         }
     }
-    s = !label                     ? kiln_arena_strdup(ctx->arena, caption)
-        : caption && *caption      ? kiln_arena_printf(ctx->arena, "%s %zu: %s", label, number,
-                                                       caption)
-                                   : kiln_arena_printf(ctx->arena, "%s %zu", label, number);
+    s = !label ? kiln_arena_strdup(ctx->arena, caption)
+        : caption && *caption
+            ? kiln_arena_printf(ctx->arena, "%s %zu: %s", label, number, caption)
+            : kiln_arena_printf(ctx->arena, "%s %zu", label, number);
 
     if (!s)
         return kiln_error_set(ctx->err, KILN_E_NOMEM, NULL, "out of memory");
@@ -683,8 +687,8 @@ static kiln_status layout_toc(pdf_ctx *ctx, const kiln_block *b)
             break;
         last = &para.lines[para.line_count - 1];
         e->page = ctx->page_count - 1;
-        e->baseline = ctx->y + last->height - (last->height - (last->ascent - last->descent)) / 2 -
-                      last->ascent;
+        e->baseline = ctx->y + last->height -
+                      (last->height - (last->ascent - last->descent)) / 2 - last->ascent;
         e->text_end = ctx->left + indent + last->width;
         e->x0 = ctx->left + indent;
         e->x1 = ctx->right;

@@ -90,8 +90,8 @@
 #define BORDER_COLOR 0xBFBFBF
 #define BORDER_PT 0.5
 #define STRONG_BORDER_COLOR 0x404040
-#define LINK_COLOR 0x0563C1       /* Word's Hyperlink style */
-#define CAPTION_COLOR 0x44546A    /* the docx Caption style's */
+#define LINK_COLOR 0x0563C1    /* Word's Hyperlink style */
+#define CAPTION_COLOR 0x44546A /* the docx Caption style's */
 #define DEFAULT_HEADER_FILL 0xD9D9D9
 #define TEXT_COLOR 0x000000
 
@@ -126,48 +126,47 @@ static const kiln_table_rules pdf_rules = {
     .mixed_per_cell = 1,
 };
 
-
 /* ------------------------------------------------------------------ model */
 
 typedef struct table_cell {
     double x, w;
     pdf_para para;
-    size_t next;              /* first line not drawn yet (a row split over pages) */
-    size_t take;              /* lines drawn in the current segment */
-    double min_h;             /* content height of an empty cell: one line */
+    size_t next;  /* first line not drawn yet (a row split over pages) */
+    size_t take;  /* lines drawn in the current segment */
+    double min_h; /* content height of an empty cell: one line */
     int32_t fill;
     kiln_valign valign;
     kiln_border border;
-    int open_below;           /* a merged range continues in the row below */
-    const char *link;         /* URL (main arena), or NULL */
+    int open_below;   /* a merged range continues in the row below */
+    const char *link; /* URL (main arena), or NULL */
 } table_cell;
 
 typedef struct table_row {
     table_cell *cells;
     size_t count, cap;
-    double height;            /* the whole row: content and padding */
-    int32_t fill;             /* behind the whole row (header, banding), or NONE */
-    int split;                /* part of it is already drawn */
+    double height; /* the whole row: content and padding */
+    int32_t fill;  /* behind the whole row (header, banding), or NONE */
+    int split;     /* part of it is already drawn */
 } table_row;
 
 typedef struct table_layout {
     pdf_ctx *ctx;
     const kiln_table_data *d;
-    kiln_arena *keep;         /* the render's arena: what outlives a row */
-    kiln_arena scratch;       /* one row's paragraphs */
-    kiln_table_layout tl;     /* the columns, merges and font size */
-    double body;              /* the theme's body size */
-    double size;              /* the table's font size */
+    kiln_arena *keep;     /* the render's arena: what outlives a row */
+    kiln_arena scratch;   /* one row's paragraphs */
+    kiln_table_layout tl; /* the columns, merges and font size */
+    double body;          /* the theme's body size */
+    double size;          /* the table's font size */
     double pad_x;
     double left, width;
     int32_t head_fill, head_color, band_fill;
-    int simple_grid;          /* no merges: vertical lines once per page */
+    int simple_grid; /* no merges: vertical lines once per page */
     /* pagination */
-    table_row head;           /* laid out once, drawn on every page */
+    table_row head; /* laid out once, drawn on every page */
     int has_head;
-    int at_top;               /* the next segment starts the table on its page */
-    int rows_on_page;         /* data rows (or parts) on the current page */
-    double page_top;          /* top of the table on the current page */
+    int at_top;       /* the next segment starts the table on its page */
+    int rows_on_page; /* data rows (or parts) on the current page */
+    double page_top;  /* top of the table on the current page */
 } table_layout;
 
 /* ------------------------------------------------------------------ helpers */
@@ -220,7 +219,6 @@ static double metrics_advance(void *ctx, const void *face, uint32_t cp, double s
     pdf_ctx *c = ctx;
     return pdf_char_width(&c->fonts, (pdf_face *)face, cp == '\t' ? ' ' : cp, size);
 }
-
 
 /* A light tint of the header fill for banded rows (8% of it over white). */
 static int32_t band_of(int32_t fill)
@@ -398,8 +396,8 @@ static int32_t merge_fill(const table_layout *lay, const kiln_table_slot *slot)
 static kiln_status build_row(table_layout *lay, table_row *row, uint32_t wsrow, int header,
                              const kiln_cell *cells, size_t count, int merges)
 {
-    const kiln_table_slot *slots =
-        kiln_table_layout_row(&lay->tl, wsrow, header, cells, count, merges);
+    const kiln_table_slot *slots = kiln_table_layout_row(&lay->tl, wsrow, header, cells, count,
+                                                         merges);
     kiln_status st = KILN_E_OK;
     row->count = 0;
     row->split = 0;
@@ -425,7 +423,6 @@ static kiln_status build_row(table_layout *lay, table_row *row, uint32_t wsrow, 
         row_measure(row);
     return st;
 }
-
 
 /* ------------------------------------------------------------------ drawing */
 
@@ -733,10 +730,10 @@ kiln_status pdf_table_layout(pdf_ctx *ctx, const kiln_table_data *data, const ki
     lay.head_fill = ctx->header_fill != KILN_COLOR_NONE ? ctx->header_fill : DEFAULT_HEADER_FILL;
     /* The theme's header font color goes with its fill; on the default
      * grey, black. */
-    lay.head_color =
-        ctx->header_fill != KILN_COLOR_NONE && ctx->header_font_color != KILN_COLOR_NONE
-            ? ctx->header_font_color
-            : TEXT_COLOR;
+    lay.head_color = ctx->header_fill != KILN_COLOR_NONE &&
+                             ctx->header_font_color != KILN_COLOR_NONE
+                         ? ctx->header_font_color
+                         : TEXT_COLOR;
     lay.band_fill = band_of(ctx->header_fill);
     lay.head.fill = lay.head_fill;
     kiln_arena_init(&lay.scratch, ctx->arena->max_bytes);

@@ -20,16 +20,16 @@
 #include <string.h>
 #include "../../common/banned.h"
 
-#define LINK_COLOR 0x0563C1     /* Word's Hyperlink blue, as in the .docx */
+#define LINK_COLOR 0x0563C1 /* Word's Hyperlink blue, as in the .docx */
 #define CODE_BACKGROUND 0xF2F2F2
 #define TAB_SPACES 4
 
 static int is_cjk(uint32_t cp)
 {
-    return (cp >= 0x2E80 && cp <= 0x9FFF) ||  /* radicals, kana, CJK ideographs */
-           (cp >= 0xAC00 && cp <= 0xD7AF) ||  /* Hangul syllables */
-           (cp >= 0xF900 && cp <= 0xFAFF) ||  /* compatibility ideographs */
-           (cp >= 0xFF00 && cp <= 0xFFEF) ||  /* full-width forms */
+    return (cp >= 0x2E80 && cp <= 0x9FFF) || /* radicals, kana, CJK ideographs */
+           (cp >= 0xAC00 && cp <= 0xD7AF) || /* Hangul syllables */
+           (cp >= 0xF900 && cp <= 0xFAFF) || /* compatibility ideographs */
+           (cp >= 0xFF00 && cp <= 0xFFEF) || /* full-width forms */
            (cp >= 0x20000 && cp <= 0x2FFFF);
 }
 
@@ -71,8 +71,8 @@ static kiln_status grow(void **items, size_t *cap, size_t need, size_t size, kil
 static pdf_frag *frag_push(pdf_ctx *ctx, pdf_para *para)
 {
     pdf_frag *f;
-    if (grow((void **)&para->frags, &para->frag_cap, para->frag_count + 1, sizeof *f,
-             ctx->err) != KILN_E_OK)
+    if (grow((void **)&para->frags, &para->frag_cap, para->frag_count + 1, sizeof *f, ctx->err) !=
+        KILN_E_OK)
         return NULL;
     f = &para->frags[para->frag_count++];
     memset(f, 0, sizeof *f);
@@ -86,8 +86,8 @@ typedef struct run_look {
     int32_t color;
     unsigned flags;
     const char *link;
-    const uint8_t *levels;  /* bidi levels per byte of the run's text, or NULL */
-    const char *base;       /* the run's text, where levels[0] belongs */
+    const uint8_t *levels; /* bidi levels per byte of the run's text, or NULL */
+    const char *base;      /* the run's text, where levels[0] belongs */
 } run_look;
 
 static kiln_status resolve_run(pdf_ctx *ctx, const kiln_run *run, const pdf_para_style *style,
@@ -305,8 +305,8 @@ static kiln_status split_frag(pdf_ctx *ctx, pdf_para *para, size_t fi, double ro
     para->frags[fi + 1] = *f;
     para->frags[fi + 1].text = f->text + cut;
     para->frags[fi + 1].len = f->len - cut;
-    para->frags[fi + 1].width =
-        pdf_text_width(&ctx->fonts, f->face, f->text + cut, f->len - cut, f->size);
+    para->frags[fi + 1].width = pdf_text_width(&ctx->fonts, f->face, f->text + cut, f->len - cut,
+                                               f->size);
     f->len = cut;
     f->width = w;
     f->break_after = 1;
@@ -513,8 +513,8 @@ static void decorate(pdf_ctx *ctx, const pdf_frag *f, double x, double w, double
     HPDF_Page page = ctx->page;
     if (f->flags & KILN_RUN_CODE) {
         pdf_set_fill(page, CODE_BACKGROUND);
-        HPDF_Page_Rectangle(page, (HPDF_REAL)x, (HPDF_REAL)(baseline + f->face->descent * f->size),
-                            (HPDF_REAL)w,
+        HPDF_Page_Rectangle(page, (HPDF_REAL)x,
+                            (HPDF_REAL)(baseline + f->face->descent * f->size), (HPDF_REAL)w,
                             (HPDF_REAL)((f->face->ascent - f->face->descent) * f->size));
         HPDF_Page_Fill(page);
     }
@@ -650,7 +650,8 @@ kiln_status pdf_para_draw(pdf_ctx *ctx, const pdf_para *para, size_t first, size
                 if (justify && i > line->first && i + 1 < last) {
                     const pdf_frag *before = &para->frags[i - 1], *after = &para->frags[i + 1];
                     unsigned lines = KILN_RUN_UNDERLINE | KILN_RUN_STRIKE;
-                    if ((before->flags & lines) && (before->flags & lines) == (after->flags & lines) &&
+                    if ((before->flags & lines) &&
+                        (before->flags & lines) == (after->flags & lines) &&
                         before->color == after->color && before->size == after->size) {
                         pdf_frag gap_look = *before;
                         gap_look.flags &= lines;
@@ -675,8 +676,8 @@ kiln_status pdf_para_draw(pdf_ctx *ctx, const pdf_para *para, size_t first, size
             }
             decorate(ctx, f, pen, w, baseline + f->rise);
             pdf_draw_text(ctx, ctx->page, f->face, f->size, f->color, pen, baseline + f->rise,
-                          f->text, (size_t)(para->frags[j - 1].text + para->frags[j - 1].len -
-                                            f->text));
+                          f->text,
+                          (size_t)(para->frags[j - 1].text + para->frags[j - 1].len - f->text));
             if (f->link) {
                 st = pdf_add_link(ctx, pen, baseline + f->face->descent * f->size, pen + w,
                                   baseline + f->face->ascent * f->size, f->link, 0);

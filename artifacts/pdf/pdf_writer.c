@@ -197,7 +197,8 @@ static kiln_status draw_furniture(pdf_ctx *ctx)
             double avail = ctx->right - ctx->left;
             size_t len = strlen(p->header_text);
             /* a header too long for one line is cut at a character boundary */
-            while (len > 0 && pdf_text_width(&ctx->fonts, face, p->header_text, len, size) > avail) {
+            while (len > 0 &&
+                   pdf_text_width(&ctx->fonts, face, p->header_text, len, size) > avail) {
                 len--;
                 while (len > 0 && ((unsigned char)p->header_text[len] & 0xC0) == 0x80)
                     len--;
@@ -234,8 +235,7 @@ static void add_links(pdf_ctx *ctx)
 {
     for (size_t i = 0; i < ctx->link_count; i++) {
         const pdf_link *l = &ctx->links[i];
-        HPDF_Rect rect = {(HPDF_REAL)l->x0, (HPDF_REAL)l->y0, (HPDF_REAL)l->x1,
-                          (HPDF_REAL)l->y1};
+        HPDF_Rect rect = {(HPDF_REAL)l->x0, (HPDF_REAL)l->y0, (HPDF_REAL)l->x1, (HPDF_REAL)l->y1};
         HPDF_Annotation annot;
         if (l->page >= ctx->page_count)
             continue;
@@ -367,9 +367,8 @@ static kiln_status save(pdf_ctx *ctx, kiln_output *out, haru_error *herr)
     return KILN_E_OK;
 }
 
-kiln_status kiln_pdf_write(const kiln_doc *doc, kiln_output *out,
-                           const kiln_render_options *opt, kiln_render_result *result,
-                           kiln_error *err)
+kiln_status kiln_pdf_write(const kiln_doc *doc, kiln_output *out, const kiln_render_options *opt,
+                           kiln_render_result *result, kiln_error *err)
 {
     haru_error herr = {0, 0};
     kiln_arena arena;

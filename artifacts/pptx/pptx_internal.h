@@ -72,7 +72,7 @@
 #define PPTX_EMU_PER_INCH 914400
 #define PPTX_SLIDE_CX 12192000 /* 16:9, 13.333 x 7.5 in */
 #define PPTX_SLIDE_CY 6858000
-#define PPTX_NOTES_CX 6858000  /* notes pages are portrait 7.5 x 10 in */
+#define PPTX_NOTES_CX 6858000 /* notes pages are portrait 7.5 x 10 in */
 #define PPTX_NOTES_CY 9144000
 
 /* Ids the master and its layouts take in presentation.xml / the master's
@@ -110,17 +110,17 @@ typedef enum {
  * hundredths of a point as sz= writes them). Defined in pptx_master.c; the
  * templates under templates/pptx/ hold the same numbers. */
 typedef struct pptx_layout_info {
-    const char *name;            /* cSld name= : "Title Slide", ... */
-    const char *file;            /* template: "pptx/slideLayout1.xml" */
-    const char *title_type;      /* ph type of the title: "ctrTitle" / "title"; NULL = none */
+    const char *name;       /* cSld name= : "Title Slide", ... */
+    const char *file;       /* template: "pptx/slideLayout1.xml" */
+    const char *title_type; /* ph type of the title: "ctrTitle" / "title"; NULL = none */
     pptx_rect title;
-    unsigned title_size;         /* title font size, 1/100 pt */
-    int body_count;              /* 0, 1 or 2 */
-    const char *body_type;       /* ph type= of the bodies: "subTitle", "body", or NULL
-                                    (an obj placeholder: type omitted) */
-    pptx_rect body[2];           /* idx 1 and idx 2 */
-    unsigned body_size[9];       /* body font size per level, 1/100 pt */
-    int body_bullets;            /* 1 when the body's paragraphs are bulleted by default */
+    unsigned title_size;   /* title font size, 1/100 pt */
+    int body_count;        /* 0, 1 or 2 */
+    const char *body_type; /* ph type= of the bodies: "subTitle", "body", or NULL
+                              (an obj placeholder: type omitted) */
+    pptx_rect body[2];     /* idx 1 and idx 2 */
+    unsigned body_size[9]; /* body font size per level, 1/100 pt */
+    int body_bullets;      /* 1 when the body's paragraphs are bulleted by default */
 } pptx_layout_info;
 
 extern const pptx_layout_info pptx_layouts[PPTX_LAYOUT_COUNT + 1]; /* [0] unused */
@@ -141,18 +141,18 @@ extern const int64_t pptx_body_mar_l[PPTX_BODY_LEVELS]; /* marL in EMU */
 /* ---- the deck (pptx_deck.c) ---- */
 /* One paragraph of a text body. */
 typedef struct pptx_para {
-    const kiln_text *text;   /* runs; NULL = plain below */
-    const char *plain;       /* plain text when text is NULL */
+    const kiln_text *text; /* runs; NULL = plain below */
+    const char *plain;     /* plain text when text is NULL */
     size_t plain_len;
-    int level;               /* 0-based indent level, 0..8 */
-    int bullet;              /* PPTX_BULLET_* */
-    int64_t number;          /* PPTX_BULLET_NUMBER: this item's number (a list may start
-                                at 2147483647, so its items count past int) */
-    kiln_list_marks marks;   /* PPTX_BULLET_NUMBER: its list's scheme (1. a. i. by level,
-                                digits where the level's cannot number the whole list) */
-    unsigned flags;          /* KILN_RUN_* laid over every run (quotes: italic; code:
-                                KILN_RUN_CODE, set in the mono font) */
-    const char *pointer;     /* the block (or slide) it came from, for errors */
+    int level;             /* 0-based indent level, 0..8 */
+    int bullet;            /* PPTX_BULLET_* */
+    int64_t number;        /* PPTX_BULLET_NUMBER: this item's number (a list may start
+                              at 2147483647, so its items count past int) */
+    kiln_list_marks marks; /* PPTX_BULLET_NUMBER: its list's scheme (1. a. i. by level,
+                              digits where the level's cannot number the whole list) */
+    unsigned flags;        /* KILN_RUN_* laid over every run (quotes: italic; code:
+                              KILN_RUN_CODE, set in the mono font) */
+    const char *pointer;   /* the block (or slide) it came from, for errors */
 } pptx_para;
 #define PPTX_BULLET_NONE 0   /* a paragraph: no bullet, no hanging indent */
 #define PPTX_BULLET_CHAR 1   /* the level's bullet from the master */
@@ -167,18 +167,18 @@ typedef struct pptx_paras {
  * several of it (continuations). */
 typedef struct pptx_item {
     pptx_layout layout;
-    const char *title;             /* NULL = none */
-    const char *subtitle;          /* title and section slides; NULL = none */
-    pptx_paras body;               /* content: the bullets; two-column: the left */
-    pptx_paras right;              /* two-column: the right */
-    const kiln_table_data *table;  /* a table's rows (a table block's or a sheet's) */
-    const kiln_sheet *sheet;       /* the sheet a table or chart belongs to, else NULL */
+    const char *title;            /* NULL = none */
+    const char *subtitle;         /* title and section slides; NULL = none */
+    pptx_paras body;              /* content: the bullets; two-column: the left */
+    pptx_paras right;             /* two-column: the right */
+    const kiln_table_data *table; /* a table's rows (a table block's or a sheet's) */
+    const kiln_sheet *sheet;      /* the sheet a table or chart belongs to, else NULL */
     const kiln_image *image;
-    const char *image_alt;         /* alternative text (the image's, else the caption) */
-    const kiln_chart *chart;       /* with a table: the chart to set beside it when the
-                                      table fits half a slide (a sheet's first chart) */
-    const char *notes;             /* speaker notes; NULL = none */
-    const char *pointer;           /* JSON Pointer of what the slide came from */
+    const char *image_alt;   /* alternative text (the image's, else the caption) */
+    const kiln_chart *chart; /* with a table: the chart to set beside it when the
+                                table fits half a slide (a sheet's first chart) */
+    const char *notes;       /* speaker notes; NULL = none */
+    const char *pointer;     /* JSON Pointer of what the slide came from */
     /* Text items: the slides the text is split over, set by pptx_deck_plan. */
     const struct pptx_text_slide *plan;
     size_t plan_count;
@@ -202,34 +202,34 @@ typedef struct pptx_ctx {
     const kiln_render_options *opt;
     kiln_output *out;
     opc_package *pkg;
-    kiln_arena *arena;            /* lives for one render */
+    kiln_arena *arena; /* lives for one render */
     kiln_error *err;
-    const char *tmp_dir;          /* scratch for embedded workbooks */
-    kiln_render_result *result;   /* warnings for the caller (text that overflowed) */
+    const char *tmp_dir;        /* scratch for embedded workbooks */
+    kiln_render_result *result; /* warnings for the caller (text that overflowed) */
 
-    unsigned slide_count;         /* slides written: ppt/slides/slideN.xml */
-    unsigned *slide_rids;         /* presentation.xml's rId of slide i (0-based) */
+    unsigned slide_count; /* slides written: ppt/slides/slideN.xml */
+    unsigned *slide_rids; /* presentation.xml's rId of slide i (0-based) */
     size_t slide_rid_cap;
-    unsigned notes_count;         /* notesSlideN */
-    unsigned chart_count;         /* charts/chartN */
-    unsigned image_count;         /* media/imageN */
-    struct pptx_media *media;     /* images already in the package (by data pointer) */
+    unsigned notes_count;     /* notesSlideN */
+    unsigned chart_count;     /* charts/chartN */
+    unsigned image_count;     /* media/imageN */
+    struct pptx_media *media; /* images already in the package (by data pointer) */
     size_t media_count, media_cap;
-    unsigned master_rid;          /* presentation.xml -> slideMaster1 */
-    unsigned notes_master_rid;    /* presentation.xml -> notesMaster1, 0 = none yet */
+    unsigned master_rid;       /* presentation.xml -> slideMaster1 */
+    unsigned notes_master_rid; /* presentation.xml -> notesMaster1, 0 = none yet */
 } pptx_ctx;
 
 /* ---- one slide being written (pptx_slide.c) ---- */
 typedef struct pptx_slide {
     pptx_ctx *c;
-    opc_xml *x;                   /* the slide part while it is written */
-    char part[48];                /* "ppt/slides/slide12.xml" */
-    unsigned number;              /* 1-based slide number */
-    pptx_layout layout;           /* the slide's layout */
-    int notes;                    /* 1: the notes slide of slide `number` */
-    unsigned next_shape_id;       /* cNvPr ids, unique on the slide; 1 is the tree */
-    kiln_status status;           /* the first failure of a call that returns nothing (a
-                                     hyperlink's relationship); checked when the slide ends */
+    opc_xml *x;             /* the slide part while it is written */
+    char part[48];          /* "ppt/slides/slide12.xml" */
+    unsigned number;        /* 1-based slide number */
+    pptx_layout layout;     /* the slide's layout */
+    int notes;              /* 1: the notes slide of slide `number` */
+    unsigned next_shape_id; /* cNvPr ids, unique on the slide; 1 is the tree */
+    kiln_status status;     /* the first failure of a call that returns nothing (a
+                               hyperlink's relationship); checked when the slide ends */
 } pptx_slide;
 
 /* Plan the deck before any slide is written: split each text item's
@@ -258,10 +258,10 @@ void pptx_write_frame_start(pptx_slide *s, const char *kind, int idx, const char
 /* ---- text bodies (pptx_text.c) ---- */
 /* How a text body is set after fitting. */
 typedef struct pptx_fit {
-    unsigned font_scale;   /* normAutofit fontScale, percent * 1000 (100000 = none) */
-    unsigned line_reduce;  /* normAutofit lnSpcReduction, percent * 1000 */
-    size_t count;          /* paragraphs that fit (from the first given) */
-    int overflow;          /* 1 when even the smallest scale does not fit count >= 1 */
+    unsigned font_scale;  /* normAutofit fontScale, percent * 1000 (100000 = none) */
+    unsigned line_reduce; /* normAutofit lnSpcReduction, percent * 1000 */
+    size_t count;         /* paragraphs that fit (from the first given) */
+    int overflow;         /* 1 when even the smallest scale does not fit count >= 1 */
 } pptx_fit;
 
 /* How many of paras[0..n) go on one slide in a body placeholder of the given
@@ -281,8 +281,8 @@ pptx_fit pptx_text_fit(const pptx_para *paras, size_t n, int64_t cx, int64_t cy,
                        const unsigned size_per_level[9], unsigned min_scale);
 /* The scale a single-paragraph text of size_pt100 fits at in cx x cy
  * (titles): down to 25%, overflow set when even that does not fit. */
-pptx_fit pptx_text_fit_plain(const char *s, size_t len, unsigned size_pt100, int bold,
-                             int64_t cx, int64_t cy);
+pptx_fit pptx_text_fit_plain(const char *s, size_t len, unsigned size_pt100, int bold, int64_t cx,
+                             int64_t cy);
 
 /* Write <p:txBody> with a:bodyPr (normAutofit with the fit's scale when
  * it is below 100%), a:lstStyle and one a:p per paragraph. Hyperlinks in the
@@ -343,7 +343,8 @@ kiln_status pptx_notes_master_add(pptx_ctx *c);
  * presentation.xml after the slides, as PowerPoint orders them. */
 kiln_status pptx_props_add(pptx_ctx *c);
 /* The table style every table names (tableStyles.xml defines it). */
-#define PPTX_TABLE_STYLE_ID "{5C22544A-7EE6-4342-B048-85BDC9FD1C3A}" /* Medium Style 2 - Accent 1 */
+#define PPTX_TABLE_STYLE_ID \
+    "{5C22544A-7EE6-4342-B048-85BDC9FD1C3A}" /* Medium Style 2 - Accent 1 */
 
 /* ---- presentation.xml (pptx_presentation.c) ---- */
 kiln_status pptx_presentation_add(pptx_ctx *c);

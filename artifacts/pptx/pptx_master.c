@@ -18,97 +18,124 @@
 /* Font sizes per level, 1/100 pt. The master's bodyStyle (content bodies):
  * 28, 24, then 20 pt. The title slide's subtitle and the section header's
  * text set every level to 24 pt in their layouts. */
-#define CONTENT_SIZES {2800, 2400, 2000, 2000, 2000, 2000, 2000, 2000, 2000}
-#define PLAIN_SIZES {2400, 2400, 2400, 2400, 2400, 2400, 2400, 2400, 2400}
+/* clang-format off: the geometry macros and the layout table, a row a line */
+#define CONTENT_SIZES                                        \
+    {                                                        \
+        2800, 2400, 2000, 2000, 2000, 2000, 2000, 2000, 2000 \
+    }
+#define PLAIN_SIZES                                          \
+    {                                                        \
+        2400, 2400, 2400, 2400, 2400, 2400, 2400, 2400, 2400 \
+    }
 
 /* Office 2013's 16:9 rectangles, in EMU. */
-#define RECT_TITLE {838200, 365125, 10515600, 1325563}
-#define RECT_BODY {838200, 1825625, 10515600, 4351338}
-#define RECT_HALF_LEFT {838200, 1825625, 5181600, 4351338}
-#define RECT_HALF_RIGHT {6172200, 1825625, 5181600, 4351338}
-#define RECT_NONE {0, 0, 0, 0}
+#define RECT_TITLE                        \
+    {                                     \
+        838200, 365125, 10515600, 1325563 \
+    }
+#define RECT_BODY                          \
+    {                                      \
+        838200, 1825625, 10515600, 4351338 \
+    }
+#define RECT_HALF_LEFT                    \
+    {                                     \
+        838200, 1825625, 5181600, 4351338 \
+    }
+#define RECT_HALF_RIGHT                    \
+    {                                      \
+        6172200, 1825625, 5181600, 4351338 \
+    }
+#define RECT_NONE  \
+    {              \
+        0, 0, 0, 0 \
+    }
 
 const pptx_layout_info pptx_layouts[PPTX_LAYOUT_COUNT + 1] = {
-    [PPTX_LAYOUT_TITLE] = {
-        .name = "Title Slide",
-        .file = "pptx/slideLayout1.xml",
-        .title_type = "ctrTitle",
-        .title = {1524000, 1122363, 9144000, 2387600},
-        .title_size = 6000,
-        .body_count = 1,
-        .body_type = "subTitle",
-        .body = {{1524000, 3602038, 9144000, 1655762}, RECT_NONE},
-        .body_size = PLAIN_SIZES,
-        .body_bullets = 0,
-    },
-    [PPTX_LAYOUT_CONTENT] = {
-        .name = "Title and Content",
-        .file = "pptx/slideLayout2.xml",
-        .title_type = "title",
-        .title = RECT_TITLE,
-        .title_size = 4400,
-        .body_count = 1,
-        .body_type = NULL,
-        .body = {RECT_BODY, RECT_NONE},
-        .body_size = CONTENT_SIZES,
-        .body_bullets = 1,
-    },
-    [PPTX_LAYOUT_SECTION] = {
-        .name = "Section Header",
-        .file = "pptx/slideLayout3.xml",
-        .title_type = "title",
-        .title = {831850, 1709738, 10515600, 2852737},
-        .title_size = 6000,
-        .body_count = 1,
-        .body_type = "body",
-        .body = {{831850, 4589463, 10515600, 1500187}, RECT_NONE},
-        .body_size = PLAIN_SIZES,
-        .body_bullets = 0,
-    },
-    [PPTX_LAYOUT_TWO_CONTENT] = {
-        .name = "Two Content",
-        .file = "pptx/slideLayout4.xml",
-        .title_type = "title",
-        .title = RECT_TITLE,
-        .title_size = 4400,
-        .body_count = 2,
-        .body_type = NULL,
-        .body = {RECT_HALF_LEFT, RECT_HALF_RIGHT},
-        .body_size = CONTENT_SIZES,
-        .body_bullets = 1,
-    },
-    [PPTX_LAYOUT_TITLE_ONLY] = {
-        .name = "Title Only",
-        .file = "pptx/slideLayout5.xml",
-        .title_type = "title",
-        .title = RECT_TITLE,
-        .title_size = 4400,
-        .body_count = 0,
-        .body_type = NULL,
-        .body = {RECT_NONE, RECT_NONE},
-        .body_size = CONTENT_SIZES,
-        .body_bullets = 0,
-    },
-    [PPTX_LAYOUT_BLANK] = {
-        .name = "Blank",
-        .file = "pptx/slideLayout6.xml",
-        .title_type = NULL,
-        .title = RECT_NONE,
-        .title_size = 0,
-        .body_count = 0,
-        .body_type = NULL,
-        .body = {RECT_NONE, RECT_NONE},
-        .body_size = CONTENT_SIZES,
-        .body_bullets = 0,
-    },
+    [PPTX_LAYOUT_TITLE] =
+        {
+            .name = "Title Slide",
+            .file = "pptx/slideLayout1.xml",
+            .title_type = "ctrTitle",
+            .title = {1524000, 1122363, 9144000, 2387600},
+            .title_size = 6000,
+            .body_count = 1,
+            .body_type = "subTitle",
+            .body = {{1524000, 3602038, 9144000, 1655762}, RECT_NONE},
+            .body_size = PLAIN_SIZES,
+            .body_bullets = 0,
+        },
+    [PPTX_LAYOUT_CONTENT] =
+        {
+            .name = "Title and Content",
+            .file = "pptx/slideLayout2.xml",
+            .title_type = "title",
+            .title = RECT_TITLE,
+            .title_size = 4400,
+            .body_count = 1,
+            .body_type = NULL,
+            .body = {RECT_BODY, RECT_NONE},
+            .body_size = CONTENT_SIZES,
+            .body_bullets = 1,
+        },
+    [PPTX_LAYOUT_SECTION] =
+        {
+            .name = "Section Header",
+            .file = "pptx/slideLayout3.xml",
+            .title_type = "title",
+            .title = {831850, 1709738, 10515600, 2852737},
+            .title_size = 6000,
+            .body_count = 1,
+            .body_type = "body",
+            .body = {{831850, 4589463, 10515600, 1500187}, RECT_NONE},
+            .body_size = PLAIN_SIZES,
+            .body_bullets = 0,
+        },
+    [PPTX_LAYOUT_TWO_CONTENT] =
+        {
+            .name = "Two Content",
+            .file = "pptx/slideLayout4.xml",
+            .title_type = "title",
+            .title = RECT_TITLE,
+            .title_size = 4400,
+            .body_count = 2,
+            .body_type = NULL,
+            .body = {RECT_HALF_LEFT, RECT_HALF_RIGHT},
+            .body_size = CONTENT_SIZES,
+            .body_bullets = 1,
+        },
+    [PPTX_LAYOUT_TITLE_ONLY] =
+        {
+            .name = "Title Only",
+            .file = "pptx/slideLayout5.xml",
+            .title_type = "title",
+            .title = RECT_TITLE,
+            .title_size = 4400,
+            .body_count = 0,
+            .body_type = NULL,
+            .body = {RECT_NONE, RECT_NONE},
+            .body_size = CONTENT_SIZES,
+            .body_bullets = 0,
+        },
+    [PPTX_LAYOUT_BLANK] =
+        {
+            .name = "Blank",
+            .file = "pptx/slideLayout6.xml",
+            .title_type = NULL,
+            .title = RECT_NONE,
+            .title_size = 0,
+            .body_count = 0,
+            .body_type = NULL,
+            .body = {RECT_NONE, RECT_NONE},
+            .body_size = CONTENT_SIZES,
+            .body_bullets = 0,
+        },
 };
+/* clang-format on */
 
 /* marL of the master's bodyStyle levels: a quarter inch for the bullet,
  * then half an inch more per level. */
-const int64_t pptx_body_mar_l[PPTX_BODY_LEVELS] = {228600,  685800,  1143000,
-                                                   1600200, 2057400, 2514600,
-                                                   2971800, 3429000, 3886200};
-
+const int64_t pptx_body_mar_l[PPTX_BODY_LEVELS] = {228600,  685800,  1143000, 1600200, 2057400,
+                                                   2514600, 2971800, 3429000, 3886200};
 
 /* Write templates/<template_name> as part_name. The caller relates it. */
 static kiln_status template_part(pptx_ctx *c, const char *template_name, const opc_var *vars,

@@ -33,8 +33,8 @@
 
 /* An image part already in the package. */
 typedef struct pptx_media {
-    const kiln_image *image;   /* the first image stored as this part */
-    char part[40];             /* "ppt/media/image3.png" */
+    const kiln_image *image; /* the first image stored as this part */
+    char part[40];           /* "ppt/media/image3.png" */
 } pptx_media;
 
 /* The same picture, whichever block or slide it came from: the parser loads
@@ -212,12 +212,14 @@ static void write_title(pptx_slide *s, const pptx_layout_info *L, const char *ti
 }
 
 /* A body placeholder (idx 1 or 2) with paragraphs fitted as fit says. */
-static void write_body(pptx_slide *s, const pptx_layout_info *L, int idx,
-                       const pptx_para *paras, size_t n, const pptx_fit *fit)
+static void write_body(pptx_slide *s, const pptx_layout_info *L, int idx, const pptx_para *paras,
+                       size_t n, const pptx_fit *fit)
 {
     const char *sz = L->body_count == 2 ? "half" : NULL;
-    placeholder_start(s, L->body_type && strcmp(L->body_type, "subTitle") == 0 ? "Subtitle"
-                                                                                : "Content Placeholder",
+    placeholder_start(s,
+                      L->body_type && strcmp(L->body_type, "subTitle") == 0
+                          ? "Subtitle"
+                          : "Content Placeholder",
                       L->body_type, idx, sz);
     pptx_text_body(s, paras, n, fit);
     opc_xml_end(s->x); /* p:sp */
@@ -390,8 +392,7 @@ static kiln_status write_chart(pptx_slide *s, const kiln_chart *chart, const kil
         return st;
     unsigned n = ++c->chart_count;
     if ((st = opc_chart_add(c->pkg, "ppt", n, &data, &c->doc->theme, PPTX_CHART_TEXT_SIZE,
-                            c->tmp_dir, c->err)) !=
-        KILN_E_OK)
+                            c->tmp_dir, c->err)) != KILN_E_OK)
         return st;
     char target[48];
     snprintf(target, sizeof target, "../charts/chart%u.xml", n);
@@ -428,13 +429,14 @@ static kiln_status write_title_item(pptx_ctx *c, const pptx_item *it)
         goto abort_slide;
     write_title(&s, L, it->title, 0);
     if (it->subtitle && L->body_count > 0) {
-        pptx_fit fit = pptx_text_fit_plain(it->subtitle, strlen(it->subtitle), L->body_size[0],
-                                           0, L->body[0].cx, L->body[0].cy);
+        pptx_fit fit = pptx_text_fit_plain(it->subtitle, strlen(it->subtitle), L->body_size[0], 0,
+                                           L->body[0].cx, L->body[0].cy);
         if (fit.overflow)
             note_overflow(&s);
-        placeholder_start(&s, L->body_type && strcmp(L->body_type, "subTitle") == 0
-                                  ? "Subtitle"
-                                  : "Text Placeholder",
+        placeholder_start(&s,
+                          L->body_type && strcmp(L->body_type, "subTitle") == 0
+                              ? "Subtitle"
+                              : "Text Placeholder",
                           L->body_type, 1, NULL);
         pptx_text_body_plain(&s, it->subtitle, &fit);
         opc_xml_end(s.x);
@@ -484,7 +486,8 @@ static kiln_status plan_text_item(pptx_ctx *c, pptx_item *it, uint64_t room)
         }
         /* A split column sets both at full size, so the columns match. */
         if (columns == 2 && min_scale != 100000 &&
-            (fit[0].count < cols[0]->count - next[0] || fit[1].count < cols[1]->count - next[1])) {
+            (fit[0].count < cols[0]->count - next[0] ||
+             fit[1].count < cols[1]->count - next[1])) {
             min_scale = 100000;
             continue;
         }
@@ -573,8 +576,7 @@ static kiln_status write_text_item(pptx_ctx *c, const pptx_item *it)
         for (int k = 0; k < columns && k < L->body_count; k++) {
             if (sl->fit[k].count == 0)
                 continue;
-            write_body(&s, L, k + 1, cols[k]->items + sl->from[k], sl->fit[k].count,
-                       &sl->fit[k]);
+            write_body(&s, L, k + 1, cols[k]->items + sl->from[k], sl->fit[k].count, &sl->fit[k]);
         }
         if ((st = slide_finish(&s, it->layout, i == 0 ? it->notes : NULL, it->pointer)) !=
             KILN_E_OK)
@@ -614,8 +616,7 @@ static kiln_status write_table_item(pptx_ctx *c, const pptx_item *it)
         layout = PPTX_LAYOUT_TWO_CONTENT;
     const pptx_layout_info *L = &pptx_layouts[layout];
     pptx_table *t = NULL;
-    if ((st = pptx_table_open(c, it->table, it->sheet, L->body[0], it->pointer, &t)) !=
-        KILN_E_OK)
+    if ((st = pptx_table_open(c, it->table, it->sheet, L->body[0], it->pointer, &t)) != KILN_E_OK)
         return st;
     int more = 1, first = 1;
     while (more) {
@@ -632,7 +633,7 @@ static kiln_status write_table_item(pptx_ctx *c, const pptx_item *it)
             goto close_table;
         first = 0;
         continue;
-abort_slide:
+    abort_slide:
         slide_abort(&s);
         goto close_table;
     }

@@ -10,11 +10,10 @@
  * file cuts the rows into slides and writes them. The rows are streamed:
  * pptx_table_open measures the header and the first 200 rows with one row
  * reader (the column widths and the font size), then opens a second reader
- * that pptx_table_write draws from. Each slide's rows are copied (their display text, style and link)
- * into a scratch arena of their own; the row that no longer fits is kept in
- * it for the next slide, so the table holds two slides' rows at most,
- * however long it is. A longer value further down than the measured rows
- * simply wraps in its cell.
+ * that pptx_table_write draws from. Each slide's rows are copied (their display text, style and
+ * link) into a scratch arena of their own; the row that no longer fits is kept in it for the next
+ * slide, so the table holds two slides' rows at most, however long it is. A longer value further
+ * down than the measured rows simply wraps in its cell.
  *
  * What PowerPoint gets, as it writes a table itself: a p:graphicFrame in the
  * layout's content placeholder (idx 1), so "Reset" and the layout keep
@@ -135,20 +134,20 @@ static const kiln_table_rules pptx_rules = {
 typedef struct table_cell {
     const char *text;
     size_t len;
-    const char *link;        /* URL, or NULL */
+    const char *link; /* URL, or NULL */
     kiln_style style;
     int has_style;
-    int numeric;             /* a number or a date (never right-to-left) */
-    size_t merge;            /* index of the range covering it, or KILN_MERGE_NONE */
+    int numeric;  /* a number or a date (never right-to-left) */
+    size_t merge; /* index of the range covering it, or KILN_MERGE_NONE */
     int merge_look;
-    kiln_align align;        /* resolved by the layout */
+    kiln_align align; /* resolved by the layout */
     kiln_valign valign;
 } table_cell;
 
 typedef struct table_row {
-    table_cell *cells;       /* t->ncols cells (hidden columns included, unused) */
-    uint32_t ws_row;         /* the worksheet row */
-    int64_t height;          /* EMU */
+    table_cell *cells; /* t->ncols cells (hidden columns included, unused) */
+    uint32_t ws_row;   /* the worksheet row */
+    int64_t height;    /* EMU */
     int header;
 } table_row;
 
@@ -158,24 +157,24 @@ struct pptx_table {
     const char *pointer;
     pptx_rect area;
     kiln_calibri_metrics metrics;
-    kiln_table_layout tl;    /* the columns, merges and font size */
+    kiln_table_layout tl; /* the columns, merges and font size */
     size_t ncols;
-    int64_t *width;          /* EMU per column, as written (the group's) */
-    int64_t *span_width;     /* EMU per merged range, its shown columns together */
+    int64_t *width;             /* EMU per column, as written (the group's) */
+    int64_t *span_width;        /* EMU per merged range, its shown columns together */
     unsigned char *user_hidden; /* width 0 in the spec: never shown */
-    unsigned sz;             /* the table's font size, 1/100 pt */
+    unsigned sz;                /* the table's font size, 1/100 pt */
     table_row head;
     int has_head;
     kiln_row_reader *reader; /* the writing pass */
     int reader_done;
-    uint32_t next_ws_row;    /* worksheet row of the next data row read */
-    kiln_arena scratch[2];   /* this slide's rows; the previous slide's (the kept row) */
-    int cur;                 /* scratch[cur] holds the kept rows */
+    uint32_t next_ws_row;            /* worksheet row of the next data row read */
+    kiln_arena scratch[2];           /* this slide's rows; the previous slide's (the kept row) */
+    int cur;                         /* scratch[cur] holds the kept rows */
     table_row kept[ORPHAN_ROWS + 1]; /* the rows the previous slide left for this one: the
                                         one that did not fit, after any moved with it */
     size_t kept_count;
-    size_t rows_done;        /* data rows on the group's slides so far */
-    table_row *rows;         /* this slide's rows (malloc'd, reused) */
+    size_t rows_done; /* data rows on the group's slides so far */
+    table_row *rows;  /* this slide's rows (malloc'd, reused) */
     size_t row_cap;
     /* Column groups of a table too wide for a slide (see "Wide tables"):
      * group g shows columns group_first[g]..group_last[g], after key_col
@@ -189,11 +188,16 @@ struct pptx_table {
 static const char *algn_of(kiln_align align)
 {
     switch (align) {
-    case KILN_ALIGN_LEFT: return "l";
-    case KILN_ALIGN_CENTER: return "ctr";
-    case KILN_ALIGN_RIGHT: return "r";
-    case KILN_ALIGN_JUSTIFY: return "just";
-    default: return NULL;
+    case KILN_ALIGN_LEFT:
+        return "l";
+    case KILN_ALIGN_CENTER:
+        return "ctr";
+    case KILN_ALIGN_RIGHT:
+        return "r";
+    case KILN_ALIGN_JUSTIFY:
+        return "just";
+    default:
+        return NULL;
     }
 }
 
@@ -288,8 +292,6 @@ static void widths_emu(pptx_table *t)
 
 /* ------------------------------------------------------------------ rows */
 
-
-
 /* Height of one line at sz (1/100 pt), EMU. */
 static double line_emu(unsigned sz)
 {
@@ -313,8 +315,9 @@ static int cell_copy(kiln_arena *arena, table_cell *out, const kiln_cell *cell,
 {
     char buf[KILN_NUMFMT_MAX];
     size_t len = 0;
-    const char *text =
-        cell->kind == KILN_CELL_BLANK ? "" : kiln_cell_display(cell, def, buf, sizeof buf, &len);
+    const char *text = cell->kind == KILN_CELL_BLANK
+                           ? ""
+                           : kiln_cell_display(cell, def, buf, sizeof buf, &len);
     out->text = len ? kiln_arena_strndup(arena, text, len) : "";
     out->len = len;
     if (!out->text)
@@ -372,8 +375,8 @@ static kiln_status row_prepare(pptx_table *t, kiln_arena *arena, uint32_t ws_row
     out->cells = kiln_arena_calloc(arena, t->ncols ? t->ncols : 1, sizeof *out->cells);
     if (!out->cells)
         return pptx_nomem(t->c, t->pointer);
-    const kiln_table_slot *slots =
-        kiln_table_layout_row(&t->tl, ws_row, header, cells, count, merges);
+    const kiln_table_slot *slots = kiln_table_layout_row(&t->tl, ws_row, header, cells, count,
+                                                         merges);
     for (size_t i = 0; i < t->ncols; i++) {
         const kiln_table_slot *slot = &slots[i];
         table_cell *cell = &out->cells[i];

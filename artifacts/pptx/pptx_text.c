@@ -41,9 +41,9 @@
 static const struct {
     unsigned font_scale, line_reduce;
 } fit_steps[] = {
-    {100000, 0},     {92500, 10000},  {85000, 20000},  {77500, 20000},
-    {70000, 20000},  {62500, 20000},  {55000, 20000},  {47500, 20000},
-    {40000, 20000},  {32500, 20000},  {25000, 20000},
+    {100000, 0},    {92500, 10000}, {85000, 20000}, {77500, 20000},
+    {70000, 20000}, {62500, 20000}, {55000, 20000}, {47500, 20000},
+    {40000, 20000}, {32500, 20000}, {25000, 20000},
 };
 #define FIT_STEP_COUNT (sizeof fit_steps / sizeof fit_steps[0])
 
@@ -73,13 +73,13 @@ static double char_em(uint32_t cp, int bold, int mono)
  * cut. Fed one run at a time (a paragraph's runs differ in weight and size);
  * widths in points. */
 typedef struct line_breaker {
-    double width;       /* room for a line */
-    double line;        /* width of the current line, up to the last break */
-    double word;        /* width of the word being read */
-    double space;       /* spaces between the line and the word */
-    unsigned lines;     /* lines finished */
-    double tallest;     /* the largest font size on the current line (pt) */
-    double height;      /* the height of the lines finished (pt, at 100% spacing) */
+    double width;   /* room for a line */
+    double line;    /* width of the current line, up to the last break */
+    double word;    /* width of the word being read */
+    double space;   /* spaces between the line and the word */
+    unsigned lines; /* lines finished */
+    double tallest; /* the largest font size on the current line (pt) */
+    double height;  /* the height of the lines finished (pt, at 100% spacing) */
 } line_breaker;
 
 static void finish_line(line_breaker *b)
@@ -147,9 +147,9 @@ static double para_lines_height(const pptx_para *p, double box_w, double base_pt
 {
     line_breaker b;
     memset(&b, 0, sizeof b);
-    double indent = p->bullet == PPTX_BULLET_NONE ? 0
-                                                  : (double)pptx_body_mar_l[p->level] /
-                                                        PPTX_EMU_PER_PT;
+    double indent = p->bullet == PPTX_BULLET_NONE
+                        ? 0
+                        : (double)pptx_body_mar_l[p->level] / PPTX_EMU_PER_PT;
     b.width = box_w - indent;
     if (b.width < 12)
         b.width = 12;
@@ -193,8 +193,8 @@ static double paras_height(const pptx_para *paras, size_t n, double box_w,
         double base = size_per_level[level] / 100.0;
         /* PowerPoint leaves out the space before the first paragraph of a box. */
         double before = i == 0 ? 0
-                        : (level == 0 ? PPTX_BODY_SPC_BEF_LVL1 : PPTX_BODY_SPC_BEF_OTHER) /
-                              100.0 * scale;
+                               : (level == 0 ? PPTX_BODY_SPC_BEF_LVL1 : PPTX_BODY_SPC_BEF_OTHER) /
+                                     100.0 * scale;
         total += before + para_lines_height(p, box_w, base, scale) * spacing;
         if (total > box_h)
             break;
@@ -244,16 +244,16 @@ pptx_fit pptx_text_fit(const pptx_para *paras, size_t n, int64_t cx, int64_t cy,
     for (size_t s = 0; s < FIT_STEP_COUNT; s++) {
         fit.font_scale = fit_steps[s].font_scale;
         fit.line_reduce = fit_steps[s].line_reduce;
-        if (paras_height(paras, 1, box_w, size_per_level, fit.font_scale, fit.line_reduce,
-                         NULL, box_h) <= box_h)
+        if (paras_height(paras, 1, box_w, size_per_level, fit.font_scale, fit.line_reduce, NULL,
+                         box_h) <= box_h)
             return fit;
     }
     fit.overflow = 1;
     return fit;
 }
 
-pptx_fit pptx_text_fit_plain(const char *s, size_t len, unsigned size_pt100, int bold,
-                             int64_t cx, int64_t cy)
+pptx_fit pptx_text_fit_plain(const char *s, size_t len, unsigned size_pt100, int bold, int64_t cx,
+                             int64_t cy)
 {
     pptx_fit fit = {100000, 0, 1, 0};
     pptx_para p;

@@ -50,9 +50,8 @@ static uint64_t deck_image_bytes(const pptx_deck *deck, int *has_chart)
     return total;
 }
 
-kiln_status kiln_pptx_write(const kiln_doc *doc, kiln_output *out,
-                            const kiln_render_options *opt, kiln_render_result *result,
-                            kiln_error *err)
+kiln_status kiln_pptx_write(const kiln_doc *doc, kiln_output *out, const kiln_render_options *opt,
+                            kiln_render_result *result, kiln_error *err)
 {
     kiln_arena arena;
     pptx_ctx c = {0};

@@ -14,9 +14,18 @@
 #define XL_MAX_ROWS 1048576u
 #define XL_MAX_COLS 16384u
 
-static int is_upper(char c) { return c >= 'A' && c <= 'Z'; }
-static int is_lower(char c) { return c >= 'a' && c <= 'z'; }
-static int is_digit(char c) { return c >= '0' && c <= '9'; }
+static int is_upper(char c)
+{
+    return c >= 'A' && c <= 'Z';
+}
+static int is_lower(char c)
+{
+    return c >= 'a' && c <= 'z';
+}
+static int is_digit(char c)
+{
+    return c >= '0' && c <= '9';
+}
 
 /* Parse one reference at *s, advancing *s past it. */
 static int parse_ref(const char **s, uint32_t *row, uint32_t *col)

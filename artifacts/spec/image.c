@@ -33,8 +33,9 @@ int kiln_open_beneath(const char *base_dir, const char *rel, char *why, size_t w
         return -1;
     }
     if (rel[0] == '/') {
-        snprintf(why, why_cap, "absolute paths are refused; give a path relative to the base "
-                               "directory");
+        snprintf(why, why_cap,
+                 "absolute paths are refused; give a path relative to the base "
+                 "directory");
         return -1;
     }
     size_t len = strlen(rel);
@@ -119,8 +120,8 @@ close_dir:
     return -1;
 }
 
-int kiln_read_fd(kiln_arena *arena, int fd, uint64_t max_bytes, unsigned char **out,
-                 size_t *size, char *why, size_t why_cap)
+int kiln_read_fd(kiln_arena *arena, int fd, uint64_t max_bytes, unsigned char **out, size_t *size,
+                 char *why, size_t why_cap)
 {
     struct stat st;
     if (fstat(fd, &st) != 0) {
@@ -271,13 +272,11 @@ static int probe_png(const unsigned char *d, size_t size, kiln_image *img, char 
     img->height_px = be32(ihdr + 4);
     if (!img->width_px || !img->height_px || img->width_px > 0x7FFFFFFF ||
         img->height_px > 0x7FFFFFFF) {
-        snprintf(why, why_cap, "a PNG with an invalid size %ux%u", img->width_px,
-                 img->height_px);
+        snprintf(why, why_cap, "a PNG with an invalid size %ux%u", img->width_px, img->height_px);
         return -1;
     }
     unsigned depth = ihdr[8], color_type = ihdr[9];
-    if (!png_depth_allowed(color_type, depth) || ihdr[10] != 0 || ihdr[11] != 0 ||
-        ihdr[12] > 1) {
+    if (!png_depth_allowed(color_type, depth) || ihdr[10] != 0 || ihdr[11] != 0 || ihdr[12] > 1) {
         snprintf(why, why_cap, "a PNG with an invalid pixel format in its IHDR header");
         return -1;
     }
@@ -286,8 +285,9 @@ static int probe_png(const unsigned char *d, size_t size, kiln_image *img, char 
     for (;;) {
         if (size - pos < 12) {
             if (size == pos)
-                snprintf(why, why_cap, seen_idat ? "PNG has no end chunk (IEND): truncated"
-                                                 : "PNG has no image data (IDAT)");
+                snprintf(why, why_cap,
+                         seen_idat ? "PNG has no end chunk (IEND): truncated"
+                                   : "PNG has no image data (IDAT)");
             else
                 snprintf(why, why_cap, "truncated PNG chunk at byte %zu", pos);
             return -1;
@@ -299,8 +299,9 @@ static int probe_png(const unsigned char *d, size_t size, kiln_image *img, char 
             return -1;
         }
         if (clen > size - pos - 12) {
-            snprintf(why, why_cap, "truncated PNG chunk %.4s at byte %zu (%u bytes declared, "
-                                   "%zu present)",
+            snprintf(why, why_cap,
+                     "truncated PNG chunk %.4s at byte %zu (%u bytes declared, "
+                     "%zu present)",
                      (const char *)type, pos, clen, size - pos - 12);
             return -1;
         }
@@ -320,8 +321,9 @@ static int probe_png(const unsigned char *d, size_t size, kiln_image *img, char 
             seen_plte = 1;
         } else if (memcmp(type, "IDAT", 4) == 0) {
             if (color_type == 3 && !seen_plte) {
-                snprintf(why, why_cap, "a palette PNG without a palette (PLTE) before its "
-                                       "image data");
+                snprintf(why, why_cap,
+                         "a palette PNG without a palette (PLTE) before its "
+                         "image data");
                 return -1;
             }
             seen_idat = 1;
@@ -408,8 +410,9 @@ static int probe_jpeg(const unsigned char *d, size_t size, kiln_image *img, char
         }
         if (marker == 0xD9) { /* EOI */
             if (!seen_sos) {
-                snprintf(why, why_cap, seen_sof ? "JPEG has no image data (SOS)"
-                                                : "a JPEG without a frame header (SOF)");
+                snprintf(why, why_cap,
+                         seen_sof ? "JPEG has no image data (SOS)"
+                                  : "a JPEG without a frame header (SOF)");
                 return -1;
             }
             return 0;
@@ -424,8 +427,9 @@ static int probe_jpeg(const unsigned char *d, size_t size, kiln_image *img, char
             return -1;
         }
         if (seglen > size - pos - 2) {
-            snprintf(why, why_cap, "truncated JPEG segment at byte %zu (%u bytes declared, "
-                                   "%zu present)",
+            snprintf(why, why_cap,
+                     "truncated JPEG segment at byte %zu (%u bytes declared, "
+                     "%zu present)",
                      pos, seglen, size - pos - 2);
             return -1;
         }
@@ -452,8 +456,8 @@ static int probe_jpeg(const unsigned char *d, size_t size, kiln_image *img, char
                 img->height_px = be16(s + 1);
                 img->width_px = be16(s + 3);
                 if (!img->width_px || !img->height_px) {
-                    snprintf(why, why_cap, "a JPEG with an invalid size %ux%u",
-                             img->width_px, img->height_px);
+                    snprintf(why, why_cap, "a JPEG with an invalid size %ux%u", img->width_px,
+                             img->height_px);
                     return -1;
                 }
             }
@@ -462,8 +466,9 @@ static int probe_jpeg(const unsigned char *d, size_t size, kiln_image *img, char
         pos += 2 + seglen;
         if (marker == 0xDA) { /* SOS: the entropy-coded data follows its header */
             if (!seen_sof) {
-                snprintf(why, why_cap, "a JPEG without a frame header (SOF) before its "
-                                       "image data");
+                snprintf(why, why_cap,
+                         "a JPEG without a frame header (SOF) before its "
+                         "image data");
                 return -1;
             }
             seen_sos = 1;

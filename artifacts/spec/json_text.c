@@ -132,8 +132,10 @@ static int check_string(const char *s, size_t len, size_t *pos, int is_key, kiln
                 unsigned lo;
                 if (p + 1 >= len || s[p] != '\\' || s[p + 1] != 'u' ||
                     hex4(s, len, p + 2, &lo) != 0 || lo < 0xDC00 || lo > 0xDFFF) {
-                    syntax(e, p - 6, "invalid Unicode '\\u%04X' (a high surrogate without its "
-                           "low half)", u);
+                    syntax(e, p - 6,
+                           "invalid Unicode '\\u%04X' (a high surrogate without its "
+                           "low half)",
+                           u);
                     return -1;
                 }
                 p += 6;
@@ -141,7 +143,8 @@ static int check_string(const char *s, size_t len, size_t *pos, int is_key, kiln
         } else if (strchr("\"\\/bfnrt", esc) && esc) {
             p += 2;
         } else {
-            syntax(e, p, "invalid escape '\\%c' in a string", esc >= 0x20 && esc < 0x7F ? esc : '?');
+            syntax(e, p, "invalid escape '\\%c' in a string",
+                   esc >= 0x20 && esc < 0x7F ? esc : '?');
             return -1;
         }
     }
@@ -224,8 +227,10 @@ static int check_number(const char *s, size_t len, size_t *pos, kiln_json_syntax
     if (is_real || digits >= 19) {
         int over = number_overflows(s + start, n, is_real);
         if (over != 0) {
-            syntax(e, start, over < 0 ? "out of memory" : is_real ? "real number overflow"
-                                                                  : "too big integer");
+            syntax(e, start,
+                   over < 0  ? "out of memory"
+                   : is_real ? "real number overflow"
+                             : "too big integer");
             return -1;
         }
     }
@@ -385,8 +390,7 @@ size_t kiln_json_value_end(const char *s, size_t len, size_t pos)
         } else if (depth > 0) {
             pos++; /* separators, whitespace, scalars inside */
         } else {
-            while (pos < len && !is_ws(s[pos]) && s[pos] != ',' && s[pos] != ']' &&
-                   s[pos] != '}')
+            while (pos < len && !is_ws(s[pos]) && s[pos] != ',' && s[pos] != ']' && s[pos] != '}')
                 pos++;
         }
     } while (depth > 0 && pos < len);

@@ -44,7 +44,7 @@
 #include "spec_internal.h"
 #include "../../common/banned.h"
 
-#define MD_FLAGS                                                                          \
+#define MD_FLAGS \
     (MD_FLAG_TABLES | MD_FLAG_STRIKETHROUGH | MD_FLAG_PERMISSIVEAUTOLINKS | MD_FLAG_NOHTML)
 
 /* Zero bytes after the copy of the input md4c parses (see below). */
@@ -110,14 +110,14 @@ typedef struct frame {
     unsigned saved_base;      /* base flags of the sink to restore on leave */
     /* lists */
     int ordered;
-    unsigned counter;         /* next number (flattened ordered lists) */
+    unsigned counter; /* next number (flattened ordered lists) */
     unsigned start;
     kiln_list_item *items;
     size_t item_count, item_cap;
     /* list items */
     size_t item_index;
     /* headings, code */
-    size_t mark;              /* flattened leaf: the sink's length when it started */
+    size_t mark; /* flattened leaf: the sink's length when it started */
     int level;
     const char *language;
 } frame;
@@ -125,7 +125,7 @@ typedef struct frame {
 typedef struct md_state {
     kiln_arena *arena;
     size_t input_len;
-    const char *pointer; /* arena copy, shared by every block */
+    const char *pointer;     /* arena copy, shared by every block */
     const char *err_pointer; /* pointer + "/text": the markdown text, named by errors */
     kiln_limits limits;
     kiln_error *err;
@@ -138,7 +138,7 @@ typedef struct md_state {
 
     frame *frames;
     size_t frame_count, frame_cap;
-    text_builder *sink; /* where text goes; NULL outside leaf blocks */
+    text_builder *sink;       /* where text goes; NULL outside leaf blocks */
     unsigned lists_open;      /* lists open now, structural or flattened */
     unsigned flat_lists_open; /* ... of which flattened into a shared text */
 
@@ -150,10 +150,10 @@ typedef struct md_state {
     /* the table being built */
     kiln_block table_block;
     kiln_table *table;
-    json_t *rows;       /* the body rows built so far (owned until the table ends) */
-    json_t *row;        /* the body row being built (owned until appended) */
+    json_t *rows; /* the body rows built so far (owned until the table ends) */
+    json_t *row;  /* the body row being built (owned until appended) */
     int in_head;
-    unsigned col;       /* cell index in the current row */
+    unsigned col; /* cell index in the current row */
     unsigned col_count;
     text_builder *cell; /* builder for the current cell */
 } md_state;
@@ -190,8 +190,7 @@ static int fail_invalid(md_state *st, const char *what)
 
 static int xml_illegal(unsigned long cp)
 {
-    return (cp < 0x20 && cp != '\t' && cp != '\n' && cp != '\r') || cp == 0xFFFE ||
-           cp == 0xFFFF;
+    return (cp < 0x20 && cp != '\t' && cp != '\n' && cp != '\r') || cp == 0xFFFE || cp == 0xFFFF;
 }
 
 /*
@@ -264,8 +263,8 @@ static int decode_entity(md_state *st, const char *s, size_t len, char out[4])
         const char *name;
         unsigned long cp;
     } named[] = {
-        {"amp", '&'},     {"lt", '<'},        {"gt", '>'},        {"quot", '"'},
-        {"apos", '\''},   {"nbsp", 0xA0},     {"copy", 0xA9},     {"reg", 0xAE},
+        {"amp", '&'},      {"lt", '<'},       {"gt", '>'},        {"quot", '"'},
+        {"apos", '\''},    {"nbsp", 0xA0},    {"copy", 0xA9},     {"reg", 0xAE},
         {"mdash", 0x2014}, {"ndash", 0x2013}, {"hellip", 0x2026},
     };
     if (len < 3 || s[0] != '&' || s[len - 1] != ';')
@@ -332,8 +331,7 @@ static int tb_append(md_state *st, text_builder *tb, const char *s, size_t n, un
         return fail_nomem(st);
     memcpy(tb->buf + tb->len, s, n);
     tb_run *last = tb->run_count ? &tb->runs[tb->run_count - 1] : NULL;
-    if (last && last->flags == flags && last->link == link &&
-        last->off + last->len == tb->len) {
+    if (last && last->flags == flags && last->link == link && last->off + last->len == tb->len) {
         last->len += n;
     } else {
         if (grow(&tb->runs, &tb->run_cap, tb->run_count + 1, sizeof *tb->runs) < 0)
@@ -369,8 +367,12 @@ static int tb_finish(md_state *st, const text_builder *tb, kiln_text *out)
         const tb_run *r = &tb->runs[i];
         memcpy(text, tb->buf + r->off, r->len);
         text[r->len] = '\0';
-        runs[i] = (kiln_run){.text = text, .len = r->len, .flags = r->flags,
-                             .color = KILN_COLOR_NONE, .size = 0, .font = NULL,
+        runs[i] = (kiln_run){.text = text,
+                             .len = r->len,
+                             .flags = r->flags,
+                             .color = KILN_COLOR_NONE,
+                             .size = 0,
+                             .font = NULL,
                              .link = r->link};
         text += r->len + 1;
     }
@@ -538,10 +540,9 @@ static int check_cell(md_state *st, const text_builder *tb)
     size_t chars = utf8_chars(tb->buf, tb->len);
     if (chars > st->limits.cell_chars) {
         if (st->status == KILN_E_OK)
-            kiln_error_limit(st->err, KILN_E_LIMIT, st->err_pointer, st->limits.cell_chars,
-                             chars,
-                             "markdown: a table cell has %zu characters; the limit is %u",
-                             chars, (unsigned)st->limits.cell_chars);
+            kiln_error_limit(st->err, KILN_E_LIMIT, st->err_pointer, st->limits.cell_chars, chars,
+                             "markdown: a table cell has %zu characters; the limit is %u", chars,
+                             (unsigned)st->limits.cell_chars);
         st->status = KILN_E_LIMIT;
         return -1;
     }
@@ -595,10 +596,14 @@ static int table_enter(md_state *st, const MD_BLOCK_TABLE_DETAIL *d)
 static kiln_align md_align(MD_ALIGN a)
 {
     switch (a) {
-    case MD_ALIGN_LEFT: return KILN_ALIGN_LEFT;
-    case MD_ALIGN_CENTER: return KILN_ALIGN_CENTER;
-    case MD_ALIGN_RIGHT: return KILN_ALIGN_RIGHT;
-    default: return KILN_ALIGN_DEFAULT;
+    case MD_ALIGN_LEFT:
+        return KILN_ALIGN_LEFT;
+    case MD_ALIGN_CENTER:
+        return KILN_ALIGN_CENTER;
+    case MD_ALIGN_RIGHT:
+        return KILN_ALIGN_RIGHT;
+    default:
+        return KILN_ALIGN_DEFAULT;
     }
 }
 
@@ -704,8 +709,8 @@ static int enter_block(MD_BLOCKTYPE type, void *detail, void *userdata)
             f->start = INT_MAX;
         f->counter = f->start;
         /* structural: at the top level, or directly in an item of a structural list */
-        f->owns = parent && (parent->type == MD_BLOCK_DOC ||
-                             (parent->type == MD_BLOCK_LI && parent->owns));
+        f->owns = parent &&
+                  (parent->type == MD_BLOCK_DOC || (parent->type == MD_BLOCK_LI && parent->owns));
         st->flat_lists_open += !f->owns;
         return 0;
     }
@@ -715,8 +720,8 @@ static int enter_block(MD_BLOCKTYPE type, void *detail, void *userdata)
         if (!list)
             return fail_internal(st);
         if (list->owns) {
-            if (grow(&list->items, &list->item_cap, list->item_count + 1,
-                     sizeof *list->items) < 0)
+            if (grow(&list->items, &list->item_cap, list->item_count + 1, sizeof *list->items) <
+                0)
                 return fail_nomem(st);
             memset(&list->items[list->item_count], 0, sizeof list->items[0]);
             f->item_index = list->item_count++;
@@ -907,8 +912,7 @@ static int leave_block(MD_BLOCKTYPE type, void *detail, void *userdata)
                         if (old->item_count)
                             memcpy(all, old->items, old->item_count * sizeof *all);
                         if (l->item_count)
-                            memcpy(all + old->item_count, l->items,
-                                   l->item_count * sizeof *all);
+                            memcpy(all + old->item_count, l->items, l->item_count * sizeof *all);
                         old->items = all;
                         old->item_count = n;
                     }
@@ -1012,10 +1016,18 @@ static int enter_span(MD_SPANTYPE type, void *detail, void *userdata)
 {
     md_state *st = userdata;
     switch (type) {
-    case MD_SPAN_STRONG: st->strong++; break;
-    case MD_SPAN_EM: st->em++; break;
-    case MD_SPAN_DEL: st->del++; break;
-    case MD_SPAN_CODE: st->code++; break;
+    case MD_SPAN_STRONG:
+        st->strong++;
+        break;
+    case MD_SPAN_EM:
+        st->em++;
+        break;
+    case MD_SPAN_DEL:
+        st->del++;
+        break;
+    case MD_SPAN_CODE:
+        st->code++;
+        break;
     case MD_SPAN_A: {
         const char *url = NULL;
         if (!st->table) { /* table cells are plain text: no need for the URL */
@@ -1039,12 +1051,23 @@ static int leave_span(MD_SPANTYPE type, void *detail, void *userdata)
     md_state *st = userdata;
     (void)detail;
     switch (type) {
-    case MD_SPAN_STRONG: st->strong -= st->strong > 0; break;
-    case MD_SPAN_EM: st->em -= st->em > 0; break;
-    case MD_SPAN_DEL: st->del -= st->del > 0; break;
-    case MD_SPAN_CODE: st->code -= st->code > 0; break;
-    case MD_SPAN_A: st->link_count -= st->link_count > 0; break;
-    default: break;
+    case MD_SPAN_STRONG:
+        st->strong -= st->strong > 0;
+        break;
+    case MD_SPAN_EM:
+        st->em -= st->em > 0;
+        break;
+    case MD_SPAN_DEL:
+        st->del -= st->del > 0;
+        break;
+    case MD_SPAN_CODE:
+        st->code -= st->code > 0;
+        break;
+    case MD_SPAN_A:
+        st->link_count -= st->link_count > 0;
+        break;
+    default:
+        break;
     }
     return 0;
 }

@@ -136,7 +136,8 @@ static void describe_illegal(const char *s, char *out, size_t cap)
     else if (c < 0x20)
         snprintf(out, cap, "the control character U+%04X", c);
     else
-        snprintf(out, cap, "the noncharacter U+%s", (unsigned char)s[2] == 0xBE ? "FFFE" : "FFFF");
+        snprintf(out, cap, "the noncharacter U+%s",
+                 (unsigned char)s[2] == 0xBE ? "FFFE" : "FFFF");
 }
 
 /* ---- the tree scan ---- */
@@ -357,10 +358,9 @@ int32_t kiln_color_parse(const char *s)
 
 /* An error at member (relative to the value being converted; NULL = the
  * value itself). Always returns -1. */
-static int rel_error(kiln_error *err, kiln_status code, const char *member, const char *fmt,
-                     ...) __attribute__((format(printf, 4, 5)));
-static int rel_error(kiln_error *err, kiln_status code, const char *member, const char *fmt,
-                     ...)
+static int rel_error(kiln_error *err, kiln_status code, const char *member, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static int rel_error(kiln_error *err, kiln_status code, const char *member, const char *fmt, ...)
 {
     char ptr[KILN_POINTER_MAX] = "";
     if (member) {
@@ -424,8 +424,7 @@ int kiln_style_from_json(const json_t *v, kiln_style *st, kiln_error *err)
         else if (strcmp(key, "color") == 0 || strcmp(key, "fill") == 0) {
             int32_t c = json_is_string(m) ? kiln_color_parse(json_string_value(m)) : -1;
             if (c < 0)
-                rc = rel_error(err, KILN_E_INVALID_SPEC, key,
-                               "expected a color \"#RRGGBB\"");
+                rc = rel_error(err, KILN_E_INVALID_SPEC, key, "expected a color \"#RRGGBB\"");
             else if (key[0] == 'c')
                 st->color = c;
             else
@@ -451,8 +450,8 @@ int kiln_style_from_json(const json_t *v, kiln_style *st, kiln_error *err)
             if (!rc)
                 st->valign = (kiln_valign)e;
         } else if (strcmp(key, "border") == 0) {
-            rc = style_enum(m, key, borders, &e,
-                            "\"thin\", \"medium\", \"thick\" or \"none\"", err);
+            rc = style_enum(m, key, borders, &e, "\"thin\", \"medium\", \"thick\" or \"none\"",
+                            err);
             if (!rc)
                 st->border = (kiln_border)e; /* 1..4 = NONE..THICK */
         } else {
@@ -591,8 +590,7 @@ int kiln_cell_from_json(const json_t *v, kiln_column_type type, const kiln_limit
                          "a cell object needs exactly one of \"formula\", \"date\", "
                          "\"datetime\", \"url\", \"value\"");
     if (text && !url)
-        return rel_error(err, KILN_E_INVALID_SPEC, "text",
-                         "\"text\" belongs to a \"url\" cell");
+        return rel_error(err, KILN_E_INVALID_SPEC, "text", "\"text\" belongs to a \"url\" cell");
 
     if (fmt) {
         if (!json_is_string(fmt) || json_string_length(fmt) == 0)
@@ -818,8 +816,7 @@ int kiln_cell_from_text(const char *text, size_t len, kiln_column_type type,
     case KILN_COL_PERCENT:
         if (parse_number(text, &out->number) != 0) {
             quote_field(text, len, shown, sizeof shown);
-            return rel_error(err, KILN_E_INVALID_SPEC, NULL, "expected a number, got %s",
-                             shown);
+            return rel_error(err, KILN_E_INVALID_SPEC, NULL, "expected a number, got %s", shown);
         }
         out->kind = KILN_CELL_NUMBER;
         return 0;

@@ -42,8 +42,9 @@ static const char *chart_ref(kiln_pctx *c, const char *member, const json_t *v,
                              kiln_chart_place place, int cell_only, size_t *cells)
 {
     if (place != KILN_IN_SHEET) {
-        kiln_perr(c, member, "a range string works only in a sheet's chart; give the values "
-                             "themselves");
+        kiln_perr(c, member,
+                  "a range string works only in a sheet's chart; give the values "
+                  "themselves");
         return NULL;
     }
     const char *s = json_string_value(v);
@@ -55,17 +56,19 @@ static const char *chart_ref(kiln_pctx *c, const char *member, const json_t *v,
     if (kiln_ref_split_sheet(s, sheet_buf, sizeof sheet_buf, &sheet, &rest) != 0 ||
         kiln_range_parse(rest, &r) != 0 ||
         (cell_only && (r.first_row != r.last_row || r.first_col != r.last_col))) {
-        kiln_perr(c, member, cell_only ? "expected a cell reference such as \"B1\" or "
-                                         "\"'Other sheet'!B1\""
-                                       : "expected a range such as \"A2:A13\" or \"'Other "
-                                         "sheet'!B2:B13\"");
+        kiln_perr(c, member,
+                  cell_only ? "expected a cell reference such as \"B1\" or "
+                              "\"'Other sheet'!B1\""
+                            : "expected a range such as \"A2:A13\" or \"'Other "
+                              "sheet'!B2:B13\"");
         return NULL;
     }
     /* A chart reads a range as one list of values (or categories): a range
      * of several rows and several columns has no one order. */
     if (!cell_only && r.first_row != r.last_row && r.first_col != r.last_col) {
-        kiln_perr(c, member, "a range of %u rows by %u columns; expected one row or one "
-                             "column, such as \"B2:B13\" or \"B2:M2\"",
+        kiln_perr(c, member,
+                  "a range of %u rows by %u columns; expected one row or one "
+                  "column, such as \"B2:B13\" or \"B2:M2\"",
                   (unsigned)(r.last_row - r.first_row + 1),
                   (unsigned)(r.last_col - r.first_col + 1));
         return NULL;
@@ -135,9 +138,9 @@ static void parse_series(kiln_pctx *c, const json_t *s, kiln_series *se, kiln_ch
         return;
     }
     if (!json_is_array(v)) {
-        kiln_perr(c, "values", place == KILN_IN_SHEET
-                                   ? "expected an array of numbers (or null) or a range"
-                                   : "expected an array of numbers (or null)");
+        kiln_perr(c, "values",
+                  place == KILN_IN_SHEET ? "expected an array of numbers (or null) or a range"
+                                         : "expected an array of numbers (or null)");
         return;
     }
     size_t n = json_array_size(v);
@@ -188,8 +191,8 @@ void kiln_parse_chart(kiln_pctx *c, const json_t *obj, kiln_chart *ch, kiln_char
     static const char *const base[] = {"kind",   "title",  "stacked", "categories",
                                        "series", "x_axis", "y_axis",  "legend",
                                        "width",  "height", NULL};
-    static const char *const kinds[] = {"column", "bar", "line", "pie", "doughnut", "scatter",
-                                        "area", NULL};
+    static const char *const kinds[] = {"column",   "bar",     "line", "pie",
+                                        "doughnut", "scatter", "area", NULL};
     static const char *const legends[] = {"right", "left", "top", "bottom", "none", NULL};
     ch->anchor_row = ch->anchor_col = -1;
     ch->width_px = c->chart_width;
@@ -278,24 +281,25 @@ void kiln_parse_chart(kiln_pctx *c, const json_t *obj, kiln_chart *ch, kiln_char
             } else if (json_is_string(e) && ch->kind != KILN_CHART_SCATTER) {
                 k->text = kiln_one_line(c, json_string_value(e));
                 int has_time = 0;
-                k->is_date = k->text &&
-                             kiln_iso_to_serial(k->text, &k->number, &has_time) == 0 && !has_time;
+                k->is_date = k->text && kiln_iso_to_serial(k->text, &k->number, &has_time) == 0 &&
+                             !has_time;
             } else {
                 size_t saved = kiln_ptr_push(&c->ptr, "categories");
                 kiln_ptr_push_index(&c->ptr, i);
-                kiln_perr(c, NULL, ch->kind == KILN_CHART_SCATTER
-                                       ? "expected a number (a scatter chart's categories are "
-                                         "its x values)"
-                                       : "expected a string or a number");
+                kiln_perr(c, NULL,
+                          ch->kind == KILN_CHART_SCATTER
+                              ? "expected a number (a scatter chart's categories are "
+                                "its x values)"
+                              : "expected a string or a number");
                 kiln_ptr_pop(&c->ptr, saved);
             }
         }
         ch->category_count = ncat;
         have_cats = 1;
     } else if (cats) {
-        kiln_perr(c, "categories", place == KILN_IN_SHEET
-                                       ? "expected an array of labels or a range string"
-                                       : "expected an array of labels");
+        kiln_perr(c, "categories",
+                  place == KILN_IN_SHEET ? "expected an array of labels or a range string"
+                                         : "expected an array of labels");
     }
 
     const json_t *series = json_object_get(obj, "series");
@@ -316,8 +320,8 @@ void kiln_parse_chart(kiln_pctx *c, const json_t *obj, kiln_chart *ch, kiln_char
         /* Excel and PowerPoint draw at most 255 series in a chart and repair a
          * file that has more. */
         kiln_perr_limit(c, NULL, KILN_LIMIT_CHART_SERIES, ns,
-                        "a chart of %zu series, more than the %u Excel and PowerPoint allow",
-                        ns, (unsigned)KILN_LIMIT_CHART_SERIES);
+                        "a chart of %zu series, more than the %u Excel and PowerPoint allow", ns,
+                        (unsigned)KILN_LIMIT_CHART_SERIES);
         goto pop;
     }
     ch->series = kiln_arena_calloc(c->arena, ns, sizeof *ch->series);
@@ -333,8 +337,9 @@ void kiln_parse_chart(kiln_pctx *c, const json_t *obj, kiln_chart *ch, kiln_char
         parse_series(c, json_array_get(series, i), se, place);
         int values_ok = c->errs->count == before && (se->values || se->values_ref);
         if (values_ok && have_cats && se->value_count != ncat)
-            kiln_perr(c, "values", "%zu values for %zu categories (every series needs one value "
-                                   "per category)",
+            kiln_perr(c, "values",
+                      "%zu values for %zu categories (every series needs one value "
+                      "per category)",
                       se->value_count, ncat);
         else if (values_ok && !have_cats && i > 0 && se->value_count != first_count)
             kiln_perr(c, "values", "%zu values, but series 0 has %zu", se->value_count,

@@ -26,15 +26,19 @@ static int url_ok(const char *u)
 
 static void parse_run(kiln_pctx *c, const json_t *r, kiln_run *run)
 {
-    static const char *const allowed[] = {"text",      "bold",      "italic", "underline",
-                                          "strike",    "superscript", "subscript", "code",
-                                          "color",     "size",      "font",   "link", NULL};
+    static const char *const allowed[] = {"text",   "bold",        "italic",    "underline",
+                                          "strike", "superscript", "subscript", "code",
+                                          "color",  "size",        "font",      "link",
+                                          NULL};
     static const struct {
         const char *name;
         unsigned flag;
-    } flags[] = {{"bold", KILN_RUN_BOLD},           {"italic", KILN_RUN_ITALIC},
-                 {"underline", KILN_RUN_UNDERLINE}, {"strike", KILN_RUN_STRIKE},
-                 {"superscript", KILN_RUN_SUPERSCRIPT}, {"subscript", KILN_RUN_SUBSCRIPT},
+    } flags[] = {{"bold", KILN_RUN_BOLD},
+                 {"italic", KILN_RUN_ITALIC},
+                 {"underline", KILN_RUN_UNDERLINE},
+                 {"strike", KILN_RUN_STRIKE},
+                 {"superscript", KILN_RUN_SUPERSCRIPT},
+                 {"subscript", KILN_RUN_SUBSCRIPT},
                  {"code", KILN_RUN_CODE}};
     run->color = KILN_COLOR_NONE;
     if (!json_is_object(r)) {
@@ -62,8 +66,9 @@ static void parse_run(kiln_pctx *c, const json_t *r, kiln_run *run)
     kiln_get_string(c, r, "font", &run->font);
     kiln_get_string(c, r, "link", &run->link);
     if (run->link && !url_ok(run->link)) {
-        kiln_perr(c, "link", "expected a URL starting with http://, https://, mailto: or "
-                             "ftp://");
+        kiln_perr(c, "link",
+                  "expected a URL starting with http://, https://, mailto: or "
+                  "ftp://");
         run->link = NULL;
     }
 }
@@ -103,8 +108,9 @@ int kiln_parse_text(kiln_pctx *c, const json_t *obj, kiln_text *out, int require
         size_t saved = kiln_ptr_push(&c->ptr, "runs");
         size_t n = json_is_array(runs) ? json_array_size(runs) : 0;
         if (!n) {
-            kiln_perr(c, NULL, json_is_array(runs) ? "expected at least one run"
-                                                   : "expected an array of runs");
+            kiln_perr(c, NULL,
+                      json_is_array(runs) ? "expected at least one run"
+                                          : "expected an array of runs");
             kiln_ptr_pop(&c->ptr, saved);
             return -1;
         }
@@ -132,8 +138,8 @@ int kiln_parse_text(kiln_pctx *c, const json_t *obj, kiln_text *out, int require
 
 /* ---- lists ---- */
 
-static void parse_list(kiln_pctx *c, const json_t *v, const char *const *members,
-                       kiln_list *list, uint32_t depth);
+static void parse_list(kiln_pctx *c, const json_t *v, const char *const *members, kiln_list *list,
+                       uint32_t depth);
 
 /* The items of a list, at nesting depth (the top level is 1). */
 static void parse_list_items(kiln_pctx *c, const json_t *arr, kiln_list *list, uint32_t depth)
@@ -186,8 +192,9 @@ static void parse_list_items(kiln_pctx *c, const json_t *arr, kiln_list *list, u
                 }
             }
         } else {
-            kiln_perr(c, NULL, "expected a list item: a string or {\"text\": ..., \"items\": "
-                               "[...]}");
+            kiln_perr(c, NULL,
+                      "expected a list item: a string or {\"text\": ..., \"items\": "
+                      "[...]}");
         }
         kiln_ptr_pop(&c->ptr, saved);
     }
@@ -199,16 +206,17 @@ static void parse_list_items(kiln_pctx *c, const json_t *arr, kiln_list *list, u
  * (a list block's also include "type"). list->ordered and list->start hold
  * the defaults on entry.
  */
-static void parse_list(kiln_pctx *c, const json_t *v, const char *const *members,
-                       kiln_list *list, uint32_t depth)
+static void parse_list(kiln_pctx *c, const json_t *v, const char *const *members, kiln_list *list,
+                       uint32_t depth)
 {
     if (json_is_array(v)) {
         parse_list_items(c, v, list, depth);
         return;
     }
     if (!json_is_object(v)) {
-        kiln_perr(c, NULL, "expected an array of list items, or a list {\"ordered\": ..., "
-                           "\"items\": [...]}");
+        kiln_perr(c, NULL,
+                  "expected an array of list items, or a list {\"ordered\": ..., "
+                  "\"items\": [...]}");
         return;
     }
     kiln_check_members(c, v, members);
@@ -274,18 +282,17 @@ static kiln_block *vec_push(kiln_pctx *c, block_vec *v, size_t more)
     return b;
 }
 
-static const char *const block_types[] = {"heading", "paragraph", "list",       "table",
-                                          "image",   "chart",     "page_break", "toc",
-                                          "code",    "quote",     "rule",       "markdown",
-                                          NULL};
+static const char *const block_types[] = {"heading", "paragraph",  "list", "table", "image",
+                                          "chart",   "page_break", "toc",  "code",  "quote",
+                                          "rule",    "markdown",   NULL};
 
 static void parse_block(kiln_pctx *c, const json_t *b, block_vec *vec)
 {
     static const char *const heading_m[] = {"type", "level", "text", "runs", NULL};
     static const char *const para_m[] = {"type", "text", "runs", "align", NULL};
     static const char *const list_m[] = {"type", "ordered", "start", "items", NULL};
-    static const char *const table_m[] = {"type",   "columns", "rows", "data",
-                                          "caption", "header", "name", NULL};
+    static const char *const table_m[] = {"type",    "columns", "rows", "data",
+                                          "caption", "header",  "name", NULL};
     static const char *const image_m[] = {"type", "image", "caption", "width", NULL};
     static const char *const chart_extra[] = {"type", "caption", NULL};
     static const char *const bare_m[] = {"type", NULL};
@@ -458,8 +465,16 @@ pop:
 
 /* Which of a slide's content members each layout takes (notes go on any),
  * and the member it requires. Indexed by kiln_layout. */
-enum { SM_TITLE = 1 << 0, SM_SUBTITLE = 1 << 1, SM_BULLETS = 1 << 2, SM_LEFT = 1 << 3,
-       SM_RIGHT = 1 << 4, SM_TABLE = 1 << 5, SM_IMAGE = 1 << 6, SM_CHART = 1 << 7 };
+enum {
+    SM_TITLE = 1 << 0,
+    SM_SUBTITLE = 1 << 1,
+    SM_BULLETS = 1 << 2,
+    SM_LEFT = 1 << 3,
+    SM_RIGHT = 1 << 4,
+    SM_TABLE = 1 << 5,
+    SM_IMAGE = 1 << 6,
+    SM_CHART = 1 << 7
+};
 
 static const char *const slide_members[] = {"title", "subtitle", "bullets", "left",
                                             "right", "table",    "image",   "chart"};
@@ -472,8 +487,7 @@ static const struct {
     [KILN_LAYOUT_TITLE] = {SM_TITLE | SM_SUBTITLE, 0, "title, subtitle and notes"},
     [KILN_LAYOUT_SECTION] = {SM_TITLE | SM_SUBTITLE, 0, "title, subtitle and notes"},
     [KILN_LAYOUT_CONTENT] = {SM_TITLE | SM_BULLETS, 0, "title, bullets and notes"},
-    [KILN_LAYOUT_TWO_COLUMN] = {SM_TITLE | SM_LEFT | SM_RIGHT, 0,
-                                "title, left, right and notes"},
+    [KILN_LAYOUT_TWO_COLUMN] = {SM_TITLE | SM_LEFT | SM_RIGHT, 0, "title, left, right and notes"},
     [KILN_LAYOUT_TABLE] = {SM_TITLE | SM_TABLE, SM_TABLE, "title, table and notes"},
     [KILN_LAYOUT_IMAGE] = {SM_TITLE | SM_IMAGE, SM_IMAGE, "title, image and notes"},
     [KILN_LAYOUT_CHART] = {SM_TITLE | SM_CHART, SM_CHART, "title, chart and notes"},
@@ -482,13 +496,13 @@ static const struct {
 
 static void parse_slide(kiln_pctx *c, const json_t *s, kiln_slide *sl)
 {
-    static const char *const allowed[] = {"layout", "title", "subtitle", "bullets", "left",
-                                          "right",  "table", "image",    "chart",   "notes",
-                                          NULL};
+    static const char *const allowed[] = {"layout", "title", "subtitle", "bullets",
+                                          "left",   "right", "table",    "image",
+                                          "chart",  "notes", NULL};
     static const char *const layouts[] = {"title", "section", "content", "two_column", "table",
                                           "image", "chart",   "blank",   NULL};
-    static const char *const table_m[] = {"columns", "rows", "data", "caption", "header",
-                                          "name", NULL};
+    static const char *const table_m[] = {"columns", "rows", "data", "caption",
+                                          "header",  "name", NULL};
     sl->layout = KILN_LAYOUT_CONTENT;
     sl->pointer = kiln_ptr_dup(c, NULL);
     if (!json_is_object(s)) {
@@ -509,8 +523,7 @@ static void parse_slide(kiln_pctx *c, const json_t *s, kiln_slide *sl)
             kiln_perr(c, slide_members[i], "a \"%s\" slide does not show \"%s\" (it takes %s)",
                       layouts[layout], slide_members[i], slide_layouts[layout].says);
         else if (!present && (slide_layouts[layout].needs & bit))
-            kiln_perr(c, NULL, "a \"%s\" slide needs \"%s\"", layouts[layout],
-                      slide_members[i]);
+            kiln_perr(c, NULL, "a \"%s\" slide needs \"%s\"", layouts[layout], slide_members[i]);
     }
     if (takes & SM_TITLE)
         kiln_get_string(c, s, "title", &sl->title);

@@ -111,7 +111,9 @@ kiln_image *kiln_parse_image(kiln_pctx *c, const json_t *v)
     }
     if (fmt >= 0 && (fmt == 0) != (img->format == KILN_IMAGE_PNG)) {
         kiln_perr(c, "format", "declared \"%s\" but the content is a %s image",
-                  fmt == 0 ? "png" : fmt == 1 ? "jpeg" : "jpg",
+                  fmt == 0   ? "png"
+                  : fmt == 1 ? "jpeg"
+                             : "jpg",
                   img->format == KILN_IMAGE_PNG ? "PNG" : "JPEG");
         return NULL;
     }

@@ -44,8 +44,9 @@ static void collect_sheet_names(kiln_pctx *c, json_t *const *sheets, size_t n)
         } else {
             for (size_t j = 0; j < i && name; j++)
                 if (c->sheet_names[j] && name_equal_fold(c->sheet_names[j], name)) {
-                    kiln_perr(c, "name", "another sheet is already named \"%s\" (names are "
-                                         "compared ignoring case)",
+                    kiln_perr(c, "name",
+                              "another sheet is already named \"%s\" (names are "
+                              "compared ignoring case)",
                               c->sheet_names[j]);
                     name = NULL;
                 }
@@ -154,9 +155,10 @@ static int merge_finds_data(const kiln_table_data *td, const kiln_range *r, int 
     int found = 0;
     for (uint64_t y = r->first_row; y <= stop && y < last && !found; y++) {
         json_t *rv = y >= hdr ? kiln_inline_row(rows, (size_t)(y - hdr)) : NULL;
-        size_t width = y < hdr ? td->column_count
-                       : json_is_array(rv) ? json_array_size(rv)
-                       : json_is_object(rv) ? td->column_count : 0;
+        size_t width = y < hdr              ? td->column_count
+                       : json_is_array(rv)  ? json_array_size(rv)
+                       : json_is_object(rv) ? td->column_count
+                                            : 0;
         uint64_t stop_x = skip_first ? r->last_col : r->first_col;
         for (uint64_t x = r->first_col; x <= stop_x && x < width && !found; x++) {
             if (skip_first && y == r->first_row && x == r->first_col)
@@ -192,14 +194,16 @@ static void check_merge_data(kiln_pctx *c, const kiln_sheet *sh, const kiln_merg
     char name[4];
     if (merge_finds_data(&sh->data, &mg->range, 1, &row, &col)) {
         kiln_col_name(col, name);
-        kiln_perr(c, NULL, "the merge covers %s%u, which holds data the merge would hide (only "
-                           "the top-left cell of a merged range is shown); leave the other "
-                           "cells of a merge empty (null)",
+        kiln_perr(c, NULL,
+                  "the merge covers %s%u, which holds data the merge would hide (only "
+                  "the top-left cell of a merged range is shown); leave the other "
+                  "cells of a merge empty (null)",
                   name, (unsigned)row + 1);
     } else if (has_value && merge_finds_data(&sh->data, &mg->range, 0, &row, &col)) {
         kiln_col_name(col, name);
-        kiln_perr(c, NULL, "the merge has a \"value\" but its top-left cell %s%u holds data "
-                           "too; give the value in one place only",
+        kiln_perr(c, NULL,
+                  "the merge has a \"value\" but its top-left cell %s%u holds data "
+                  "too; give the value in one place only",
                   name, (unsigned)row + 1);
     }
 }
@@ -280,10 +284,11 @@ static void parse_cf_style(kiln_pctx *c, const json_t *st, kiln_style *out)
             for (size_t i = 0; cell_only[i] && !cell; i++)
                 cell = strcmp(cell_only[i], key) == 0;
             if (cell)
-                kiln_perr(c, key, "\"%s\" cannot be used in a conditional format's style "
-                                  "(Excel cannot change the font, size, alignment or wrapping "
-                                  "conditionally); use bold, italic, underline, strike, color, "
-                                  "fill or border",
+                kiln_perr(c, key,
+                          "\"%s\" cannot be used in a conditional format's style "
+                          "(Excel cannot change the font, size, alignment or wrapping "
+                          "conditionally); use bold, italic, underline, strike, color, "
+                          "fill or border",
                           key);
             else
                 kiln_perr(c, key, "unknown member \"%s\"", key);
@@ -300,10 +305,10 @@ static void parse_cf_style(kiln_pctx *c, const json_t *st, kiln_style *out)
 static void parse_cond_formats(kiln_pctx *c, const json_t *sheet, kiln_sheet *sh)
 {
     static const char *const types[] = {"cell", "color_scale", "data_bar", NULL};
-    static const char *const crit[] = {"==", "!=", ">", ">=", "<", "<=", "between",
-                                       "not_between", NULL};
-    static const char *const cell_allowed[] = {"range", "type", "criteria", "value", "maximum",
-                                               "style", NULL};
+    static const char *const crit[] = {"==", "!=",      ">",           ">=", "<",
+                                       "<=", "between", "not_between", NULL};
+    static const char *const cell_allowed[] = {"range",   "type",  "criteria", "value",
+                                               "maximum", "style", NULL};
     static const char *const scale_allowed[] = {"range", "type", "colors", NULL};
     static const char *const bar_allowed[] = {"range", "type", "color", NULL};
     const json_t *arr;
@@ -330,8 +335,10 @@ static void parse_cond_formats(kiln_pctx *c, const json_t *sheet, kiln_sheet *sh
             goto pop_item;
         }
         cf->type = (kiln_cf_type)type;
-        kiln_check_members(c, f, type == 0 ? cell_allowed : type == 1 ? scale_allowed
-                                                                      : bar_allowed);
+        kiln_check_members(c, f,
+                           type == 0   ? cell_allowed
+                           : type == 1 ? scale_allowed
+                                       : bar_allowed);
         range_member(c, f, "range", &cf->range);
         if (type == 0) {
             int cr = -1;
@@ -346,15 +353,17 @@ static void parse_cond_formats(kiln_pctx *c, const json_t *sheet, kiln_sheet *sh
             if (between && !json_object_get(f, "maximum"))
                 kiln_perr(c, NULL, "\"between\" and \"not_between\" need \"maximum\"");
             else if (!between && cr >= 0 && json_object_get(f, "maximum"))
-                kiln_perr(c, "maximum", "\"maximum\" belongs to \"between\" and "
-                                        "\"not_between\"");
+                kiln_perr(c, "maximum",
+                          "\"maximum\" belongs to \"between\" and "
+                          "\"not_between\"");
             kiln_get_number(c, f, "maximum", -1e308, 1e308, &cf->maximum);
             const json_t *st = json_object_get(f, "style");
             memset(&cf->style, 0, sizeof cf->style);
             cf->style.color = cf->style.fill = KILN_COLOR_NONE;
             if (!st)
-                kiln_perr(c, NULL, "missing \"style\": a cell rule without one would do "
-                                   "nothing");
+                kiln_perr(c, NULL,
+                          "missing \"style\": a cell rule without one would do "
+                          "nothing");
             else
                 parse_cf_style(c, st, &cf->style);
         } else if (type == 1) {
@@ -422,8 +431,9 @@ static void parse_validations(kiln_pctx *c, const json_t *sheet, kiln_sheet *sh)
         const json_t *vals = json_object_get(v, "values");
         size_t k = json_is_array(vals) ? json_array_size(vals) : 0;
         if (!k) {
-            kiln_perr(c, vals ? "values" : NULL, "expected \"values\": a non-empty array of "
-                                                 "strings");
+            kiln_perr(c, vals ? "values" : NULL,
+                      "expected \"values\": a non-empty array of "
+                      "strings");
             goto pop_item;
         }
         va->values = kiln_arena_calloc(c->arena, k, sizeof *va->values);
@@ -581,7 +591,8 @@ static int table_style_ok(const char *s)
     static const struct {
         const char *prefix;
         int max;
-    } kinds[] = {{"Table Style Light ", 21}, {"Table Style Medium ", 28},
+    } kinds[] = {{"Table Style Light ", 21},
+                 {"Table Style Medium ", 28},
                  {"Table Style Dark ", 11}};
     for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
         size_t n = strlen(kinds[i].prefix);
@@ -613,21 +624,24 @@ static void parse_sheet_table(kiln_pctx *c, const json_t *sheet, kiln_sheet *sh)
     }
     size_t saved = kiln_ptr_push(&c->ptr, "table");
     if (!json_is_object(t)) {
-        kiln_perr(c, NULL, "expected true, false or {\"name\": ..., \"style\": ..., "
-                           "\"total_row\": ...}");
+        kiln_perr(c, NULL,
+                  "expected true, false or {\"name\": ..., \"style\": ..., "
+                  "\"total_row\": ...}");
         goto pop;
     }
     kiln_check_members(c, t, allowed);
     sh->table = 1;
     kiln_get_string(c, t, "name", &sh->table_name);
     if (sh->table_name && !table_name_ok(sh->table_name))
-        kiln_perr(c, "name", "a table name starts with a letter or '_', holds only letters, "
-                             "digits, '_' and '.', and does not read as a cell reference");
+        kiln_perr(c, "name",
+                  "a table name starts with a letter or '_', holds only letters, "
+                  "digits, '_' and '.', and does not read as a cell reference");
     if (kiln_get_string(c, t, "style", &sh->table_style) == 0 && sh->table_style &&
         !table_style_ok(sh->table_style))
-        kiln_perr(c, "style", "\"%s\" is not an Excel table style: expected \"Table Style "
-                              "Light 1\"..\"21\", \"Table Style Medium 1\"..\"28\" or "
-                              "\"Table Style Dark 1\"..\"11\", spelled exactly",
+        kiln_perr(c, "style",
+                  "\"%s\" is not an Excel table style: expected \"Table Style "
+                  "Light 1\"..\"21\", \"Table Style Medium 1\"..\"28\" or "
+                  "\"Table Style Dark 1\"..\"11\", spelled exactly",
                   sh->table_style);
     kiln_get_bool(c, t, "total_row", &sh->table_total_row);
 pop:
@@ -637,9 +651,10 @@ pop:
 static void parse_sheet(kiln_pctx *c, const json_t *s, kiln_sheet *sh, size_t index)
 {
     static const char *const allowed[] = {
-        "name",   "columns", "rows",     "data",                "header",
-        "freeze", "autofilter", "table", "merges", "conditional_formats",
-        "validations", "charts", "images", "comments",          "tab_color", NULL};
+        "name",        "columns",    "rows",   "data",     "header",
+        "freeze",      "autofilter", "table",  "merges",   "conditional_formats",
+        "validations", "charts",     "images", "comments", "tab_color",
+        NULL};
     static const char *const freeze_allowed[] = {"rows", "columns", NULL};
     sh->name = c->sheet_names ? c->sheet_names[index] : NULL;
     sh->tab_color = KILN_COLOR_NONE;
@@ -672,8 +687,9 @@ static void parse_sheet(kiln_pctx *c, const json_t *s, kiln_sheet *sh, size_t in
     kiln_get_bool(c, s, "autofilter", &sh->autofilter);
     parse_sheet_table(c, s, sh);
     if (sh->table && sh->autofilter)
-        kiln_perr(c, "autofilter", "\"autofilter\" and \"table\" exclude each other (a table "
-                                   "has its own filter buttons)");
+        kiln_perr(c, "autofilter",
+                  "\"autofilter\" and \"table\" exclude each other (a table "
+                  "has its own filter buttons)");
     parse_merges(c, s, sh);
     parse_cond_formats(c, s, sh);
     parse_validations(c, s, sh);

@@ -238,8 +238,8 @@ void kiln_perr_syntax(kiln_pctx *c, const kiln_json_syntax *se)
                          "JSON nested deeper than %u levels (line %d, column %d)",
                          (unsigned)c->lim.json_depth, line, col);
     else
-        kiln_errors_addf(c->errs, KILN_E_INVALID_SPEC, "", "not valid JSON at line %d, column %d: %s",
-                         line, col, se->what);
+        kiln_errors_addf(c->errs, KILN_E_INVALID_SPEC, "",
+                         "not valid JSON at line %d, column %d: %s", line, col, se->what);
 }
 
 /* jansson's tree of span with the holes from first on left out: the text
@@ -266,7 +266,8 @@ static json_t *load_with_holes(kiln_pctx *c, kiln_span span, size_t first)
     }
     memcpy(buf + at, c->text + from, span.off + span.len - from);
     json_error_t je;
-    json_t *v = json_loadb(buf, n, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL | JSON_DECODE_ANY, &je);
+    json_t *v = json_loadb(buf, n, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL | JSON_DECODE_ANY,
+                           &je);
     free(buf);
     if (!v) {
         /* Back to the text's own offsets: each hole before the error was
@@ -425,7 +426,7 @@ static json_t *copy_piece(kiln_pctx *c, const json_t *v, const char *const *hole
 
 /* kiln_pload for a value of the spec's tree. */
 json_t *kiln_pload_tree(kiln_pctx *c, const json_t *v, const char *const *holes,
-                         const char *pointer)
+                        const char *pointer)
 {
     size_t mark = c->hole_count;
     json_t *copy = copy_piece(c, v, holes, "");

@@ -11,29 +11,38 @@
 #include "spec_internal.h"
 #include "../../common/banned.h"
 
-static const char *const col_types[] = {"auto",     "string",  "number",   "integer", "currency",
-                                        "percent",  "date",    "datetime", "boolean", NULL};
-static const kiln_column_type col_type_vals[] = {
-    KILN_COL_AUTO,    KILN_COL_STRING, KILN_COL_NUMBER,   KILN_COL_INTEGER, KILN_COL_CURRENCY,
-    KILN_COL_PERCENT, KILN_COL_DATE,   KILN_COL_DATETIME, KILN_COL_BOOLEAN};
+static const char *const col_types[] = {"auto",    "string", "number",   "integer", "currency",
+                                        "percent", "date",   "datetime", "boolean", NULL};
+static const kiln_column_type col_type_vals[] = {KILN_COL_AUTO,     KILN_COL_STRING,
+                                                 KILN_COL_NUMBER,   KILN_COL_INTEGER,
+                                                 KILN_COL_CURRENCY, KILN_COL_PERCENT,
+                                                 KILN_COL_DATE,     KILN_COL_DATETIME,
+                                                 KILN_COL_BOOLEAN};
 
 static const char *default_format(kiln_column_type t)
 {
     switch (t) {
-    case KILN_COL_INTEGER: return "#,##0";
-    case KILN_COL_NUMBER: return "#,##0.00";
-    case KILN_COL_CURRENCY: return "$#,##0.00";
-    case KILN_COL_PERCENT: return "0.0%";
-    case KILN_COL_DATE: return "yyyy-mm-dd";
-    case KILN_COL_DATETIME: return "yyyy-mm-dd hh:mm";
-    default: return NULL;
+    case KILN_COL_INTEGER:
+        return "#,##0";
+    case KILN_COL_NUMBER:
+        return "#,##0.00";
+    case KILN_COL_CURRENCY:
+        return "$#,##0.00";
+    case KILN_COL_PERCENT:
+        return "0.0%";
+    case KILN_COL_DATE:
+        return "yyyy-mm-dd";
+    case KILN_COL_DATETIME:
+        return "yyyy-mm-dd hh:mm";
+    default:
+        return NULL;
     }
 }
 
 static void parse_columns(kiln_pctx *c, const json_t *cols, kiln_table_data *td)
 {
-    static const char *const allowed[] = {"header", "key", "type", "number_format", "width",
-                                          "align", NULL};
+    static const char *const allowed[] = {"header", "key",   "type", "number_format",
+                                          "width",  "align", NULL};
     static const char *const aligns[] = {"left", "center", "right", NULL};
     size_t saved = kiln_ptr_push(&c->ptr, "columns");
     if (!json_is_array(cols)) {
@@ -315,8 +324,9 @@ void kiln_parse_table_data(kiln_pctx *c, const json_t *obj, kiln_table_data *td)
             return;
         if (td->source == KILN_ROWS_JSONL && cols_ok && td->column_count) {
             size_t before_keys = c->errs->count;
-            check_derived_keys(c, cols, td, "the rows come from JSON Lines (whose lines may be "
-                                            "objects)");
+            check_derived_keys(c, cols, td,
+                               "the rows come from JSON Lines (whose lines may be "
+                               "objects)");
             cols_ok = c->errs->count == before_keys;
         }
         int any_header = 0;

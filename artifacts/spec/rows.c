@@ -21,7 +21,7 @@
 struct kiln_row_reader {
     const kiln_table_data *t;
     kiln_limits lim;
-    uint64_t returned;      /* data rows returned so far */
+    uint64_t returned; /* data rows returned so far */
     kiln_cell *cells;
     kiln_style *styles;
     size_t cap;
@@ -37,10 +37,10 @@ struct kiln_row_reader {
     size_t rec_len, rec_cap;
     size_t *fstart, *flen;
     size_t fcap, nfields;
-    uint64_t line;          /* physical line of the next byte, 1-based */
-    uint64_t rec_line;      /* line the current record started on */
-    const char *name;       /* file name for messages */
-    json_t *cur;            /* the current row's value (inline, JSON Lines) */
+    uint64_t line;     /* physical line of the next byte, 1-based */
+    uint64_t rec_line; /* line the current record started on */
+    const char *name;  /* file name for messages */
+    json_t *cur;       /* the current row's value (inline, JSON Lines) */
 };
 
 /* ---- JSON rows (inline and JSON Lines) ---- */
@@ -179,8 +179,7 @@ size_t kiln_json_row(const json_t *row, const kiln_table_data *t, const kiln_lim
             if (!v)
                 continue;
             matched++;
-            if (kiln_cell_from_json(v, t->columns[i].type, lim, &cells[i], &styles[i], &e) !=
-                0) {
+            if (kiln_cell_from_json(v, t->columns[i].type, lim, &cells[i], &styles[i], &e) != 0) {
                 found++;
                 seg_prefix(&e, key);
                 if (row_error(errs, err, rows_ptr, index, &e))
@@ -210,8 +209,9 @@ size_t kiln_json_row(const json_t *row, const kiln_table_data *t, const kiln_lim
         *count = ncols;
         return found;
     }
-    kiln_error_set(&e, KILN_E_INVALID_SPEC, "", "expected a row: an array of cell values or an "
-                                                "object");
+    kiln_error_set(&e, KILN_E_INVALID_SPEC, "",
+                   "expected a row: an array of cell values or an "
+                   "object");
     row_error(errs, err, rows_ptr, index, &e);
     return 1;
 }
@@ -334,8 +334,7 @@ static int end_field(kiln_row_reader *r, size_t start, kiln_error *err)
         return rec_overflow(r, rc, err);
     if (r->nfields >= r->lim.columns) {
         char msg[128];
-        snprintf(msg, sizeof msg, "more than %u fields in one record",
-                 (unsigned)r->lim.columns);
+        snprintf(msg, sizeof msg, "more than %u fields in one record", (unsigned)r->lim.columns);
         file_error(r, err, KILN_E_LIMIT, r->rec_line, 0, msg);
         err->limit = r->lim.columns;
         err->actual = r->nfields + 1;
@@ -553,8 +552,9 @@ static int row_limit(kiln_row_reader *r, kiln_error *err)
     if (total <= r->lim.rows)
         return 0;
     char msg[160];
-    snprintf(msg, sizeof msg, "more than %u rows (the header row included), the most a sheet "
-                              "can have",
+    snprintf(msg, sizeof msg,
+             "more than %u rows (the header row included), the most a sheet "
+             "can have",
              (unsigned)r->lim.rows);
     if (r->t->source == KILN_ROWS_INLINE)
         kiln_error_set(err, KILN_E_LIMIT, r->t->pointer, "%s", msg);

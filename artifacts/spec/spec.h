@@ -26,17 +26,17 @@
 
 /* ---- limits (docs/spec.md "Limits"; every one enforced and tested) ---- */
 typedef struct kiln_limits {
-    uint64_t spec_bytes;     /* size of the spec JSON */
-    uint32_t json_depth;     /* nesting depth of the spec JSON */
-    uint32_t sheets;         /* sheets per workbook */
-    uint32_t rows;           /* rows per sheet, header row included */
-    uint32_t columns;        /* columns per sheet */
-    uint32_t cell_chars;     /* characters (code points) per cell */
-    uint64_t string_bytes;   /* bytes of all strings together */
-    uint32_t images;         /* images per document */
-    uint64_t image_bytes;    /* bytes per image */
-    uint64_t images_bytes;   /* bytes of all images together */
-    uint32_t list_depth;     /* nesting of list items */
+    uint64_t spec_bytes;   /* size of the spec JSON */
+    uint32_t json_depth;   /* nesting depth of the spec JSON */
+    uint32_t sheets;       /* sheets per workbook */
+    uint32_t rows;         /* rows per sheet, header row included */
+    uint32_t columns;      /* columns per sheet */
+    uint32_t cell_chars;   /* characters (code points) per cell */
+    uint64_t string_bytes; /* bytes of all strings together */
+    uint32_t images;       /* images per document */
+    uint64_t image_bytes;  /* bytes per image */
+    uint64_t images_bytes; /* bytes of all images together */
+    uint32_t list_depth;   /* nesting of list items */
 } kiln_limits;
 
 #define KILN_LIMIT_SPEC_BYTES (64u << 20)
@@ -61,12 +61,26 @@ kiln_limits kiln_limits_default(void);
 /* ---- small shared types ---- */
 #define KILN_COLOR_NONE (-1) /* a color is 0xRRGGBB, or KILN_COLOR_NONE */
 
-typedef enum { KILN_ALIGN_DEFAULT, KILN_ALIGN_LEFT, KILN_ALIGN_CENTER, KILN_ALIGN_RIGHT,
-               KILN_ALIGN_JUSTIFY } kiln_align;
-typedef enum { KILN_VALIGN_DEFAULT, KILN_VALIGN_TOP, KILN_VALIGN_MIDDLE,
-               KILN_VALIGN_BOTTOM } kiln_valign;
-typedef enum { KILN_BORDER_DEFAULT, KILN_BORDER_NONE, KILN_BORDER_THIN, KILN_BORDER_MEDIUM,
-               KILN_BORDER_THICK } kiln_border;
+typedef enum {
+    KILN_ALIGN_DEFAULT,
+    KILN_ALIGN_LEFT,
+    KILN_ALIGN_CENTER,
+    KILN_ALIGN_RIGHT,
+    KILN_ALIGN_JUSTIFY
+} kiln_align;
+typedef enum {
+    KILN_VALIGN_DEFAULT,
+    KILN_VALIGN_TOP,
+    KILN_VALIGN_MIDDLE,
+    KILN_VALIGN_BOTTOM
+} kiln_valign;
+typedef enum {
+    KILN_BORDER_DEFAULT,
+    KILN_BORDER_NONE,
+    KILN_BORDER_THIN,
+    KILN_BORDER_MEDIUM,
+    KILN_BORDER_THICK
+} kiln_border;
 
 /* A cell style; zero/NULL/KILN_COLOR_NONE members mean "not set". */
 typedef struct kiln_style {
@@ -99,26 +113,33 @@ typedef enum {
 
 typedef struct kiln_cell {
     kiln_cell_kind kind;
-    double number;        /* NUMBER; BOOL (0 or 1); DATE/DATETIME serial */
-    const char *text;     /* STRING text; FORMULA formula without '='; URL the URL */
-    size_t text_len;      /* bytes of text */
-    const char *link_text;        /* URL: text shown; NULL = the URL itself */
-    kiln_cell_kind cached_kind;   /* FORMULA: BLANK (no cached value), NUMBER, STRING, BOOL */
+    double number;              /* NUMBER; BOOL (0 or 1); DATE/DATETIME serial */
+    const char *text;           /* STRING text; FORMULA formula without '='; URL the URL */
+    size_t text_len;            /* bytes of text */
+    const char *link_text;      /* URL: text shown; NULL = the URL itself */
+    kiln_cell_kind cached_kind; /* FORMULA: BLANK (no cached value), NUMBER, STRING, BOOL */
     double cached_number;
     const char *cached_text;
-    const char *number_format;    /* the cell's own; NULL = the column's */
-    const kiln_style *style;      /* the cell's own; NULL = none */
+    const char *number_format; /* the cell's own; NULL = the column's */
+    const kiln_style *style;   /* the cell's own; NULL = none */
 } kiln_cell;
 
 /* ---- columns and tabular data (sheets and table blocks) ---- */
 typedef enum {
-    KILN_COL_AUTO, KILN_COL_STRING, KILN_COL_NUMBER, KILN_COL_INTEGER, KILN_COL_CURRENCY,
-    KILN_COL_PERCENT, KILN_COL_DATE, KILN_COL_DATETIME, KILN_COL_BOOLEAN
+    KILN_COL_AUTO,
+    KILN_COL_STRING,
+    KILN_COL_NUMBER,
+    KILN_COL_INTEGER,
+    KILN_COL_CURRENCY,
+    KILN_COL_PERCENT,
+    KILN_COL_DATE,
+    KILN_COL_DATETIME,
+    KILN_COL_BOOLEAN
 } kiln_column_type;
 
 typedef struct kiln_column {
-    const char *header;        /* NULL = none */
-    const char *key;           /* member name for object rows: key, else header */
+    const char *header; /* NULL = none */
+    const char *key;    /* member name for object rows: key, else header */
     kiln_column_type type;
     const char *number_format; /* effective: explicit, else the type's default, else NULL */
     double width;              /* characters; < 0 = compute from content */
@@ -130,15 +151,15 @@ typedef enum { KILN_ROWS_INLINE, KILN_ROWS_CSV, KILN_ROWS_JSONL } kiln_rows_sour
 typedef struct kiln_table_data {
     kiln_column *columns;
     size_t column_count;
-    int header;                /* write the header row first */
+    int header; /* write the header row first */
     kiln_rows_source source;
-    size_t inline_row_count;   /* INLINE: number of data rows */
-    const char *data_path;     /* CSV/JSONL: path to open (already checked) */
-    char delimiter;            /* CSV: field separator */
-    int data_header;           /* CSV: first record is a header */
-    const char *pointer;       /* JSON Pointer of "rows" or "data", for errors */
-    const void *private_rows;  /* for kiln_rows_* only: INLINE the row array, CSV/JSONL the
-                                  path relative to base_dir (re-walked without symlinks) */
+    size_t inline_row_count;  /* INLINE: number of data rows */
+    const char *data_path;    /* CSV/JSONL: path to open (already checked) */
+    char delimiter;           /* CSV: field separator */
+    int data_header;          /* CSV: first record is a header */
+    const char *pointer;      /* JSON Pointer of "rows" or "data", for errors */
+    const void *private_rows; /* for kiln_rows_* only: INLINE the row array, CSV/JSONL the
+                                 path relative to base_dir (re-walked without symlinks) */
 } kiln_table_data;
 
 /* ---- images ---- */
@@ -149,37 +170,49 @@ typedef struct kiln_image {
     const unsigned char *data; /* the file's bytes */
     size_t size;
     uint32_t width_px, height_px;
-    double dpi_x, dpi_y;       /* 0 when the file does not say (writers assume 96) */
-    const char *alt;           /* alternative text; "" when not given */
-    const char *name;          /* file name for messages ("image3.png" for inline) */
+    double dpi_x, dpi_y; /* 0 when the file does not say (writers assume 96) */
+    const char *alt;     /* alternative text; "" when not given */
+    const char *name;    /* file name for messages ("image3.png" for inline) */
 } kiln_image;
 
 /* ---- charts ---- */
-typedef enum { KILN_CHART_COLUMN, KILN_CHART_BAR, KILN_CHART_LINE, KILN_CHART_PIE,
-               KILN_CHART_DOUGHNUT, KILN_CHART_SCATTER, KILN_CHART_AREA } kiln_chart_kind;
-typedef enum { KILN_LEGEND_RIGHT, KILN_LEGEND_LEFT, KILN_LEGEND_TOP, KILN_LEGEND_BOTTOM,
-               KILN_LEGEND_NONE } kiln_legend;
+typedef enum {
+    KILN_CHART_COLUMN,
+    KILN_CHART_BAR,
+    KILN_CHART_LINE,
+    KILN_CHART_PIE,
+    KILN_CHART_DOUGHNUT,
+    KILN_CHART_SCATTER,
+    KILN_CHART_AREA
+} kiln_chart_kind;
+typedef enum {
+    KILN_LEGEND_RIGHT,
+    KILN_LEGEND_LEFT,
+    KILN_LEGEND_TOP,
+    KILN_LEGEND_BOTTOM,
+    KILN_LEGEND_NONE
+} kiln_legend;
 
 typedef struct kiln_category {
-    const char *text;  /* always set (numbers formatted with %.15g) */
-    double number;     /* is_number: the number; is_date: the date's serial */
+    const char *text; /* always set (numbers formatted with %.15g) */
+    double number;    /* is_number: the number; is_date: the date's serial */
     int is_number;
-    int is_date;       /* an ISO 8601 date ("2026-03-31", no time): when every category
-                          is one, the chart has a date axis (chart_data.h) */
+    int is_date; /* an ISO 8601 date ("2026-03-31", no time): when every category
+                    is one, the chart has a date axis (chart_data.h) */
 } kiln_category;
 
 typedef struct kiln_series {
-    const char *name;        /* NULL = "Series N" */
-    const char *name_ref;    /* sheet charts: cell reference for the name, or NULL */
-    double *values;          /* value_count values, when not a range; NAN = a missing point */
+    const char *name;     /* NULL = "Series N" */
+    const char *name_ref; /* sheet charts: cell reference for the name, or NULL */
+    double *values;       /* value_count values, when not a range; NAN = a missing point */
     size_t value_count;
-    const char *values_ref;  /* sheet charts: range string, or NULL */
+    const char *values_ref; /* sheet charts: range string, or NULL */
     int32_t color;
 } kiln_series;
 
 typedef struct kiln_chart {
     kiln_chart_kind kind;
-    const char *title;       /* NULL = none */
+    const char *title; /* NULL = none */
     int stacked;
     kiln_category *categories;
     size_t category_count;
@@ -196,15 +229,19 @@ typedef struct kiln_chart {
 
 /* ---- inline text ---- */
 enum {
-    KILN_RUN_BOLD = 1 << 0, KILN_RUN_ITALIC = 1 << 1, KILN_RUN_UNDERLINE = 1 << 2,
-    KILN_RUN_STRIKE = 1 << 3, KILN_RUN_SUPERSCRIPT = 1 << 4, KILN_RUN_SUBSCRIPT = 1 << 5,
+    KILN_RUN_BOLD = 1 << 0,
+    KILN_RUN_ITALIC = 1 << 1,
+    KILN_RUN_UNDERLINE = 1 << 2,
+    KILN_RUN_STRIKE = 1 << 3,
+    KILN_RUN_SUPERSCRIPT = 1 << 4,
+    KILN_RUN_SUBSCRIPT = 1 << 5,
     KILN_RUN_CODE = 1 << 6
 };
 
 typedef struct kiln_run {
     const char *text;
     size_t len;
-    unsigned flags;   /* KILN_RUN_* */
+    unsigned flags; /* KILN_RUN_* */
     int32_t color;
     double size;      /* points, 0 = inherit */
     const char *font; /* NULL = inherit */
@@ -231,9 +268,17 @@ typedef struct kiln_list {
 
 /* ---- blocks ---- */
 typedef enum {
-    KILN_BLOCK_HEADING, KILN_BLOCK_PARAGRAPH, KILN_BLOCK_LIST, KILN_BLOCK_TABLE,
-    KILN_BLOCK_IMAGE, KILN_BLOCK_CHART, KILN_BLOCK_PAGE_BREAK, KILN_BLOCK_TOC,
-    KILN_BLOCK_CODE, KILN_BLOCK_QUOTE, KILN_BLOCK_RULE
+    KILN_BLOCK_HEADING,
+    KILN_BLOCK_PARAGRAPH,
+    KILN_BLOCK_LIST,
+    KILN_BLOCK_TABLE,
+    KILN_BLOCK_IMAGE,
+    KILN_BLOCK_CHART,
+    KILN_BLOCK_PAGE_BREAK,
+    KILN_BLOCK_TOC,
+    KILN_BLOCK_CODE,
+    KILN_BLOCK_QUOTE,
+    KILN_BLOCK_RULE
 } kiln_block_kind; /* markdown blocks are expanded into these by the parser */
 
 typedef struct kiln_table {
@@ -248,34 +293,41 @@ typedef struct kiln_table {
  * Read only the members of the block's kind. */
 typedef struct kiln_block {
     kiln_block_kind kind;
-    int level;             /* HEADING 1..6; TOC levels 1..6 */
-    const char *pointer;   /* JSON Pointer of the block (markdown: of the markdown block) */
+    int level;           /* HEADING 1..6; TOC levels 1..6 */
+    const char *pointer; /* JSON Pointer of the block (markdown: of the markdown block) */
     union {
-        struct {                     /* HEADING, PARAGRAPH, QUOTE */
+        struct { /* HEADING, PARAGRAPH, QUOTE */
             kiln_text text;
             const char *attribution; /* QUOTE, or NULL */
             kiln_align align;        /* PARAGRAPH */
         };
-        kiln_list list;              /* LIST */
-        kiln_table *table;           /* TABLE */
-        struct {                     /* IMAGE */
+        kiln_list list;    /* LIST */
+        kiln_table *table; /* TABLE */
+        struct {           /* IMAGE */
             kiln_image *image;
-            const char *caption;     /* or NULL (tables and charts carry their own) */
-            double width_pt;         /* requested width, 0 = natural */
+            const char *caption; /* or NULL (tables and charts carry their own) */
+            double width_pt;     /* requested width, 0 = natural */
         };
-        kiln_chart *chart;           /* CHART */
-        const char *title;           /* TOC title */
-        struct {                     /* CODE */
+        kiln_chart *chart; /* CHART */
+        const char *title; /* TOC title */
+        struct {           /* CODE */
             const char *code;
-            const char *language;    /* or NULL */
+            const char *language; /* or NULL */
         };
     };
 } kiln_block;
 
 /* ---- slides ---- */
-typedef enum { KILN_LAYOUT_TITLE, KILN_LAYOUT_SECTION, KILN_LAYOUT_CONTENT,
-               KILN_LAYOUT_TWO_COLUMN, KILN_LAYOUT_TABLE, KILN_LAYOUT_IMAGE,
-               KILN_LAYOUT_CHART, KILN_LAYOUT_BLANK } kiln_layout;
+typedef enum {
+    KILN_LAYOUT_TITLE,
+    KILN_LAYOUT_SECTION,
+    KILN_LAYOUT_CONTENT,
+    KILN_LAYOUT_TWO_COLUMN,
+    KILN_LAYOUT_TABLE,
+    KILN_LAYOUT_IMAGE,
+    KILN_LAYOUT_CHART,
+    KILN_LAYOUT_BLANK
+} kiln_layout;
 
 typedef struct kiln_slide {
     kiln_layout layout;
@@ -289,16 +341,24 @@ typedef struct kiln_slide {
 
 /* ---- sheets ---- */
 typedef enum { KILN_CF_CELL, KILN_CF_COLOR_SCALE, KILN_CF_DATA_BAR } kiln_cf_type;
-typedef enum { KILN_CRIT_EQ, KILN_CRIT_NE, KILN_CRIT_GT, KILN_CRIT_GE, KILN_CRIT_LT,
-               KILN_CRIT_LE, KILN_CRIT_BETWEEN, KILN_CRIT_NOT_BETWEEN } kiln_criteria;
+typedef enum {
+    KILN_CRIT_EQ,
+    KILN_CRIT_NE,
+    KILN_CRIT_GT,
+    KILN_CRIT_GE,
+    KILN_CRIT_LT,
+    KILN_CRIT_LE,
+    KILN_CRIT_BETWEEN,
+    KILN_CRIT_NOT_BETWEEN
+} kiln_criteria;
 
 typedef struct kiln_cond_format {
     kiln_range range;
     kiln_cf_type type;
-    kiln_criteria criteria;       /* CELL */
-    double value, maximum;        /* CELL (maximum for between) */
-    kiln_style style;             /* CELL */
-    int32_t colors[3];            /* COLOR_SCALE: color_count colors; DATA_BAR: colors[0] */
+    kiln_criteria criteria; /* CELL */
+    double value, maximum;  /* CELL (maximum for between) */
+    kiln_style style;       /* CELL */
+    int32_t colors[3];      /* COLOR_SCALE: color_count colors; DATA_BAR: colors[0] */
     int color_count;
 } kiln_cond_format;
 
@@ -306,24 +366,24 @@ typedef struct kiln_validation {
     kiln_range range;
     const char **values;
     size_t value_count;
-    const char *message;          /* NULL = none */
+    const char *message; /* NULL = none */
 } kiln_validation;
 
 typedef struct kiln_merge {
     kiln_range range;
-    kiln_cell value;              /* BLANK when none */
+    kiln_cell value; /* BLANK when none */
 } kiln_merge;
 
 typedef struct kiln_sheet_image {
     kiln_image *image;
     uint32_t row, col;
-    double scale;                 /* default 1 */
+    double scale; /* default 1 */
 } kiln_sheet_image;
 
 typedef struct kiln_comment {
     uint32_t row, col;
     const char *text;
-    const char *author;           /* NULL = metadata author */
+    const char *author; /* NULL = metadata author */
 } kiln_comment;
 
 typedef struct kiln_sheet {
@@ -331,16 +391,22 @@ typedef struct kiln_sheet {
     kiln_table_data data;
     uint32_t freeze_rows, freeze_cols;
     int autofilter;
-    int table;                    /* an Excel table over header + data */
-    const char *table_name;       /* NULL = generated */
-    const char *table_style;      /* NULL = "Table Style Medium 2" */
+    int table;               /* an Excel table over header + data */
+    const char *table_name;  /* NULL = generated */
+    const char *table_style; /* NULL = "Table Style Medium 2" */
     int table_total_row;
-    kiln_merge *merges;           size_t merge_count;
-    kiln_cond_format *cond_formats; size_t cond_format_count;
-    kiln_validation *validations; size_t validation_count;
-    kiln_chart *charts;           size_t chart_count;
-    kiln_sheet_image *images;     size_t image_count;
-    kiln_comment *comments;       size_t comment_count;
+    kiln_merge *merges;
+    size_t merge_count;
+    kiln_cond_format *cond_formats;
+    size_t cond_format_count;
+    kiln_validation *validations;
+    size_t validation_count;
+    kiln_chart *charts;
+    size_t chart_count;
+    kiln_sheet_image *images;
+    size_t image_count;
+    kiln_comment *comments;
+    size_t comment_count;
     int32_t tab_color;
     const char *pointer;
 } kiln_sheet;
@@ -348,10 +414,10 @@ typedef struct kiln_sheet {
 /* ---- the document ---- */
 typedef struct kiln_metadata {
     const char *title, *author, *subject, *description, *company, *category;
-    const char *keywords;     /* joined with ", " */
+    const char *keywords; /* joined with ", " */
     int has_created;
-    int64_t created;          /* seconds since the epoch, UTC (a zone offset applied;
-                                 no zone = the time taken as UTC) */
+    int64_t created; /* seconds since the epoch, UTC (a zone offset applied;
+                        no zone = the time taken as UTC) */
 } kiln_metadata;
 
 typedef struct kiln_theme {
@@ -362,34 +428,42 @@ typedef struct kiln_theme {
     int32_t header_fill, header_font_color;
 } kiln_theme;
 
-typedef enum { KILN_PAGE_A4, KILN_PAGE_LETTER, KILN_PAGE_LEGAL, KILN_PAGE_A3,
-               KILN_PAGE_A5 } kiln_page_size;
+typedef enum {
+    KILN_PAGE_A4,
+    KILN_PAGE_LETTER,
+    KILN_PAGE_LEGAL,
+    KILN_PAGE_A3,
+    KILN_PAGE_A5
+} kiln_page_size;
 
 typedef struct kiln_page {
     kiln_page_size size;
     int landscape;
-    double width_pt, height_pt;   /* after orientation */
+    double width_pt, height_pt;                                  /* after orientation */
     double margin_top, margin_bottom, margin_left, margin_right; /* points */
-    const char *header_text;      /* documents: text of the page header, one line, NULL =
-                                     none ("header": true gives the metadata title) */
-    int page_numbers;             /* documents: "Page X of Y" footer (default 1) */
+    const char *header_text; /* documents: text of the page header, one line, NULL =
+                                none ("header": true gives the metadata title) */
+    int page_numbers;        /* documents: "Page X of Y" footer (default 1) */
 } kiln_page;
 
 typedef struct kiln_doc {
     kiln_metadata metadata;
-    kiln_theme theme;             /* defaults filled in from templates/theme.json */
+    kiln_theme theme; /* defaults filled in from templates/theme.json */
     kiln_page page;
-    kiln_sheet *sheets;   size_t sheet_count;
-    kiln_block *blocks;   size_t block_count;
-    kiln_slide *slides;   size_t slide_count;
-    const char *base_dir;         /* where relative paths were resolved */
+    kiln_sheet *sheets;
+    size_t sheet_count;
+    kiln_block *blocks;
+    size_t block_count;
+    kiln_slide *slides;
+    size_t slide_count;
+    const char *base_dir; /* where relative paths were resolved */
     struct kiln_doc_private *priv;
 } kiln_doc;
 
 typedef struct kiln_parse_options {
-    const char *base_dir;   /* NULL = "." */
-    kiln_limits limits;     /* start from kiln_limits_default() */
-    int scan_data_files;    /* also read every CSV/JSONL file through to validate it */
+    const char *base_dir; /* NULL = "." */
+    kiln_limits limits;   /* start from kiln_limits_default() */
+    int scan_data_files;  /* also read every CSV/JSONL file through to validate it */
 } kiln_parse_options;
 
 void kiln_parse_options_init(kiln_parse_options *opt);

@@ -40,8 +40,8 @@
 /* Everything a kiln_doc owns besides its public members. The model owns
  * every string it holds (arena copies): no JSON tree outlives the parse. */
 struct kiln_doc_private {
-    kiln_arena arena;    /* the model itself (the kiln_doc struct included) */
-    kiln_limits limits;  /* limits the doc was parsed with; row readers apply them */
+    kiln_arena arena;   /* the model itself (the kiln_doc struct included) */
+    kiln_limits limits; /* limits the doc was parsed with; row readers apply them */
 };
 
 /* What kiln_table_data.private_rows points to for inline rows (a table's
@@ -61,7 +61,7 @@ typedef struct kiln_inline_rows {
  * without following symbolic links. */
 typedef struct kiln_data_file {
     const char *rel_path;
-    const char *display;  /* the path as written in the spec, for messages */
+    const char *display; /* the path as written in the spec, for messages */
 } kiln_data_file;
 
 /* Longest CSV record / JSON Lines line a reader accepts (the bounded buffer). */
@@ -81,7 +81,7 @@ typedef struct kiln_span {
 /* A syntax error: where (a byte offset) and what. */
 typedef struct kiln_json_syntax {
     size_t offset;
-    int too_deep;   /* nested past jansson's own ceiling */
+    int too_deep; /* nested past jansson's own ceiling */
     char what[160];
 } kiln_json_syntax;
 
@@ -249,8 +249,8 @@ int kiln_base64_decode(kiln_arena *arena, const char *in, size_t len, uint64_t m
 /* Read the whole regular file fd into arena memory, at most max_bytes.
  * Returns 0, -1 read error (why), -2 too large (*size gets the file size),
  * -3 out of memory. Closes nothing. */
-int kiln_read_fd(kiln_arena *arena, int fd, uint64_t max_bytes, unsigned char **out,
-                 size_t *size, char *why, size_t why_cap);
+int kiln_read_fd(kiln_arena *arena, int fd, uint64_t max_bytes, unsigned char **out, size_t *size,
+                 char *why, size_t why_cap);
 
 /* ---- the parser's working state (parse_state.c) ---- */
 typedef enum { KILN_IN_SHEET, KILN_IN_BLOCK, KILN_IN_SLIDE } kiln_chart_place;
@@ -262,22 +262,22 @@ typedef struct kiln_pctx {
     const char *base_dir;
     int scan_data;
     kiln_errors *errs;
-    kiln_ptr ptr;              /* pointer of the value being validated */
+    kiln_ptr ptr; /* pointer of the value being validated */
     uint32_t image_count;
     uint64_t image_total;
-    int nomem;                 /* an allocation failed: stop and report once */
-    const char *text;          /* the spec's JSON text (checked), while it is parsed */
+    int nomem;        /* an allocation failed: stop and report once */
+    const char *text; /* the spec's JSON text (checked), while it is parsed */
     size_t text_len;
-    const json_t *tree;        /* or the spec's tree (kiln_doc_parse_json; text is NULL),
-                                  borrowed: the pieces are copies of its values */
-    uint64_t string_bytes;     /* of the strings scanned so far (the string_bytes limit) */
-    struct kiln_hole *holes;   /* the arrays left out of the pieces loaded (kiln_pload) */
+    const json_t *tree;      /* or the spec's tree (kiln_doc_parse_json; text is NULL),
+                                borrowed: the pieces are copies of its values */
+    uint64_t string_bytes;   /* of the strings scanned so far (the string_bytes limit) */
+    struct kiln_hole *holes; /* the arrays left out of the pieces loaded (kiln_pload) */
     size_t hole_count, hole_cap;
-    const char **sheet_names;  /* every sheet's (final) name, for range prefixes */
+    const char **sheet_names; /* every sheet's (final) name, for range prefixes */
     size_t sheet_name_count;
-    const char *cur_sheet;     /* the sheet being validated, or NULL */
+    const char *cur_sheet;              /* the sheet being validated, or NULL */
     uint32_t chart_width, chart_height; /* theme.json defaults */
-    const char *table_style;   /* theme.json default */
+    const char *table_style;            /* theme.json default */
 } kiln_pctx;
 
 /* ---- the spec loaded a piece at a time (parse_state.c) ----
@@ -331,11 +331,11 @@ size_t kiln_parray_size(const kiln_pctx *c, const json_t *v);
  */
 typedef struct kiln_pwalk {
     kiln_pctx *c;
-    kiln_span span;       /* text mode: the array's */
-    const json_t *array;  /* tree mode: the array's (NULL: no elements) */
+    kiln_span span;      /* text mode: the array's */
+    const json_t *array; /* tree mode: the array's (NULL: no elements) */
     kiln_json_iter it;
-    kiln_span el;         /* text mode: the current element's */
-    size_t index;         /* the current element's (after kiln_pwalk_next) */
+    kiln_span el; /* text mode: the current element's */
+    size_t index; /* the current element's (after kiln_pwalk_next) */
     size_t count;
     int started;
 } kiln_pwalk;

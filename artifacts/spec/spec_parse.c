@@ -37,9 +37,9 @@ void kiln_parse_options_init(kiln_parse_options *opt)
 
 static void parse_metadata(kiln_pctx *c, const json_t *m)
 {
-    static const char *const allowed[] = {"title",    "author",   "subject", "description",
-                                          "company",  "category", "keywords", "created",
-                                          NULL};
+    static const char *const allowed[] = {"title",       "author",  "subject",
+                                          "description", "company", "category",
+                                          "keywords",    "created", NULL};
     kiln_metadata *md = &c->doc->metadata;
     size_t saved = kiln_ptr_push(&c->ptr, "metadata");
     if (!json_is_object(m)) {
@@ -95,9 +95,8 @@ static void parse_metadata(kiln_pctx *c, const json_t *m)
     if (cr) {
         int y, mo, d, h, mi, has_time, zone;
         double sec;
-        if (!json_is_string(cr) ||
-            kiln_iso_parse_zone(json_string_value(cr), &y, &mo, &d, &h, &mi, &sec, &has_time,
-                                &zone) != 0) {
+        if (!json_is_string(cr) || kiln_iso_parse_zone(json_string_value(cr), &y, &mo, &d, &h,
+                                                       &mi, &sec, &has_time, &zone) != 0) {
             kiln_perr(c, "created",
                       "expected an ISO 8601 date or date-time such as \"2026-03-01\" or "
                       "\"2026-03-01T09:30:00Z\"");
@@ -106,8 +105,8 @@ static void parse_metadata(kiln_pctx *c, const json_t *m)
              * applied to reach UTC (09:00+05:00 is 04:00Z); without a zone
              * the time is taken as UTC. */
             md->has_created = 1;
-            md->created = kiln_days_from_civil(y, (unsigned)mo, (unsigned)d) * 86400 +
-                          h * 3600 + mi * 60 + (int64_t)sec - (int64_t)zone * 60;
+            md->created = kiln_days_from_civil(y, (unsigned)mo, (unsigned)d) * 86400 + h * 3600 +
+                          mi * 60 + (int64_t)sec - (int64_t)zone * 60;
         }
     }
 pop:
@@ -187,9 +186,9 @@ static void theme_defaults(kiln_pctx *c)
 
 static void parse_theme(kiln_pctx *c, const json_t *th)
 {
-    static const char *const allowed[] = {"font",        "heading_font",      "mono_font",
-                                          "font_size",   "accent_colors",     "header_fill",
-                                          "header_font_color", NULL};
+    static const char *const allowed[] = {
+        "font",          "heading_font", "mono_font",         "font_size",
+        "accent_colors", "header_fill",  "header_font_color", NULL};
     kiln_theme *t = &c->doc->theme;
     size_t saved = kiln_ptr_push(&c->ptr, "theme");
     if (!json_is_object(th)) {
@@ -263,8 +262,8 @@ static void page_defaults(kiln_page *p)
 static void page_finish(kiln_page *p)
 {
     static const double dims[][2] = {
-        [KILN_PAGE_A4] = {595.28, 841.89},   [KILN_PAGE_LETTER] = {612, 792},
-        [KILN_PAGE_LEGAL] = {612, 1008},     [KILN_PAGE_A3] = {841.89, 1190.55},
+        [KILN_PAGE_A4] = {595.28, 841.89}, [KILN_PAGE_LETTER] = {612, 792},
+        [KILN_PAGE_LEGAL] = {612, 1008},   [KILN_PAGE_A3] = {841.89, 1190.55},
         [KILN_PAGE_A5] = {419.53, 595.28},
     };
     double w = dims[p->size][0], h = dims[p->size][1];
@@ -345,7 +344,7 @@ pop:
 
 static void parse_root(kiln_pctx *c, const json_t *root)
 {
-    static const char *const allowed[] = {"version", "metadata", "theme", "page",
+    static const char *const allowed[] = {"version", "metadata", "theme",  "page",
                                           "sheets",  "blocks",   "slides", NULL};
     if (!json_is_object(root)) {
         kiln_perr(c, NULL, "expected a JSON object (the document spec)");
@@ -373,8 +372,9 @@ static void parse_root(kiln_pctx *c, const json_t *root)
         kiln_parse_slides(c, slides);
     if (kiln_parray_size(c, sheets) == 0 && kiln_parray_size(c, blocks) == 0 &&
         kiln_parray_size(c, slides) == 0)
-        kiln_perr(c, NULL, "a spec needs at least one of \"sheets\", \"blocks\", \"slides\", "
-                           "non-empty");
+        kiln_perr(c, NULL,
+                  "a spec needs at least one of \"sheets\", \"blocks\", \"slides\", "
+                  "non-empty");
 }
 
 void kiln_doc_free(kiln_doc *doc)
@@ -406,8 +406,7 @@ static int count_text(const char *buf, size_t size, void *data)
 
 /* The spec is over its size limit (an error added), under it (0), or a
  * tree that cannot be written as JSON (an error added). */
-static int check_size(size_t len, const json_t *tree, const kiln_limits *lim,
-                      kiln_errors *errs)
+static int check_size(size_t len, const json_t *tree, const kiln_limits *lim, kiln_errors *errs)
 {
     kiln_error e;
     if (!tree) {
@@ -537,8 +536,8 @@ kiln_status kiln_doc_parse(const char *json, size_t len, const kiln_parse_option
     return parse_spec(json, len, NULL, opt, out, errs);
 }
 
-kiln_status kiln_doc_parse_json(const json_t *spec, const kiln_parse_options *opt,
-                                kiln_doc **out, kiln_errors *errs)
+kiln_status kiln_doc_parse_json(const json_t *spec, const kiln_parse_options *opt, kiln_doc **out,
+                                kiln_errors *errs)
 {
     if (!spec) {
         kiln_errors local;
@@ -612,8 +611,7 @@ kiln_status kiln_doc_load(const char *path, const kiln_parse_options *opt, kiln_
     if ((uint64_t)len > max) {
         kiln_error e;
         kiln_error_limit(&e, KILN_E_LIMIT, "", max, len,
-                         "the spec is more than the %llu bytes allowed",
-                         (unsigned long long)max);
+                         "the spec is more than the %llu bytes allowed", (unsigned long long)max);
         kiln_errors_add(errs, &e);
         rc = KILN_E_LIMIT;
         goto free_buf;

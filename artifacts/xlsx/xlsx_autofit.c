@@ -24,12 +24,12 @@
 
 /* Calibri 11 advance widths in pixels at 96 dpi, for ' ' .. '~'. */
 static const uint8_t ascii_px[95] = {
-    3,  5,  6,  7,  7,  11, 10, 3,  5,  5,  7,  7,  4,  5,  4,  6,  /*  !"#$%&'()*+,-./ */
-    7,  7,  7,  7,  7,  7,  7,  7,  7,  7,  4,  4,  7,  7,  7,  7,  /* 0-9:;<=>? */
-    13, 9,  8,  8,  9,  7,  7,  9,  9,  4,  5,  8,  6,  12, 10, 10, /* @A-O */
-    8,  10, 8,  7,  7,  9,  9,  13, 8,  7,  7,  5,  6,  5,  7,  7,  /* P-Z[\]^_ */
-    4,  7,  8,  6,  8,  8,  5,  7,  8,  4,  4,  7,  4,  12, 8,  8,  /* `a-o */
-    8,  8,  5,  6,  5,  8,  7,  11, 7,  7,  6,  5,  7,  5,  7,      /* p-z{|}~ */
+    3,  5,  6, 7, 7, 11, 10, 3,  5, 5, 7, 7, 4, 5,  4,  6,  /*  !"#$%&'()*+,-./ */
+    7,  7,  7, 7, 7, 7,  7,  7,  7, 7, 4, 4, 7, 7,  7,  7,  /* 0-9:;<=>? */
+    13, 9,  8, 8, 9, 7,  7,  9,  9, 4, 5, 8, 6, 12, 10, 10, /* @A-O */
+    8,  10, 8, 7, 7, 9,  9,  13, 8, 7, 7, 5, 6, 5,  7,  7,  /* P-Z[\]^_ */
+    4,  7,  8, 6, 8, 8,  5,  7,  8, 4, 4, 7, 4, 12, 8,  8,  /* `a-o */
+    8,  8,  5, 6, 5, 8,  7,  11, 7, 7, 6, 5, 7, 5,  7,      /* p-z{|}~ */
 };
 
 static uint32_t char_px(unsigned char c)
@@ -206,7 +206,9 @@ void xlsx_numfmt_analyse(const char *fmt, xlsx_numfmt_info *out)
     for (const char *p = fmt; *p && *p != ';'; p++) {
         char c = *p;
         switch (c) {
-        case '0': case '#': case '?':
+        case '0':
+        case '#':
+        case '?':
             seen_digit = 1;
             if (after_point && out->decimals < 30)
                 out->decimals++;
@@ -240,7 +242,8 @@ void xlsx_numfmt_analyse(const char *fmt, xlsx_numfmt_info *out)
             if (!*p)
                 p--;
             break;
-        case '\\': case '_':
+        case '\\':
+        case '_':
             if (p[1]) {
                 lit += char_px((unsigned char)p[1]);
                 p++;
@@ -250,7 +253,8 @@ void xlsx_numfmt_analyse(const char *fmt, xlsx_numfmt_info *out)
             if (p[1])
                 p++;
             break;
-        case 'E': case 'e':
+        case 'E':
+        case 'e':
             lit += 4 * DIGIT_PX;
             break;
         default:
@@ -265,7 +269,7 @@ void xlsx_numfmt_analyse(const char *fmt, xlsx_numfmt_info *out)
 
 static uint32_t int_digits(double a)
 {
-    static const double pow10[] = {1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8,
+    static const double pow10[] = {1e1, 1e2,  1e3,  1e4,  1e5,  1e6,  1e7, 1e8,
                                    1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15};
     uint32_t d = 1;
     while (d <= 15 && a >= pow10[d - 1])

@@ -73,13 +73,20 @@ int xlsx_chart_needs_data(const kiln_chart *chart)
 static uint8_t chart_type(const kiln_chart *c)
 {
     switch (c->kind) {
-    case KILN_CHART_COLUMN: return c->stacked ? LXW_CHART_COLUMN_STACKED : LXW_CHART_COLUMN;
-    case KILN_CHART_BAR: return c->stacked ? LXW_CHART_BAR_STACKED : LXW_CHART_BAR;
-    case KILN_CHART_LINE: return LXW_CHART_LINE;
-    case KILN_CHART_PIE: return LXW_CHART_PIE;
-    case KILN_CHART_DOUGHNUT: return LXW_CHART_DOUGHNUT;
-    case KILN_CHART_SCATTER: return LXW_CHART_SCATTER_STRAIGHT_WITH_MARKERS;
-    case KILN_CHART_AREA: return c->stacked ? LXW_CHART_AREA_STACKED : LXW_CHART_AREA;
+    case KILN_CHART_COLUMN:
+        return c->stacked ? LXW_CHART_COLUMN_STACKED : LXW_CHART_COLUMN;
+    case KILN_CHART_BAR:
+        return c->stacked ? LXW_CHART_BAR_STACKED : LXW_CHART_BAR;
+    case KILN_CHART_LINE:
+        return LXW_CHART_LINE;
+    case KILN_CHART_PIE:
+        return LXW_CHART_PIE;
+    case KILN_CHART_DOUGHNUT:
+        return LXW_CHART_DOUGHNUT;
+    case KILN_CHART_SCATTER:
+        return LXW_CHART_SCATTER_STRAIGHT_WITH_MARKERS;
+    case KILN_CHART_AREA:
+        return c->stacked ? LXW_CHART_AREA_STACKED : LXW_CHART_AREA;
     }
     return LXW_CHART_COLUMN;
 }
@@ -87,11 +94,16 @@ static uint8_t chart_type(const kiln_chart *c)
 static uint8_t legend_position(kiln_legend l)
 {
     switch (l) {
-    case KILN_LEGEND_LEFT: return LXW_CHART_LEGEND_LEFT;
-    case KILN_LEGEND_TOP: return LXW_CHART_LEGEND_TOP;
-    case KILN_LEGEND_BOTTOM: return LXW_CHART_LEGEND_BOTTOM;
-    case KILN_LEGEND_NONE: return LXW_CHART_LEGEND_NONE;
-    default: return LXW_CHART_LEGEND_RIGHT;
+    case KILN_LEGEND_LEFT:
+        return LXW_CHART_LEGEND_LEFT;
+    case KILN_LEGEND_TOP:
+        return LXW_CHART_LEGEND_TOP;
+    case KILN_LEGEND_BOTTOM:
+        return LXW_CHART_LEGEND_BOTTOM;
+    case KILN_LEGEND_NONE:
+        return LXW_CHART_LEGEND_NONE;
+    default:
+        return LXW_CHART_LEGEND_RIGHT;
     }
 }
 
@@ -128,9 +140,9 @@ static const char *range_number_format(const resolved *r)
  * sheet prefix means the chart's own sheet. The sheet must be one the
  * workbook has: libxlsxwriter would otherwise only print a warning.
  */
-static kiln_status resolve_ref(xlsx_chart_ctx *ctx, const xlsx_plan_sheet *own,
-                               const char *ref, int single_cell, const char *pointer,
-                               resolved *out, kiln_error *err)
+static kiln_status resolve_ref(xlsx_chart_ctx *ctx, const xlsx_plan_sheet *own, const char *ref,
+                               int single_cell, const char *pointer, resolved *out,
+                               kiln_error *err)
 {
     char sheet[256];
     const char *rest = ref;
@@ -182,7 +194,8 @@ static kiln_status resolve_ref(xlsx_chart_ctx *ctx, const xlsx_plan_sheet *own,
     if (!target)
         return kiln_error_set(err, KILN_E_INVALID_SPEC, pointer,
                               "the chart refers to sheet '%s', which the workbook does not "
-                              "have", name);
+                              "have",
+                              name);
     out->sheet = target->name;
     out->target = target;
     return KILN_E_OK;
@@ -319,12 +332,10 @@ static kiln_status write_literal_data(xlsx_chart_ctx *ctx, const kiln_chart *c, 
         uint32_t r = row + 1 + (uint32_t)i;
         if (!c->categories_ref && i < c->category_count) {
             const kiln_category *cat = &c->categories[i];
-            const char *t = cat->is_number || dates
-                                ? NULL
-                                : xlsx_xstring(cat->text, strlen(cat->text), &ctx->esc,
-                                               &ctx->esc_cap);
-            e = dates            ? worksheet_write_number(ws, r, 0, cat->number,
-                                                          ctx->date_format)
+            const char *t = cat->is_number || dates ? NULL
+                                                    : xlsx_xstring(cat->text, strlen(cat->text),
+                                                                   &ctx->esc, &ctx->esc_cap);
+            e = dates            ? worksheet_write_number(ws, r, 0, cat->number, ctx->date_format)
                 : cat->is_number ? worksheet_write_number(ws, r, 0, cat->number, NULL)
                 : t              ? worksheet_write_string(ws, r, 0, t, NULL)
                                  : LXW_ERROR_MEMORY_MALLOC_FAILED;
@@ -368,8 +379,8 @@ static kiln_status color_points(xlsx_chart_ctx *ctx, lxw_chart_series *s, size_t
     if (!pts || !fills || !list)
         return kiln_error_set(err, KILN_E_NOMEM, pointer, "out of memory");
     for (size_t i = 0; i < count; i++) {
-        fills[i].color =
-            xlsx_color(ctx->theme->accent_colors[i % (size_t)ctx->theme->accent_count]);
+        fills[i].color = xlsx_color(
+            ctx->theme->accent_colors[i % (size_t)ctx->theme->accent_count]);
         pts[i].fill = &fills[i];
         list[i] = &pts[i];
     }
@@ -392,11 +403,20 @@ static void write_legend(lxw_chart *chart)
 {
     const char *pos;
     switch (chart->legend.position) {
-    case LXW_CHART_LEGEND_NONE: return;
-    case LXW_CHART_LEGEND_LEFT: pos = "l"; break;
-    case LXW_CHART_LEGEND_TOP: pos = "t"; break;
-    case LXW_CHART_LEGEND_BOTTOM: pos = "b"; break;
-    default: pos = "r"; break;
+    case LXW_CHART_LEGEND_NONE:
+        return;
+    case LXW_CHART_LEGEND_LEFT:
+        pos = "l";
+        break;
+    case LXW_CHART_LEGEND_TOP:
+        pos = "t";
+        break;
+    case LXW_CHART_LEGEND_BOTTOM:
+        pos = "b";
+        break;
+    default:
+        pos = "r";
+        break;
     }
     fprintf(chart->file, "<c:legend><c:legendPos val=\"%s\"/><c:layout/>", pos);
     if (chart->chart_group == LXW_CHART_PIE || chart->chart_group == LXW_CHART_DOUGHNUT)
@@ -490,9 +510,8 @@ static void hook_chart(lxw_chart *chart)
     chart->write_plot_area = plot_area_then_blanks;
 }
 
-kiln_status xlsx_chart_insert(xlsx_chart_ctx *ctx, xlsx_plan_sheet *sheet,
-                              const kiln_chart *c, uint32_t row, uint32_t col,
-                              kiln_error *err)
+kiln_status xlsx_chart_insert(xlsx_chart_ctx *ctx, xlsx_plan_sheet *sheet, const kiln_chart *c,
+                              uint32_t row, uint32_t col, kiln_error *err)
 {
     kiln_status st;
     char ptr[KILN_POINTER_MAX];

@@ -59,9 +59,8 @@ static uint64_t key_hash(const xlsx_fmt_key *k)
     const kiln_style *s = &k->style;
     uint64_t h = 0;
     h = mix(h, (uint64_t)s->bold | (uint64_t)s->italic << 1 | (uint64_t)s->underline << 2 |
-                   (uint64_t)s->strike << 3 | (uint64_t)s->wrap << 4 |
-                   (uint64_t)k->header << 5 | (uint64_t)k->link << 6 |
-                   (uint64_t)k->merge << 7);
+                   (uint64_t)s->strike << 3 | (uint64_t)s->wrap << 4 | (uint64_t)k->header << 5 |
+                   (uint64_t)k->link << 6 | (uint64_t)k->merge << 7);
     h = mix(h, (uint64_t)(uint32_t)s->color << 32 | (uint32_t)s->fill);
     h = mix(h, (uint64_t)(s->size * 4));
     h = mix(h, (uint64_t)s->align | (uint64_t)s->valign << 4 | (uint64_t)s->border << 8 |
@@ -127,31 +126,44 @@ void xlsx_formats_free(xlsx_formats *f)
 static uint8_t to_lxw_align(kiln_align a)
 {
     switch (a) {
-    case KILN_ALIGN_LEFT: return LXW_ALIGN_LEFT;
-    case KILN_ALIGN_CENTER: return LXW_ALIGN_CENTER;
-    case KILN_ALIGN_RIGHT: return LXW_ALIGN_RIGHT;
-    case KILN_ALIGN_JUSTIFY: return LXW_ALIGN_JUSTIFY;
-    default: return LXW_ALIGN_NONE;
+    case KILN_ALIGN_LEFT:
+        return LXW_ALIGN_LEFT;
+    case KILN_ALIGN_CENTER:
+        return LXW_ALIGN_CENTER;
+    case KILN_ALIGN_RIGHT:
+        return LXW_ALIGN_RIGHT;
+    case KILN_ALIGN_JUSTIFY:
+        return LXW_ALIGN_JUSTIFY;
+    default:
+        return LXW_ALIGN_NONE;
     }
 }
 
 static uint8_t to_lxw_valign(kiln_valign a)
 {
     switch (a) {
-    case KILN_VALIGN_TOP: return LXW_ALIGN_VERTICAL_TOP;
-    case KILN_VALIGN_MIDDLE: return LXW_ALIGN_VERTICAL_CENTER;
-    case KILN_VALIGN_BOTTOM: return LXW_ALIGN_VERTICAL_BOTTOM;
-    default: return LXW_ALIGN_NONE;
+    case KILN_VALIGN_TOP:
+        return LXW_ALIGN_VERTICAL_TOP;
+    case KILN_VALIGN_MIDDLE:
+        return LXW_ALIGN_VERTICAL_CENTER;
+    case KILN_VALIGN_BOTTOM:
+        return LXW_ALIGN_VERTICAL_BOTTOM;
+    default:
+        return LXW_ALIGN_NONE;
     }
 }
 
 static uint8_t to_lxw_border(kiln_border b)
 {
     switch (b) {
-    case KILN_BORDER_THIN: return LXW_BORDER_THIN;
-    case KILN_BORDER_MEDIUM: return LXW_BORDER_MEDIUM;
-    case KILN_BORDER_THICK: return LXW_BORDER_THICK;
-    default: return LXW_BORDER_NONE;
+    case KILN_BORDER_THIN:
+        return LXW_BORDER_THIN;
+    case KILN_BORDER_MEDIUM:
+        return LXW_BORDER_MEDIUM;
+    case KILN_BORDER_THICK:
+        return LXW_BORDER_THICK;
+    default:
+        return LXW_BORDER_NONE;
     }
 }
 
@@ -229,10 +241,9 @@ static int is_plain(const xlsx_fmt_key *k)
     const kiln_style *s = &k->style;
     return !k->header && !k->link && !k->merge && !k->number_format &&
            k->col_align == KILN_ALIGN_DEFAULT && !s->bold && !s->italic && !s->underline &&
-           !s->strike && !s->wrap && s->color == KILN_COLOR_NONE &&
-           s->fill == KILN_COLOR_NONE && s->size == 0 && !s->font &&
-           s->align == KILN_ALIGN_DEFAULT && s->valign == KILN_VALIGN_DEFAULT &&
-           s->border == KILN_BORDER_DEFAULT;
+           !s->strike && !s->wrap && s->color == KILN_COLOR_NONE && s->fill == KILN_COLOR_NONE &&
+           s->size == 0 && !s->font && s->align == KILN_ALIGN_DEFAULT &&
+           s->valign == KILN_VALIGN_DEFAULT && s->border == KILN_BORDER_DEFAULT;
 }
 
 static int grow(xlsx_formats *f)

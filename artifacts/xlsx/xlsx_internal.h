@@ -47,12 +47,12 @@
 /* ---- the plan: one entry per worksheet the workbook gets (xlsx_map.c) ---- */
 typedef struct xlsx_plan_sheet {
     char name[XLSX_SHEET_NAME_BUF];
-    const kiln_sheet *sheet;        /* a doc sheet, or NULL for a mapped one */
-    const kiln_table_data *data;    /* rows to write; NULL = none */
-    const kiln_chart **charts;      /* charts placed on this sheet */
+    const kiln_sheet *sheet;     /* a doc sheet, or NULL for a mapped one */
+    const kiln_table_data *data; /* rows to write; NULL = none */
+    const kiln_chart **charts;   /* charts placed on this sheet */
     size_t chart_count, chart_cap;
-    int text_sheet;                 /* the fallback sheet listing the text */
-    const char *pointer;            /* for errors */
+    int text_sheet;      /* the fallback sheet listing the text */
+    const char *pointer; /* for errors */
     lxw_worksheet *ws;
 } xlsx_plan_sheet;
 
@@ -74,9 +74,9 @@ int xlsx_name_equal(const char *a, const char *b);
 
 /* ---- formats (xlsx_formats.c) ---- */
 typedef struct xlsx_fmt_key {
-    kiln_style style;               /* font may be NULL */
-    const char *number_format;      /* NULL = General */
-    kiln_align col_align;           /* the column's, under the style's */
+    kiln_style style;          /* font may be NULL */
+    const char *number_format; /* NULL = General */
+    kiln_align col_align;      /* the column's, under the style's */
     uint8_t header, link, merge;
 } xlsx_fmt_key;
 
@@ -94,11 +94,11 @@ lxw_color_t xlsx_color(int32_t color);
 
 /* ---- autofit (xlsx_autofit.c) ---- */
 typedef struct xlsx_numfmt_info {
-    uint8_t kind;          /* XLSX_NF_* */
+    uint8_t kind; /* XLSX_NF_* */
     uint8_t decimals;
     uint8_t thousands;
-    uint16_t literal_px;   /* currency symbols, quoted text, '%' */
-    uint16_t date_px;      /* DATE: the width of the format's rendering */
+    uint16_t literal_px; /* currency symbols, quoted text, '%' */
+    uint16_t date_px;    /* DATE: the width of the format's rendering */
 } xlsx_numfmt_info;
 
 enum { XLSX_NF_GENERAL, XLSX_NF_NUMBER, XLSX_NF_PERCENT, XLSX_NF_DATE, XLSX_NF_TEXT };
@@ -122,14 +122,14 @@ typedef struct xlsx_chart_ctx {
     kiln_arena *arena;
     xlsx_plan *plan;
     const kiln_theme *theme;
-    lxw_worksheet *data_ws;     /* the hidden sheet for literal data, or NULL */
+    lxw_worksheet *data_ws; /* the hidden sheet for literal data, or NULL */
     const char *data_name;
-    uint32_t data_row;          /* next free row of data_ws */
-    lxw_format *date_format;    /* literal date categories on data_ws, made on first use */
-    lxw_error lxw_err;          /* the library error behind a KILN_E_WRITE */
+    uint32_t data_row;           /* next free row of data_ws */
+    lxw_format *date_format;     /* literal date categories on data_ws, made on first use */
+    lxw_error lxw_err;           /* the library error behind a KILN_E_WRITE */
     struct xlsx_ref_range *refs; /* ranges of the sheets' cells charts read */
     size_t ref_count, ref_cap;
-    char *esc;                  /* scratch for xlsx_xstring (malloc) */
+    char *esc; /* scratch for xlsx_xstring (malloc) */
     size_t esc_cap;
 } xlsx_chart_ctx;
 
@@ -149,7 +149,6 @@ kiln_status xlsx_chart_fill_caches(xlsx_chart_ctx *ctx, kiln_error *err);
 
 /* ---- errors (xlsx_lxw_error.c) ---- */
 /* The one translation of a libxlsxwriter error into a kiln_error. */
-kiln_status xlsx_lxw_error(kiln_error *err, lxw_error e, const char *pointer,
-                           const char *what);
+kiln_status xlsx_lxw_error(kiln_error *err, lxw_error e, const char *pointer, const char *what);
 
 #endif

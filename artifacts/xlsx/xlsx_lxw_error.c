@@ -9,8 +9,7 @@
 #include "xlsx_internal.h"
 #include "../../common/banned.h"
 
-kiln_status xlsx_lxw_error(kiln_error *err, lxw_error e, const char *pointer,
-                           const char *what)
+kiln_status xlsx_lxw_error(kiln_error *err, lxw_error e, const char *pointer, const char *what)
 {
     kiln_status code;
     switch (e) {

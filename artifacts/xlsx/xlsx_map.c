@@ -300,8 +300,8 @@ kiln_status xlsx_plan_build(const kiln_doc *doc, kiln_arena *arena, xlsx_plan *p
             const kiln_sheet *sh = &doc->sheets[i];
             char fallback[32];
             snprintf(fallback, sizeof fallback, "Sheet%zu", i + 1);
-            xlsx_plan_sheet *s =
-                add_sheet(&b, sh->name, sh->name ? strlen(sh->name) : 0, fallback);
+            xlsx_plan_sheet *s = add_sheet(&b, sh->name, sh->name ? strlen(sh->name) : 0,
+                                           fallback);
             if (!s)
                 goto fail_oom;
             /* The parser has checked a given name against Excel's rules:
@@ -314,8 +314,8 @@ kiln_status xlsx_plan_build(const kiln_doc *doc, kiln_arena *arena, xlsx_plan *p
             s->data = &sh->data;
             s->pointer = sh->pointer;
             for (size_t c = 0; c < sh->chart_count; c++)
-                if (push_ptr(arena, &s->charts, &s->chart_count, &s->chart_cap,
-                             &sh->charts[c]) != 0)
+                if (push_ptr(arena, &s->charts, &s->chart_count, &s->chart_cap, &sh->charts[c]) !=
+                    0)
                     goto fail_oom;
         }
         return KILN_E_OK;

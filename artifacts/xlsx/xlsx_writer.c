@@ -95,8 +95,8 @@ typedef struct wctx {
     xlsx_chart_ctx data; /* the hidden data sheet, shared with the charts */
     kiln_arena *arena;
     xlsx_plan *plan;
-    double font_scale;   /* theme font size / 11 */
-    int default_font;    /* the theme font is Calibri 11 */
+    double font_scale; /* theme font size / 11 */
+    int default_font;  /* the theme font is Calibri 11 */
     char **table_names;
     size_t table_count;
 } wctx;
@@ -111,12 +111,12 @@ typedef struct sheetw {
     size_t used_cols; /* widest row written */
     uint32_t links;
     uint32_t next_row;
-    int arrows;       /* header cells show filter buttons */
+    int arrows; /* header cells show filter buttons */
 } sheetw;
 
 /* worksheet_write_string with the text escaped as ST_Xstring needs. */
-static lxw_error put_string(wctx *w, lxw_worksheet *ws, lxw_row_t r, lxw_col_t c,
-                            const char *s, size_t len, lxw_format *f)
+static lxw_error put_string(wctx *w, lxw_worksheet *ws, lxw_row_t r, lxw_col_t c, const char *s,
+                            size_t len, lxw_format *f)
 {
     const char *t = xlsx_xstring(s, len, &w->data.esc, &w->data.esc_cap);
     return t ? worksheet_write_string(ws, r, c, t, f) : LXW_ERROR_MEMORY_MALLOC_FAILED;
@@ -177,7 +177,9 @@ static lxw_format *col_format(sheetw *sw, colstate *cs, int v, int *oom)
     *oom = 0;
     if (cs->have[v])
         return cs->fmt[v];
-    xlsx_fmt_key k = {.style = no_style, .number_format = cs->nf[v], .col_align = cs->align,
+    xlsx_fmt_key k = {.style = no_style,
+                      .number_format = cs->nf[v],
+                      .col_align = cs->align,
                       .link = v == V_LINK};
     cs->fmt[v] = xlsx_formats_get(sw->w->formats, &k, oom);
     if (*oom)
@@ -186,8 +188,7 @@ static lxw_format *col_format(sheetw *sw, colstate *cs, int v, int *oom)
     return cs->fmt[v];
 }
 
-static lxw_format *cell_format(sheetw *sw, colstate *cs, const kiln_cell *cell, int v,
-                               int *oom)
+static lxw_format *cell_format(sheetw *sw, colstate *cs, const kiln_cell *cell, int v, int *oom)
 {
     if (!cell->style && !cell->number_format)
         return col_format(sw, cs, v, oom);
@@ -600,7 +601,8 @@ static kiln_status add_table(sheetw *sw, const kiln_sheet *sh, char **headers,
     if (table_style(style, &opt.style_type, &opt.style_type_number) != 0)
         return kiln_error_set(err, KILN_E_INVALID_SPEC, ptr,
                               "'%s' is not an Excel table style (\"Table Style Medium 2\", "
-                              "Light 0-21, Medium 1-28, Dark 1-11)", style);
+                              "Light 0-21, Medium 1-28, Dark 1-11)",
+                              style);
     opt.name = (char *)table_name(w, sh->table_name);
     if (!opt.name)
         return oom_fail(err, ptr);
@@ -655,8 +657,7 @@ static kiln_status add_table(sheetw *sw, const kiln_sheet *sh, char **headers,
 
 /* ---- merges, conditional formats, validations ---- */
 
-static kiln_status write_merge(sheetw *sw, const kiln_merge *m, const char *ptr,
-                               kiln_error *err)
+static kiln_status write_merge(sheetw *sw, const kiln_merge *m, const char *ptr, kiln_error *err)
 {
     const kiln_range *r = &m->range;
     int single = r->first_row == r->last_row && r->first_col == r->last_col;
@@ -697,11 +698,17 @@ static kiln_status write_merge(sheetw *sw, const kiln_merge *m, const char *ptr,
     lxw_col_t col = (lxw_col_t)r->first_col;
     const kiln_cell *v = &m->value;
     switch (v->kind) {
-    case KILN_CELL_STRING: e = worksheet_write_string(ws, row, col, first_text, f); break;
+    case KILN_CELL_STRING:
+        e = worksheet_write_string(ws, row, col, first_text, f);
+        break;
     case KILN_CELL_NUMBER:
     case KILN_CELL_DATE:
-    case KILN_CELL_DATETIME: e = worksheet_write_number(ws, row, col, v->number, f); break;
-    case KILN_CELL_BOOL: e = worksheet_write_boolean(ws, row, col, v->number != 0, f); break;
+    case KILN_CELL_DATETIME:
+        e = worksheet_write_number(ws, row, col, v->number, f);
+        break;
+    case KILN_CELL_BOOL:
+        e = worksheet_write_boolean(ws, row, col, v->number != 0, f);
+        break;
     case KILN_CELL_FORMULA:
         if (v->cached_kind == KILN_CELL_NUMBER)
             e = worksheet_write_formula_num(ws, row, col, v->text, f, v->cached_number);
@@ -718,7 +725,8 @@ static kiln_status write_merge(sheetw *sw, const kiln_merge *m, const char *ptr,
         e = worksheet_write_url_opt(ws, row, col, v->text, f,
                                     esc(sw->w, v->link_text ? v->link_text : v->text), NULL);
         break;
-    default: break;
+    default:
+        break;
     }
     return e ? lxw_fail(err, e, ptr, "writing a merged cell") : KILN_E_OK;
 }
@@ -726,14 +734,22 @@ static kiln_status write_merge(sheetw *sw, const kiln_merge *m, const char *ptr,
 static uint8_t lxw_criteria(kiln_criteria c)
 {
     switch (c) {
-    case KILN_CRIT_EQ: return LXW_CONDITIONAL_CRITERIA_EQUAL_TO;
-    case KILN_CRIT_NE: return LXW_CONDITIONAL_CRITERIA_NOT_EQUAL_TO;
-    case KILN_CRIT_GT: return LXW_CONDITIONAL_CRITERIA_GREATER_THAN;
-    case KILN_CRIT_GE: return LXW_CONDITIONAL_CRITERIA_GREATER_THAN_OR_EQUAL_TO;
-    case KILN_CRIT_LT: return LXW_CONDITIONAL_CRITERIA_LESS_THAN;
-    case KILN_CRIT_LE: return LXW_CONDITIONAL_CRITERIA_LESS_THAN_OR_EQUAL_TO;
-    case KILN_CRIT_BETWEEN: return LXW_CONDITIONAL_CRITERIA_BETWEEN;
-    case KILN_CRIT_NOT_BETWEEN: return LXW_CONDITIONAL_CRITERIA_NOT_BETWEEN;
+    case KILN_CRIT_EQ:
+        return LXW_CONDITIONAL_CRITERIA_EQUAL_TO;
+    case KILN_CRIT_NE:
+        return LXW_CONDITIONAL_CRITERIA_NOT_EQUAL_TO;
+    case KILN_CRIT_GT:
+        return LXW_CONDITIONAL_CRITERIA_GREATER_THAN;
+    case KILN_CRIT_GE:
+        return LXW_CONDITIONAL_CRITERIA_GREATER_THAN_OR_EQUAL_TO;
+    case KILN_CRIT_LT:
+        return LXW_CONDITIONAL_CRITERIA_LESS_THAN;
+    case KILN_CRIT_LE:
+        return LXW_CONDITIONAL_CRITERIA_LESS_THAN_OR_EQUAL_TO;
+    case KILN_CRIT_BETWEEN:
+        return LXW_CONDITIONAL_CRITERIA_BETWEEN;
+    case KILN_CRIT_NOT_BETWEEN:
+        return LXW_CONDITIONAL_CRITERIA_NOT_BETWEEN;
     }
     return LXW_CONDITIONAL_CRITERIA_EQUAL_TO;
 }
@@ -780,8 +796,9 @@ static kiln_status write_cond_format(sheetw *sw, const kiln_cond_format *cf, con
         break;
     }
     const kiln_range *r = &cf->range;
-    lxw_error e = worksheet_conditional_format_range(sw->ws, r->first_row, (lxw_col_t)r->first_col,
-                                                     r->last_row, (lxw_col_t)r->last_col, &o);
+    lxw_error e = worksheet_conditional_format_range(sw->ws, r->first_row,
+                                                     (lxw_col_t)r->first_col, r->last_row,
+                                                     (lxw_col_t)r->last_col, &o);
     return e ? lxw_fail(err, e, ptr, "adding a conditional format") : KILN_E_OK;
 }
 
@@ -849,8 +866,7 @@ static kiln_status write_validation(sheetw *sw, const kiln_validation *v, const 
         quoted[o] = '\0';
         dv.validate = LXW_VALIDATION_TYPE_LIST_FORMULA;
         unsigned last = base + (unsigned)(v->value_count ? v->value_count : 1);
-        dv.value_formula =
-            kiln_arena_printf(w->arena, "=%s!$A$%u:$A$%u", quoted, base + 1, last);
+        dv.value_formula = kiln_arena_printf(w->arena, "=%s!$A$%u:$A$%u", quoted, base + 1, last);
         if (!dv.value_formula)
             return oom_fail(err, ptr);
     }
@@ -880,8 +896,7 @@ typedef struct textw {
 } textw;
 
 /* One row of text in format f, or in f_wrap when it has a line break. */
-static lxw_error text_row(textw *t, const char *s, size_t len, lxw_format *f,
-                          lxw_format *f_wrap)
+static lxw_error text_row(textw *t, const char *s, size_t len, lxw_format *f, lxw_format *f_wrap)
 {
     sheetw *sw = t->sw;
     if (sw->next_row >= LXW_ROW_MAX)
@@ -964,8 +979,7 @@ static lxw_error text_list(textw *t, const kiln_list *l, int depth)
     kiln_list_marks marks = kiln_list_marks_of(l, depth);
     for (size_t i = 0; i < l->item_count; i++) {
         char marker[KILN_LIST_MARKER_MAX], prefix[KILN_LIST_MARKER_MAX + 1];
-        kiln_list_marker(marks, depth, (int64_t)l->start + (int64_t)i, marker,
-                         sizeof marker);
+        kiln_list_marker(marks, depth, (int64_t)l->start + (int64_t)i, marker, sizeof marker);
         snprintf(prefix, sizeof prefix, "%s ", marker);
         lxw_error e = text_runs(t, &l->items[i].text, prefix, f, f_wrap);
         if (!e && l->items[i].children && depth + 1 < TEXT_MAX_DEPTH)
@@ -996,15 +1010,22 @@ static kiln_status write_text_sheet(sheetw *sw, kiln_error *err)
     for (size_t i = 0; i < doc->block_count && !e; i++) {
         const kiln_block *b = &doc->blocks[i];
         switch (b->kind) {
-        case KILN_BLOCK_HEADING: e = text_runs(&t, &b->text, "", t.bold, t.bold_wrap); break;
+        case KILN_BLOCK_HEADING:
+            e = text_runs(&t, &b->text, "", t.bold, t.bold_wrap);
+            break;
         case KILN_BLOCK_PARAGRAPH:
-        case KILN_BLOCK_QUOTE: e = text_runs(&t, &b->text, "", NULL, t.wrap); break;
-        case KILN_BLOCK_LIST: e = text_list(&t, &b->list, 0); break;
+        case KILN_BLOCK_QUOTE:
+            e = text_runs(&t, &b->text, "", NULL, t.wrap);
+            break;
+        case KILN_BLOCK_LIST:
+            e = text_list(&t, &b->list, 0);
+            break;
         case KILN_BLOCK_CODE:
             if (b->code && *b->code)
                 e = text_row(&t, b->code, strlen(b->code), t.wrap, t.wrap);
             break;
-        default: break;
+        default:
+            break;
         }
     }
     for (size_t i = 0; doc->block_count == 0 && i < doc->slide_count && !e; i++) {
@@ -1046,9 +1067,8 @@ static kiln_status write_rows(sheetw *sw, kiln_error *err)
     while ((more = kiln_rows_next(rd, &cells, &count, err)) == 1) {
         uint32_t r = sw->next_row;
         if (r >= LXW_ROW_MAX) {
-            st = kiln_error_limit(err, KILN_E_LIMIT, d->pointer, LXW_ROW_MAX,
-                                  (uint64_t)r + 1, "a sheet holds at most %u rows",
-                                  (unsigned)LXW_ROW_MAX);
+            st = kiln_error_limit(err, KILN_E_LIMIT, d->pointer, LXW_ROW_MAX, (uint64_t)r + 1,
+                                  "a sheet holds at most %u rows", (unsigned)LXW_ROW_MAX);
             goto cleanup_reader;
         }
         if (count > LXW_COL_MAX) {
@@ -1128,8 +1148,7 @@ static void set_page_setup(lxw_worksheet *ws, const kiln_page *page)
                           page->margin_top / 72.0, page->margin_bottom / 72.0);
 }
 
-static kiln_status write_sheet_objects_before(sheetw *sw, const kiln_sheet *sh,
-                                              kiln_error *err)
+static kiln_status write_sheet_objects_before(sheetw *sw, const kiln_sheet *sh, kiln_error *err)
 {
     const kiln_doc *doc = sw->w->doc;
     char ptr[KILN_POINTER_MAX];
@@ -1141,8 +1160,8 @@ static kiln_status write_sheet_objects_before(sheetw *sw, const kiln_sheet *sh,
         lxw_comment_options o = {0};
         o.author = (char *)(c->author ? c->author : doc->metadata.author);
         const char *text = esc(sw->w, c->text);
-        lxw_error e = text ? worksheet_write_comment_opt(sw->ws, c->row, (lxw_col_t)c->col,
-                                                         text, &o)
+        lxw_error e = text ? worksheet_write_comment_opt(sw->ws, c->row, (lxw_col_t)c->col, text,
+                                                         &o)
                            : LXW_ERROR_MEMORY_MALLOC_FAILED;
         if (e) {
             snprintf(ptr, sizeof ptr, "%s/comments/%zu", sp, i);
@@ -1161,8 +1180,7 @@ static kiln_status write_sheet_objects_before(sheetw *sw, const kiln_sheet *sh,
     return KILN_E_OK;
 }
 
-static kiln_status write_sheet_objects_after(sheetw *sw, const kiln_sheet *sh,
-                                             kiln_error *err)
+static kiln_status write_sheet_objects_after(sheetw *sw, const kiln_sheet *sh, kiln_error *err)
 {
     char ptr[KILN_POINTER_MAX];
     const char *sp = sh->pointer ? sh->pointer : "";
@@ -1300,8 +1318,7 @@ static kiln_status write_sheet(wctx *w, xlsx_plan_sheet *ps, kiln_error *err)
                 goto cleanup_cols;
             }
             /* Rows may be wider than the columns given: name the rest too. */
-            if (sw.used_cols > d->column_count &&
-                !(headers = table_headers(&sw, sw.used_cols))) {
+            if (sw.used_cols > d->column_count && !(headers = table_headers(&sw, sw.used_cols))) {
                 st = oom_fail(err, ps->pointer);
                 goto cleanup_cols;
             }
@@ -1370,8 +1387,8 @@ static kiln_status check_image_bytes(const xlsx_plan *plan, const kiln_output *o
     if (out->max_bytes && total > out->max_bytes)
         return kiln_error_limit(err, KILN_E_TOO_LARGE, "", out->max_bytes, total,
                                 "the images alone (%llu bytes) exceed the output limit of "
-                                "%llu bytes", (unsigned long long)total,
-                                (unsigned long long)out->max_bytes);
+                                "%llu bytes",
+                                (unsigned long long)total, (unsigned long long)out->max_bytes);
     return KILN_E_OK;
 }
 
@@ -1409,9 +1426,8 @@ static void discard_workbook(lxw_workbook *wb)
     lxw_workbook_free(wb);
 }
 
-kiln_status kiln_xlsx_write(const kiln_doc *doc, kiln_output *out,
-                            const kiln_render_options *opt, kiln_render_result *result,
-                            kiln_error *err)
+kiln_status kiln_xlsx_write(const kiln_doc *doc, kiln_output *out, const kiln_render_options *opt,
+                            kiln_render_result *result, kiln_error *err)
 {
     (void)result; /* nothing to report besides success */
     kiln_arena arena;
@@ -1471,8 +1487,8 @@ kiln_status kiln_xlsx_write(const kiln_doc *doc, kiln_output *out,
             goto cleanup_formats;
         }
     }
-    w.data = (xlsx_chart_ctx){.wb = wb, .doc = doc, .arena = &arena, .plan = &plan,
-                              .theme = &doc->theme};
+    w.data = (xlsx_chart_ctx){
+        .wb = wb, .doc = doc, .arena = &arena, .plan = &plan, .theme = &doc->theme};
     if (workbook_needs_data_sheet(&plan)) {
         char name[XLSX_SHEET_NAME_BUF];
         snprintf(name, sizeof name, "%s", XLSX_DATA_SHEET);

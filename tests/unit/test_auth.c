@@ -163,12 +163,14 @@ static void test_keys_file_bad_hex(void **state)
     (void)state;
     char text[1024] = "\n";
     add_line(text, sizeof text, "acme", "k1");
-    test_append(text, sizeof text, "beta e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b8\n");
+    test_append(text, sizeof text,
+                "beta e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b8\n");
     expect_bad_file(text, 3, "bad key hash"); /* 62 digits */
 
     char text2[1024] = "";
     add_line(text2, sizeof text2, "acme", "k1");
-    test_append(text2, sizeof text2, "beta g3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855\n");
+    test_append(text2, sizeof text2,
+                "beta g3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855\n");
     expect_bad_file(text2, 2, "bad key hash");
 
     expect_bad_file("# only a tenant\nacme\n", 2, "missing key hash");
@@ -282,7 +284,7 @@ static void test_check(void **state)
     assert_int_equal(check(auth, "wrong-key-123", tenant), -1);
     assert_int_equal(check(auth, "", tenant), -1);
     assert_int_equal(kiln_auth_check(auth, NULL, 0, tenant), -1);
-    assert_int_equal(check(auth, "right-key-12", tenant), -1);  /* a prefix */
+    assert_int_equal(check(auth, "right-key-12", tenant), -1);   /* a prefix */
     assert_int_equal(check(auth, "right-key-1234", tenant), -1); /* longer */
     assert_int_equal(check(auth, "RIGHT-KEY-123", tenant), -1);
     /* The length given is what counts, not a NUL. */
@@ -292,9 +294,10 @@ static void test_check(void **state)
     kiln_auth_free(auth);
 }
 
-static const unsigned char secret_a[KILN_AUTH_SECRET_BYTES] = {
-    1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16,
-    17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32};
+static const unsigned char secret_a[KILN_AUTH_SECRET_BYTES] = {1,  2,  3,  4,  5,  6,  7,  8,
+                                                               9,  10, 11, 12, 13, 14, 15, 16,
+                                                               17, 18, 19, 20, 21, 22, 23, 24,
+                                                               25, 26, 27, 28, 29, 30, 31, 32};
 
 static void test_link_round_trip(void **state)
 {
@@ -367,11 +370,13 @@ static void test_link_tampered(void **state)
     unsigned char other[KILN_AUTH_SECRET_BYTES];
     memcpy(other, secret_a, sizeof other);
     other[31] ^= 1;
-    assert_int_equal(kiln_auth_verify_link(other, "acme", id, 1700000000, sig, now, &expired), -1);
+    assert_int_equal(kiln_auth_verify_link(other, "acme", id, 1700000000, sig, now, &expired),
+                     -1);
     /* Fields that would run into each other if a newline were allowed. */
     char sig2[KILN_AUTH_SIG_HEX + 1];
     kiln_auth_sign_link(secret_a, "a", "b\nc", 1700000000, sig2);
-    assert_int_equal(kiln_auth_verify_link(secret_a, "a", "b\nc", 1700000000, sig2, now, &expired),
+    assert_int_equal(kiln_auth_verify_link(secret_a, "a", "b\nc", 1700000000, sig2, now,
+                                           &expired),
                      -1);
 }
 
@@ -413,7 +418,8 @@ static void test_link_bad_hex(void **state)
             changed = 1;
         }
     assert_true(changed);
-    assert_int_equal(kiln_auth_verify_link(secret_a, "acme", "f1", 1700000000, upper, 0, &expired),
+    assert_int_equal(kiln_auth_verify_link(secret_a, "acme", "f1", 1700000000, upper, 0,
+                                           &expired),
                      -1);
     char shorter[KILN_AUTH_SIG_HEX + 1];
     memcpy(shorter, sig, sizeof shorter);

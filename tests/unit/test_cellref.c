@@ -157,10 +157,23 @@ static void test_dates(void **state)
     assert_int_equal(kiln_iso_to_serial("9999-12-31T23:59:59.9999999", &s, &t), -1);
     assert_int_equal(kiln_iso_to_serial("9999-12-31T23:59:59.9995", &s, &t), -1);
 
-    const char *bad[] = {"1900-02-29", "2026-02-30", "2026-13-01", "2026-00-10", "1899-12-31",
-                         "2026-3-31",  "20260331",   "2026-03-31T24:00", "2026-03-31T12:60",
-                         "2026-03-31T12:00:61", "2026-03-31T", "2026-03-31Tx", "2026-03-31T12:00Q",
-                         "2026-03-31T12:00:00.", "", "2023-02-29", NULL};
+    const char *bad[] = {"1900-02-29",
+                         "2026-02-30",
+                         "2026-13-01",
+                         "2026-00-10",
+                         "1899-12-31",
+                         "2026-3-31",
+                         "20260331",
+                         "2026-03-31T24:00",
+                         "2026-03-31T12:60",
+                         "2026-03-31T12:00:61",
+                         "2026-03-31T",
+                         "2026-03-31Tx",
+                         "2026-03-31T12:00Q",
+                         "2026-03-31T12:00:00.",
+                         "",
+                         "2023-02-29",
+                         NULL};
     for (int i = 0; bad[i]; i++) {
         if (kiln_iso_to_serial(bad[i], &s, &t) == 0)
             fail_msg("accepted \"%s\"", bad[i]);
@@ -179,9 +192,9 @@ static void test_days_from_civil(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_cell_refs),    cmocka_unit_test(test_ranges),
-        cmocka_unit_test(test_col_names),    cmocka_unit_test(test_sheet_prefix),
-        cmocka_unit_test(test_dates),        cmocka_unit_test(test_days_from_civil),
+        cmocka_unit_test(test_cell_refs), cmocka_unit_test(test_ranges),
+        cmocka_unit_test(test_col_names), cmocka_unit_test(test_sheet_prefix),
+        cmocka_unit_test(test_dates),     cmocka_unit_test(test_days_from_civil),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

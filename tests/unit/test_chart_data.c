@@ -217,13 +217,13 @@ static void test_slide_chart(void **state)
 
 /* ---- ranges ---- */
 
-#define DATA_SHEET                                                                        \
-    "{'name': 'Data', 'columns': [{'header': 'Month'}, {'header': 'Revenue', 'type': "    \
-    "'currency'}, {'header': 'Units', 'type': 'integer'}, {'header': 'Day', 'type': "     \
-    "'date'}],"                                                                           \
-    " 'rows': [['Jan', 100.5, 3, '2026-01-05'],"                                          \
-    "          ['Feb', {'formula': '=B2*2', 'value': 201}, 'n/a', '2026-01-06'],"         \
-    "          ['Mar', null, true, '2026-01-07'],"                                        \
+#define DATA_SHEET                                                                     \
+    "{'name': 'Data', 'columns': [{'header': 'Month'}, {'header': 'Revenue', 'type': " \
+    "'currency'}, {'header': 'Units', 'type': 'integer'}, {'header': 'Day', 'type': "  \
+    "'date'}],"                                                                        \
+    " 'rows': [['Jan', 100.5, 3, '2026-01-05'],"                                       \
+    "          ['Feb', {'formula': '=B2*2', 'value': 201}, 'n/a', '2026-01-06'],"      \
+    "          ['Mar', null, true, '2026-01-07'],"                                     \
     "          [42, 300, 5, '2026-01-08']]"
 
 static void test_ranges_on_own_sheet(void **state)
@@ -262,11 +262,11 @@ static void test_date_categories(void **state)
     (void)state;
     fixture f;
     /* A column chart labels its points with the dates as shown... */
-    kiln_status st = resolve_sheet_chart(
-        &f,
-        "{'sheets': [" DATA_SHEET ", 'charts': [{'kind': 'line', 'categories': 'D2:D4',"
-        " 'series': [{'values': 'B2:B4'}]}]}]}",
-        0, 0);
+    kiln_status st = resolve_sheet_chart(&f,
+                                         "{'sheets': [" DATA_SHEET
+                                         ", 'charts': [{'kind': 'line', 'categories': 'D2:D4',"
+                                         " 'series': [{'values': 'B2:B4'}]}]}]}",
+                                         0, 0);
     assert_int_equal(st, KILN_E_OK);
     assert_int_equal(f.data.categories_numeric, 0);
     assert_string_equal(f.data.categories[0], "2026-01-05");
@@ -385,12 +385,12 @@ static void test_other_sheet_and_row_range(void **state)
     (void)state;
     fixture f;
     /* The chart sits on "Summary" and reads "Data" across a row. */
-    kiln_status st = resolve_sheet_chart(
-        &f,
-        "{'sheets': [" DATA_SHEET "}, {'name': 'Summary', 'rows': [['x']],"
-        " 'charts': [{'kind': 'bar', 'categories': '`Data`!A1:C1',"
-        " 'series': [{'name': '=`Data`!A3', 'values': 'Data!A2:C2'}]}]}]}",
-        1, 0);
+    kiln_status st =
+        resolve_sheet_chart(&f,
+                            "{'sheets': [" DATA_SHEET "}, {'name': 'Summary', 'rows': [['x']],"
+                            " 'charts': [{'kind': 'bar', 'categories': '`Data`!A1:C1',"
+                            " 'series': [{'name': '=`Data`!A3', 'values': 'Data!A2:C2'}]}]}]}",
+                            1, 0);
     assert_int_equal(st, KILN_E_OK);
     const kiln_chart_data *d = &f.data;
     assert_int_equal(d->point_count, 3);
@@ -494,8 +494,8 @@ static void test_range_without_sheet(void **state)
     kiln_chart *chart = &f.doc->sheets[0].charts[0];
     /* The parser normalises ranges with the sheet's name; take it off. */
     chart->series[0].values_ref = "A1:A1";
-    kiln_status st = kiln_chart_data_resolve(f.doc, NULL, chart, &f.doc->theme, &f.arena,
-                                             &f.data, &f.err);
+    kiln_status st = kiln_chart_data_resolve(f.doc, NULL, chart, &f.doc->theme, &f.arena, &f.data,
+                                             &f.err);
     assert_int_equal(st, KILN_E_INVALID_SPEC);
     fixture_free(&f);
 }
@@ -636,8 +636,8 @@ static void test_chart_part_kinds(void **state)
           "<c:pt idx=\"1\"><c:v>2.5</c:v>", "<c:yVal>"}},
         {"{'blocks': [{'type': 'chart', 'kind': 'area', 'stacked': true,"
          " 'series': [{'values': [1, 2]}]}]}",
-         {"<c:areaChart><c:grouping val=\"stacked\"/>", "<c:crossBetween val=\"midCat\"/>",
-          NULL, NULL}},
+         {"<c:areaChart><c:grouping val=\"stacked\"/>", "<c:crossBetween val=\"midCat\"/>", NULL,
+          NULL}},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         fixture f;
@@ -666,11 +666,11 @@ static void test_chart_part_gaps_and_formats(void **state)
 {
     (void)state;
     fixture f;
-    kiln_status st = resolve_sheet_chart(
-        &f,
-        "{'sheets': [" DATA_SHEET ", 'charts': [{'kind': 'column', 'categories': 'A2:A5',"
-        " 'series': [{'name': '=B1', 'values': 'B2:B5'}]}]}]}",
-        0, 0);
+    kiln_status st = resolve_sheet_chart(&f,
+                                         "{'sheets': [" DATA_SHEET
+                                         ", 'charts': [{'kind': 'column', 'categories': 'A2:A5',"
+                                         " 'series': [{'name': '=B1', 'values': 'B2:B5'}]}]}]}",
+                                         0, 0);
     assert_int_equal(st, KILN_E_OK);
     opc_package *pkg = opc_package_new();
     assert_non_null(pkg);

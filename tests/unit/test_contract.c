@@ -70,9 +70,12 @@ static void cell(const char *row, int k, char *out, size_t cap)
 static const char *placeholder(const kiln_limit_def *d, int serve)
 {
     switch (d->kind) {
-    case KILN_LIMIT_SECONDS: return serve ? "DURATION" : "SECONDS";
-    case KILN_LIMIT_BYTES: return "SIZE";
-    case KILN_LIMIT_COUNT: break;
+    case KILN_LIMIT_SECONDS:
+        return serve ? "DURATION" : "SECONDS";
+    case KILN_LIMIT_BYTES:
+        return "SIZE";
+    case KILN_LIMIT_COUNT:
+        break;
     }
     return "N";
 }
@@ -118,7 +121,8 @@ static void test_run_md_lists_the_table(void **state)
     free(text);
 }
 
-/* docs/serve.md: | `--run-FLAG PH` | `KILN_RUN_FLAG` | `run-flag` | `default` | ... `limits.member` ... */
+/* docs/serve.md: | `--run-FLAG PH` | `KILN_RUN_FLAG` | `run-flag` | `default` | ...
+ * `limits.member` ... */
 static void test_serve_md_lists_the_table(void **state)
 {
     (void)state;
@@ -264,15 +268,18 @@ static void test_error_shapes(void **state)
     (void)state;
     kiln_error e;
     kiln_error_set(&e, KILN_E_INVALID_SPEC, "/sheets/0/name", "bad name");
-    assert_json(kiln_error_json(&e),
-                "{\"code\":\"invalid_spec\",\"pointer\":\"/sheets/0/name\",\"message\":\"bad name\"}");
+    assert_json(
+        kiln_error_json(&e),
+        "{\"code\":\"invalid_spec\",\"pointer\":\"/sheets/0/name\",\"message\":\"bad name\"}");
     kiln_error_set(&e, KILN_E_INVALID_SPEC, "", "not JSON");
-    assert_json(kiln_error_json(&e), "{\"code\":\"invalid_spec\",\"pointer\":\"\",\"message\":\"not JSON\"}");
+    assert_json(kiln_error_json(&e),
+                "{\"code\":\"invalid_spec\",\"pointer\":\"\",\"message\":\"not JSON\"}");
     kiln_error_set(&e, KILN_E_WRITE, "", "disk full");
     assert_json(kiln_error_json(&e), "{\"code\":\"write_failed\",\"message\":\"disk full\"}");
     kiln_error_limit(&e, KILN_E_TOO_LARGE, "", 2048, 5123, "too big");
-    assert_json(kiln_error_json(&e),
-                "{\"code\":\"too_large\",\"message\":\"too big\",\"limit\":2048,\"actual\":5123}");
+    assert_json(
+        kiln_error_json(&e),
+        "{\"code\":\"too_large\",\"message\":\"too big\",\"limit\":2048,\"actual\":5123}");
     kiln_error_limit(&e, KILN_E_LIMIT, "/blocks", 10, 11, "too many");
     assert_json(kiln_error_json(&e), "{\"code\":\"limit_exceeded\",\"pointer\":\"/blocks\","
                                      "\"message\":\"too many\",\"limit\":10,\"actual\":11}");
@@ -285,8 +292,9 @@ static void test_error_shapes(void **state)
     json_t *list = kiln_errors_json(&errs);
     assert_int_equal(json_array_size(json_object_get(list, "errors")), KILN_ERRORS_MAX);
     assert_int_equal(json_integer_value(json_object_get(list, "more_errors")), 3);
-    assert_string_equal(json_string_value(json_object_get(
-                            json_array_get(json_object_get(list, "errors"), 0), "code")),
+    assert_string_equal(json_string_value(
+                            json_object_get(json_array_get(json_object_get(list, "errors"), 0),
+                                            "code")),
                         "invalid_run");
     json_decref(list);
 }
@@ -298,7 +306,8 @@ static void test_render_result_and_warnings(void **state)
     memset(&r, 0, sizeof r);
     r.format = KILN_FORMAT_PDF;
     r.bytes = 1234;
-    assert_json(kiln_render_result_json(&r), "{\"format\":\"pdf\",\"bytes\":1234,\"warnings\":[]}");
+    assert_json(kiln_render_result_json(&r),
+                "{\"format\":\"pdf\",\"bytes\":1234,\"warnings\":[]}");
     r.missing_glyphs = 2;
     r.missing_first = 0x1200;
     r.overflow_slides = 1;
@@ -370,14 +379,15 @@ static void test_job_request_defaults_and_round_trip(void **state)
     max.wall_seconds = 5;
     max.memory_bytes = 2ull << 30;
     json_t *doc = json_loads("{\"code\": \"print(1)\", \"args\": [\"-v\"], \"render\": null,"
-                             " \"limits\": {\"memory_bytes\": 1073741824}}", 0, NULL);
+                             " \"limits\": {\"memory_bytes\": 1073741824}}",
+                             0, NULL);
     kiln_job_parse_options opt = {.inputs = KILN_JOB_INPUT_IDS, .max = &max, .unset = &max};
     kiln_job_request rq;
     kiln_errors errs;
     assert_int_equal(kiln_job_request_parse(doc, &opt, &rq, &errs), KILN_E_OK);
     assert_int_equal(rq.language, KILN_LANG_PYTHON);
     assert_int_equal(rq.render, 1);
-    assert_true(rq.limits.wall_seconds == 5);          /* left out: the server's maximum */
+    assert_true(rq.limits.wall_seconds == 5);           /* left out: the server's maximum */
     assert_int_equal(rq.limits.memory_bytes, 1u << 30); /* asked for */
 
     /* Written for a child, read back as kiln run reads it: the same job. */
@@ -391,8 +401,8 @@ static void test_job_request_defaults_and_round_trip(void **state)
     assert_memory_equal(back.code, rq.code, rq.code_len);
     assert_memory_equal(&back.limits, &rq.limits, sizeof rq.limits);
     assert_string_equal(json_string_value(json_array_get(back.args, 0)), "-v");
-    assert_string_equal(json_string_value(json_object_get(json_array_get(back.inputs, 0),
-                                                          "name")),
+    assert_string_equal(json_string_value(
+                            json_object_get(json_array_get(back.inputs, 0), "name")),
                         "10:30 notes.csv");
     json_decref(child);
     json_decref(doc);

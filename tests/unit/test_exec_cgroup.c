@@ -317,7 +317,8 @@ static void test_fake_v1_hybrid(void **state)
     assert_string_equal(cg.v1_pids, at("fs/pids/job"));
     assert_string_equal(cg.v1_cpuacct, at("fs/cpuacct/job"));
     assert_string_equal(get("fs/memory/process_api/x/job/memory.limit_in_bytes"), "1073741824");
-    assert_string_equal(get("fs/memory/process_api/x/job/memory.memsw.limit_in_bytes"), "1073741824");
+    assert_string_equal(get("fs/memory/process_api/x/job/memory.memsw.limit_in_bytes"),
+                        "1073741824");
     assert_string_equal(get("fs/pids/job/pids.max"), "16");
     assert_false(exists("fs/unified/job"));
 
@@ -328,7 +329,8 @@ static void test_fake_v1_hybrid(void **state)
 
     put("fs/cpuacct/job/cpuacct.usage", "2500000\n");
     put("fs/memory/process_api/x/job/memory.max_usage_in_bytes", "123456\n");
-    put("fs/memory/process_api/x/job/memory.oom_control", "oom_kill_disable 0\nunder_oom 0\noom_kill 3\n");
+    put("fs/memory/process_api/x/job/memory.oom_control",
+        "oom_kill_disable 0\nunder_oom 0\noom_kill 3\n");
     put("fs/memory/process_api/x/job/memory.failcnt", "9\n");
     put("fs/pids/job/pids.events", "max 0\n");
     kiln_cgroup_usage u;
@@ -700,8 +702,8 @@ static int rlimits_child(void)
     static const struct {
         int res;
         rlim_t want;
-    } checks[] = {{RLIMIT_CPU, 4},        {RLIMIT_FSIZE, 4096},   {RLIMIT_NOFILE, 100},
-                  {RLIMIT_NPROC, 50},     {RLIMIT_CORE, 0},       {RLIMIT_MEMLOCK, 65536},
+    } checks[] = {{RLIMIT_CPU, 4},     {RLIMIT_FSIZE, 4096}, {RLIMIT_NOFILE, 100},
+                  {RLIMIT_NPROC, 50},  {RLIMIT_CORE, 0},     {RLIMIT_MEMLOCK, 65536},
                   {RLIMIT_MSGQUEUE, 0}};
     for (size_t i = 0; i < sizeof checks / sizeof checks[0]; i++) {
         struct rlimit rl;
@@ -759,7 +761,8 @@ static void test_rlimits_zero_refused(void **state)
         /* whole seconds: ceil(3) + 1 */
         l.cpu_seconds = 3;
         struct rlimit rl;
-        if (kiln_rlimits_apply(&l, &what) != 0 || getrlimit(RLIMIT_CPU, &rl) != 0 || rl.rlim_cur != 4)
+        if (kiln_rlimits_apply(&l, &what) != 0 || getrlimit(RLIMIT_CPU, &rl) != 0 ||
+            rl.rlim_cur != 4)
             _exit(3);
         _exit(0);
     }

@@ -52,7 +52,7 @@ static char out[300];
 
 /* What one kiln_collect call returned. */
 static kiln_collect_result res;
-static json_t *files;       /* res's, for short assertions */
+static json_t *files; /* res's, for short assertions */
 static json_t *refused;
 static uint64_t refused_more;
 static int cap_hit;
@@ -300,9 +300,9 @@ static void test_directory_symlinks(void **state)
 {
     (void)state;
     put_str("real/x.txt", "abc");
-    assert_int_equal(symlink("real", in_job("inside")), 0);      /* to the job's own dir */
-    assert_int_equal(symlink("/etc", in_job("host")), 0);        /* to a host dir */
-    assert_int_equal(symlink("../..", in_job("real/up")), 0);    /* out of the job dir */
+    assert_int_equal(symlink("real", in_job("inside")), 0);   /* to the job's own dir */
+    assert_int_equal(symlink("/etc", in_job("host")), 0);     /* to a host dir */
+    assert_int_equal(symlink("../..", in_job("real/up")), 0); /* out of the job dir */
     assert_int_equal(collect(NULL, NULL, out), KILN_E_OK);
     assert_file("real/x.txt", 3, "text/plain", SHA_ABC);
     assert_int_equal(json_array_size(files), 1);
@@ -499,7 +499,7 @@ static void test_refusals_of_their_own_reason_are_listed(void **state)
         put_str(name, "abc");
     }
     put_str("report.csv", "a,b\n");
-    put_str("zz_big.bin", "0123456789");       /* over file_bytes below */
+    put_str("zz_big.bin", "0123456789"); /* over file_bytes below */
     put_str("zz_link_target", "t");
     assert_int_equal(symlink("zz_link_target", in_job("zz_link")), 0);
     kiln_collect_limits lim = {.files = 10, .file_bytes = 5, .max_refused = 4};
@@ -786,10 +786,12 @@ static void test_replaces_existing_file_atomically(void **state)
 static void test_media_types(void **state)
 {
     (void)state;
-    assert_string_equal(kiln_media_type("r.docx"),
-                        "application/vnd.openxmlformats-officedocument.wordprocessingml.document");
-    assert_string_equal(kiln_media_type("deck.PPTX"),
-                        "application/vnd.openxmlformats-officedocument.presentationml.presentation");
+    assert_string_equal(
+        kiln_media_type("r.docx"),
+        "application/vnd.openxmlformats-officedocument.wordprocessingml.document");
+    assert_string_equal(
+        kiln_media_type("deck.PPTX"),
+        "application/vnd.openxmlformats-officedocument.presentationml.presentation");
     assert_string_equal(kiln_media_type("a/b/c.pdf"), "application/pdf");
     assert_string_equal(kiln_media_type("t.tsv"), "text/tab-separated-values");
     assert_string_equal(kiln_media_type("n.md"), "text/markdown");

@@ -56,7 +56,8 @@ static void test_setup_failure_is_reported_not_sigpipe(void **state)
     kiln_job_limits_default(&limits);
     char *argv[] = {"/bin/true", NULL}, *envp[] = {NULL};
     kiln_contain_job job = {
-        .mount = {.job_dir_host = "/nonexistent-kiln-test-job-dir", .tmp_bytes = 1 << 20,
+        .mount = {.job_dir_host = "/nonexistent-kiln-test-job-dir",
+                  .tmp_bytes = 1 << 20,
                   .job_dir_owner = KILN_SANDBOX_UID},
         .limits = &limits,
         .filter = &filter,

@@ -218,20 +218,19 @@ static void test_code_python_workload(void **state)
     assert_exit(run_filtered(KILN_SECCOMP_CODE, body_python), 0);
 }
 
-static const char bash_job[] =
-    "set -e\n"
-    "d=$1\n"
-    "printf 'b 2\\na 1\\nc 3\\n' > $d/in.txt\n"
-    "ls -la $d > /dev/null\n"
-    "cat $d/in.txt | sort | awk '{s+=$2} END {print s}' > $d/sum\n"
-    "grep -q '^6$' $d/sum\n"
-    "test \"$(sort $d/in.txt | head -n1)\" = 'a 1'\n"
-    "sed -n 's/a/A/p' $d/in.txt | grep -q '^A 1$'\n"
-    "test \"$(echo hi | wc -c)\" = 3\n"
-    "cp $d/in.txt $d/c.txt; mv $d/c.txt $d/e.txt; rm $d/e.txt\n"
-    "sleep 0.01\n"
-    "(echo sub) | cat > /dev/null\n"
-    "echo bash ok\n";
+static const char bash_job[] = "set -e\n"
+                               "d=$1\n"
+                               "printf 'b 2\\na 1\\nc 3\\n' > $d/in.txt\n"
+                               "ls -la $d > /dev/null\n"
+                               "cat $d/in.txt | sort | awk '{s+=$2} END {print s}' > $d/sum\n"
+                               "grep -q '^6$' $d/sum\n"
+                               "test \"$(sort $d/in.txt | head -n1)\" = 'a 1'\n"
+                               "sed -n 's/a/A/p' $d/in.txt | grep -q '^A 1$'\n"
+                               "test \"$(echo hi | wc -c)\" = 3\n"
+                               "cp $d/in.txt $d/c.txt; mv $d/c.txt $d/e.txt; rm $d/e.txt\n"
+                               "sleep 0.01\n"
+                               "(echo sub) | cat > /dev/null\n"
+                               "echo bash ok\n";
 
 static int body_bash(void)
 {
@@ -588,8 +587,8 @@ static int body_process_vm_readv(void)
 static void test_attack_surfaces_kill(void **state)
 {
     (void)state;
-    int (*bodies[])(void) = {body_keyctl,      body_bpf,         body_perf,
-                             body_userfaultfd, body_io_uring,    body_init_module,
+    int (*bodies[])(void) = {body_keyctl,          body_bpf,      body_perf,
+                             body_userfaultfd,     body_io_uring, body_init_module,
                              body_process_vm_readv};
     for (size_t i = 0; i < sizeof bodies / sizeof bodies[0]; i++) {
         assert_sigsys(run_filtered(KILN_SECCOMP_CODE, bodies[i]));

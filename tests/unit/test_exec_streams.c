@@ -17,8 +17,8 @@
 
 /* The stream's JSON, checked for its three members; returns the text
  * (valid until the json is released) and its length. */
-static json_t *stream_json(const kiln_stream *s, const char **text, size_t *len,
-                           uint64_t *bytes, int *truncated)
+static json_t *stream_json(const kiln_stream *s, const char **text, size_t *len, uint64_t *bytes,
+                           int *truncated)
 {
     json_t *j = kiln_stream_json(s);
     assert_non_null(j);
@@ -156,7 +156,8 @@ static void test_utf8_repair(void **state)
 {
     (void)state;
     /* Valid text of every length passes unchanged. */
-    check_repair("a\xC3\xA9\xE2\x82\xAC\xF0\x9F\x98\x80", 10, "a\xC3\xA9\xE2\x82\xAC\xF0\x9F\x98\x80", 10);
+    check_repair("a\xC3\xA9\xE2\x82\xAC\xF0\x9F\x98\x80", 10,
+                 "a\xC3\xA9\xE2\x82\xAC\xF0\x9F\x98\x80", 10);
     /* A lone continuation byte, a byte never used, an overlong '/', a
      * surrogate, a code point past U+10FFFF: each one U+FFFD per maximal
      * subpart (Unicode's recommended practice). */
@@ -222,7 +223,8 @@ static void test_dump_is_valid_json(void **state)
     json_t *j = kiln_stream_json(&s);
     char *dump = json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS);
     assert_non_null(dump);
-    assert_string_equal(dump, "{\"bytes\":5,\"text\":\"x\\u0000\xEF\xBF\xBD\\n\\\"\",\"truncated\":false}");
+    assert_string_equal(
+        dump, "{\"bytes\":5,\"text\":\"x\\u0000\xEF\xBF\xBD\\n\\\"\",\"truncated\":false}");
     free(dump);
     json_decref(j);
     kiln_stream_release(&s);

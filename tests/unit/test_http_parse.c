@@ -91,23 +91,12 @@ static void test_range_ignored(void **state)
     (void)state;
     uint64_t f, l;
     static const char *const none[] = {
-        "bytes=5-4",            /* last < first: invalid, ignored (200) */
-        "bytes=0-1,5-6",        /* several ranges: the whole file */
-        "bytes=0-1, 5-6",
-        "bytes=-5,0-0",
-        "items=0-5",            /* not bytes */
-        "bytes 0-5",
-        "bytes = 5-10",         /* no whitespace around '=' in the grammar */
-        "bytes=5 - 10",
-        "bytes=",
-        "bytes=-",
-        "bytes=+5-10",
-        "bytes=5--10",
-        "bytes=5-+10",
-        "bytes=--5",
-        "bytes=5-10x",
-        "bytes=0x10-",
-        "",
+        "bytes=5-4",                                   /* last < first: invalid, ignored (200) */
+        "bytes=0-1,5-6",                               /* several ranges: the whole file */
+        "bytes=0-1, 5-6", "bytes=-5,0-0", "items=0-5", /* not bytes */
+        "bytes 0-5",      "bytes = 5-10", /* no whitespace around '=' in the grammar */
+        "bytes=5 - 10",   "bytes=",       "bytes=-",     "bytes=+5-10", "bytes=5--10",
+        "bytes=5-+10",    "bytes=--5",    "bytes=5-10x", "bytes=0x10-", "",
     };
     for (size_t i = 0; i < sizeof none / sizeof none[0]; i++)
         if (range(none[i], 100, &f, &l) != HTTP_RANGE_NONE)
@@ -300,15 +289,17 @@ static void test_disposition_write(void **state)
     assert_disposition("Q4 report.xlsx", "attachment; filename=\"Q4 report.xlsx\"");
     /* quotes, backslashes and controls become '_' in the ASCII name, and
      * filename* keeps the real one */
-    assert_disposition("a\"b\\c\x01" "d\x7f.txt",
+    assert_disposition("a\"b\\c\x01"
+                       "d\x7f.txt",
                        "attachment; filename=\"a_b_c_d_.txt\"; "
                        "filename*=UTF-8''a%22b%5Cc%01d%7F.txt");
-    assert_disposition("say \"hi\".txt",
-                       "attachment; filename=\"say _hi_.txt\"; filename*=UTF-8''say%20%22hi%22.txt");
-    assert_disposition("a\\b.txt", "attachment; filename=\"a_b.txt\"; filename*=UTF-8''a%5Cb.txt");
-    assert_disposition("R\xc3\xa9sum\xc3\xa9.docx",
-                       "attachment; filename=\"R_sum_.docx\"; "
-                       "filename*=UTF-8''R%C3%A9sum%C3%A9.docx");
+    assert_disposition(
+        "say \"hi\".txt",
+        "attachment; filename=\"say _hi_.txt\"; filename*=UTF-8''say%20%22hi%22.txt");
+    assert_disposition("a\\b.txt",
+                       "attachment; filename=\"a_b.txt\"; filename*=UTF-8''a%5Cb.txt");
+    assert_disposition("R\xc3\xa9sum\xc3\xa9.docx", "attachment; filename=\"R_sum_.docx\"; "
+                                                    "filename*=UTF-8''R%C3%A9sum%C3%A9.docx");
     assert_disposition("\xe6\x95\xb0\xe6\x8d\xae \"q\".csv",
                        "attachment; filename=\"__ _q_.csv\"; "
                        "filename*=UTF-8''%E6%95%B0%E6%8D%AE%20%22q%22.csv");
@@ -420,7 +411,7 @@ static void test_disposition_read(void **state)
     assert_cd("attachment; filename=\"a\x01.txt\"", NULL); /* a control */
     assert_cd("attachment; filename*=\"UTF-8''a.txt\"", NULL);
     assert_cd("attachment; filename*=UTF-8''%C3.txt; filename=x", NULL); /* not UTF-8 */
-    assert_cd("attachment; filename*=UTF-8''%C0%AF", NULL);             /* overlong */
+    assert_cd("attachment; filename*=UTF-8''%C0%AF", NULL);              /* overlong */
     assert_cd("attachment; filename*=UTF-8''%G0", NULL);
     assert_cd("attachment; filename*=UTF-8''a%00b", NULL);
     assert_cd("attachment; filename*=UTF-8''a%2", NULL);
@@ -482,8 +473,8 @@ static void test_query_int(void **state)
 static void test_headers(void **state)
 {
     (void)state;
-    assert_true(http_content_type_matches(" multipart/form-data; boundary=x",
-                                          "multipart/form-data"));
+    assert_true(
+        http_content_type_matches(" multipart/form-data; boundary=x", "multipart/form-data"));
     assert_true(http_content_type_matches("Application/JSON", "application/json"));
     assert_false(http_content_type_matches("application/jsonx", "application/json"));
     assert_false(http_content_type_matches(NULL, "application/json"));
@@ -573,8 +564,8 @@ static void test_filename_rule(void **state)
     assert_name_ok(".kiln", 5);
     assert_name_ok("...", 3);
     assert_name_ok("R\xc3\xa9sum\xc3\xa9.pdf", 12);
-    assert_name_ok("\xef\xbf\xbd", 3);     /* a real U+FFFD */
-    assert_name_ok("\xc2\x85", 2);         /* U+0085: C1 is not among the refused */
+    assert_name_ok("\xef\xbf\xbd", 3); /* a real U+FFFD */
+    assert_name_ok("\xc2\x85", 2);     /* U+0085: C1 is not among the refused */
     assert_name_ok("\xf0\x9f\x93\x8a.csv", 8);
     assert_name_bad("", 0, "is empty");
     char long_name[KILN_STORE_FILENAME_MAX + 1];
@@ -590,10 +581,10 @@ static void test_filename_rule(void **state)
     assert_name_bad("del\x7f", 4, control);
     const char *utf8 = "is not valid UTF-8";
     assert_name_bad("\xff.txt", 5, utf8);
-    assert_name_bad("\xc3", 1, utf8);            /* cut short */
-    assert_name_bad("\xc3\xa9", 1, utf8);        /* cut by len */
-    assert_name_bad("\xc0\xaf", 2, utf8);        /* overlong '/' */
-    assert_name_bad("\xed\xa0\x80", 3, utf8);    /* a surrogate */
+    assert_name_bad("\xc3", 1, utf8);             /* cut short */
+    assert_name_bad("\xc3\xa9", 1, utf8);         /* cut by len */
+    assert_name_bad("\xc0\xaf", 2, utf8);         /* overlong '/' */
+    assert_name_bad("\xed\xa0\x80", 3, utf8);     /* a surrogate */
     assert_name_bad("\xf4\x90\x80\x80", 4, utf8); /* past U+10FFFF */
     assert_name_bad("a/b", 3, "contains '/'");
     assert_name_bad("/", 1, "contains '/'");
@@ -639,9 +630,9 @@ static void test_routes(void **state)
     assert_string_equal(small, ""); /* does not fit: left empty */
 
     /* the empty method looped forever (strstr found "" at every step) */
-    static const kiln_route all[] = {ROUTE_OTHER,  ROUTE_FILES,  ROUTE_FILE,
-                                     ROUTE_CONTENT, ROUTE_LINK,  ROUTE_RENDER,
-                                     ROUTE_RUNS,   ROUTE_HEALTHZ, ROUTE_METRICS};
+    static const kiln_route all[] = {ROUTE_OTHER,   ROUTE_FILES,   ROUTE_FILE,
+                                     ROUTE_CONTENT, ROUTE_LINK,    ROUTE_RENDER,
+                                     ROUTE_RUNS,    ROUTE_HEALTHZ, ROUTE_METRICS};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
         assert_int_equal(http_method_allowed(all[i], ""), 0);
         assert_int_equal(http_method_allowed(all[i], ","), 0);
@@ -664,24 +655,15 @@ static void test_routes(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_range_one),
-        cmocka_unit_test(test_range_bad),
-        cmocka_unit_test(test_range_ignored),
-        cmocka_unit_test(test_none_match),
-        cmocka_unit_test(test_if_range),
-        cmocka_unit_test(test_date_forms),
-        cmocka_unit_test(test_date_invalid),
-        cmocka_unit_test(test_date_write),
-        cmocka_unit_test(test_disposition_write),
-        cmocka_unit_test(test_disposition_worst_case),
-        cmocka_unit_test(test_disposition_read),
-        cmocka_unit_test(test_pct_decode),
-        cmocka_unit_test(test_query_int),
-        cmocka_unit_test(test_headers),
-        cmocka_unit_test(test_media_type),
-        cmocka_unit_test(test_routes),
-        cmocka_unit_test(test_body_budget),
-        cmocka_unit_test(test_filename_rule),
+        cmocka_unit_test(test_range_one),         cmocka_unit_test(test_range_bad),
+        cmocka_unit_test(test_range_ignored),     cmocka_unit_test(test_none_match),
+        cmocka_unit_test(test_if_range),          cmocka_unit_test(test_date_forms),
+        cmocka_unit_test(test_date_invalid),      cmocka_unit_test(test_date_write),
+        cmocka_unit_test(test_disposition_write), cmocka_unit_test(test_disposition_worst_case),
+        cmocka_unit_test(test_disposition_read),  cmocka_unit_test(test_pct_decode),
+        cmocka_unit_test(test_query_int),         cmocka_unit_test(test_headers),
+        cmocka_unit_test(test_media_type),        cmocka_unit_test(test_routes),
+        cmocka_unit_test(test_body_budget),       cmocka_unit_test(test_filename_rule),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -36,18 +36,18 @@ static void test_agrees_with_jansson(void **state)
     static const char *const texts[] = {
         "{}", "[]", " [ ] ", "0", "-0", "-1.5e-3", "1E+2", "\"\"", "true", "false", "null",
         "{\"a\": [1, {\"b\": null}], \"c\": \"\\u00e9\\n\\\"\"}",
-        "\"\\ud83d\\ude00\"",        /* a surrogate pair */
-        "[9223372036854775807, -9223372036854775808]",
-        "1e308", "[1e-400]",         /* underflow is fine */
+        "\"\\ud83d\\ude00\"", /* a surrogate pair */
+        "[9223372036854775807, -9223372036854775808]", "1e308",
+        "[1e-400]", /* underflow is fine */
         /* refused by both */
         "", " ", "{", "[1,]", "[1 2]", "{\"a\" 1}", "{\"a\":}", "{,}", "{\"a\":1,}", "[01]",
         "[1.]", "[.5]", "[+1]", "[1e]", "[-]", "tru", "nul", "True", "[\"a\\x\"]", "[\"\\u12\"]",
         "\"\\ud800\"", "\"\\udc00\"", "\"\\ud800\\u0041\"", "[9223372036854775808]",
         "[-9223372036854775809]", "[1e400]", "[\"a\tb\"]", "\"abc", "[1] [2]", "{\"a\":1}}",
-        "\xEF\xBB\xBF{}",            /* a byte-order mark is not whitespace */
-        "[\"\xC0\x80\"]",            /* an overlong form */
-        "[\"\xED\xA0\x80\"]",        /* an encoded surrogate */
-        "{\"\\u0000\": 1}",          /* jansson's objects cannot name a member NUL */
+        "\xEF\xBB\xBF{}",     /* a byte-order mark is not whitespace */
+        "[\"\xC0\x80\"]",     /* an overlong form */
+        "[\"\xED\xA0\x80\"]", /* an encoded surrogate */
+        "{\"\\u0000\": 1}",   /* jansson's objects cannot name a member NUL */
     };
     for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
         kiln_json_syntax e;

@@ -134,8 +134,7 @@ static void test_breaks_and_images(void **state)
     char buf[256];
     parse_ok(fx, "one\ntwo  \nthree ![a *logo*](https://example.com/x.png) end");
     assert_int_equal(fx->count, 1);
-    assert_string_equal(plain(&fx->blocks[0].text, buf, sizeof buf),
-                        "one two\nthree a logo end");
+    assert_string_equal(plain(&fx->blocks[0].text, buf, sizeof buf), "one two\nthree a logo end");
     /* a paragraph that is only an image without alt text is dropped */
     parse_ok(fx, "![](https://example.com/x.png)");
     assert_int_equal(fx->count, 0);
@@ -252,7 +251,8 @@ static void test_table(void **state)
     /* The rows are kept as their text, a row at a time. */
     const kiln_inline_rows *rows = d->private_rows;
     assert_int_equal(rows->count, 2);
-    const char *want[] = {"[\"apple\",\"3\",\"1.50\",null]", "[\"pear & plum\",\"10\",\"2\",\"x\"]"};
+    const char *want[] = {"[\"apple\",\"3\",\"1.50\",null]",
+                          "[\"pear & plum\",\"10\",\"2\",\"x\"]"};
     for (size_t i = 0; i < 2; i++) {
         json_t *row = kiln_inline_row(rows, i);
         assert_non_null(row);
@@ -351,8 +351,7 @@ static void test_html_not_passed_through(void **state)
         }
     }
     /* the tags stay as literal text, never markup */
-    assert_string_equal(plain(&fx->blocks[0].text, buf, sizeof buf),
-                        "<script>alert(1)</script>");
+    assert_string_equal(plain(&fx->blocks[0].text, buf, sizeof buf), "<script>alert(1)</script>");
     assert_string_equal(plain(&fx->blocks[1].text, buf, sizeof buf),
                         "a <b>bold</b> <a href=\"javascript:x\">y</a>");
 }

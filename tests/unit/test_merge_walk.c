@@ -294,14 +294,10 @@ static void test_single_and_single_column(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_empty_walk),
-        cmocka_unit_test(test_sorted_and_adjacent),
-        cmocka_unit_test(test_overlapping),
-        cmocka_unit_test(test_started_before_first_row),
-        cmocka_unit_test(test_rewind),
-        cmocka_unit_test(test_out_of_memory),
-        cmocka_unit_test(test_shown),
-        cmocka_unit_test(test_single_and_single_column),
+        cmocka_unit_test(test_empty_walk),  cmocka_unit_test(test_sorted_and_adjacent),
+        cmocka_unit_test(test_overlapping), cmocka_unit_test(test_started_before_first_row),
+        cmocka_unit_test(test_rewind),      cmocka_unit_test(test_out_of_memory),
+        cmocka_unit_test(test_shown),       cmocka_unit_test(test_single_and_single_column),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

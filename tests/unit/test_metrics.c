@@ -100,13 +100,20 @@ static void test_requests_counted_by_labels(void **state)
     kiln_metrics_request(m, "BREW", "other", 405, 0.001, 1);
     char *t = text_of(m, 0, 0, 0);
     assert_int_equal(
-        value_of(t, "kiln_http_requests_total{method=\"GET\",route=\"/v1/files\",status=\"200\"}"), 2);
+        value_of(t,
+                 "kiln_http_requests_total{method=\"GET\",route=\"/v1/files\",status=\"200\"}"),
+        2);
     assert_int_equal(
-        value_of(t, "kiln_http_requests_total{method=\"GET\",route=\"/v1/files\",status=\"404\"}"), 1);
+        value_of(t,
+                 "kiln_http_requests_total{method=\"GET\",route=\"/v1/files\",status=\"404\"}"),
+        1);
     assert_int_equal(
-        value_of(t, "kiln_http_requests_total{method=\"POST\",route=\"/v1/files\",status=\"201\"}"), 1);
+        value_of(t,
+                 "kiln_http_requests_total{method=\"POST\",route=\"/v1/files\",status=\"201\"}"),
+        1);
     assert_int_equal(
-        value_of(t, "kiln_http_requests_total{method=\"other\",route=\"other\",status=\"405\"}"), 1);
+        value_of(t, "kiln_http_requests_total{method=\"other\",route=\"other\",status=\"405\"}"),
+        1);
     assert_null(strstr(t, "BREW"));
     assert_int_equal(value_of(t, "kiln_http_response_bytes_total{route=\"/v1/files\"}"), 135);
     free(t);
@@ -133,13 +140,17 @@ static void test_histogram_cumulative(void **state)
     assert_int_equal(value_of(t, B("10")), 5);
     assert_int_equal(value_of(t, B("+Inf")), 6);
 #undef B
-    assert_int_equal(value_of(t, "kiln_http_request_duration_seconds_count{route=\"/v1/render\"}"), 6);
-    const char *sum = line_with(t, "kiln_http_request_duration_seconds_sum{route=\"/v1/render\"} ");
+    assert_int_equal(value_of(t,
+                              "kiln_http_request_duration_seconds_count{route=\"/v1/render\"}"),
+                     6);
+    const char *sum = line_with(t,
+                                "kiln_http_request_duration_seconds_sum{route=\"/v1/render\"} ");
     assert_non_null(sum);
     double s = strtod(strchr(sum, '}') + 2, NULL);
     assert_true(s > 45.32 && s < 45.33);
     /* Buckets are written in increasing order, +Inf last. */
-    const char *p5 = strstr(t, "le=\"5\""), *p10 = strstr(t, "le=\"10\""), *inf = strstr(t, "le=\"+Inf\"");
+    const char *p5 = strstr(t, "le=\"5\""), *p10 = strstr(t, "le=\"10\""),
+               *inf = strstr(t, "le=\"+Inf\"");
     assert_true(p5 && p10 && inf && p5 < p10 && p10 < inf);
     free(t);
     kiln_metrics_free(m);
@@ -225,7 +236,8 @@ static void test_threads(void **state)
         pthread_join(t[i], NULL);
     char *text = text_of(m, 0, 0, 0);
     assert_int_equal(
-        value_of(text, "kiln_http_requests_total{method=\"GET\",route=\"/healthz\",status=\"200\"}"),
+        value_of(text,
+                 "kiln_http_requests_total{method=\"GET\",route=\"/healthz\",status=\"200\"}"),
         40000);
     assert_int_equal(value_of(text, "kiln_http_response_bytes_total{route=\"/healthz\"}"), 40000);
     free(text);

@@ -373,7 +373,7 @@ static const fmt_case lo_cases[] = {
     {1.25, "# #/#", "1 1/4"},
     {5, "# #/#", "5"}, /* '#' alone: nothing of the fraction shows */
     {1.25, "# 0/0", "1 1/4"},
-    {5, "# 0/0", "5 0/1"}, /* a '0' placeholder: the fraction always shows */
+    {5, "# 0/0", "5 0/1"},     /* a '0' placeholder: the fraction always shows */
     {1.25, "0.0 ?/?", "1.25"}, /* a point and a fraction: General */
 };
 
@@ -644,8 +644,10 @@ static void test_cell_display(void **state)
     char buf[KILN_NUMFMT_MAX];
     size_t len;
     const char *s;
-    kiln_column money = {.header = "ARR", .type = KILN_COL_CURRENCY,
-                         .number_format = "$#,##0.00", .width = -1};
+    kiln_column money = {.header = "ARR",
+                         .type = KILN_COL_CURRENCY,
+                         .number_format = "$#,##0.00",
+                         .width = -1};
     kiln_column dates = {.type = KILN_COL_DATE, .number_format = "d mmm yyyy", .width = -1};
     kiln_column plain = {.type = KILN_COL_AUTO, .width = -1};
 
@@ -699,8 +701,10 @@ static void test_cell_display(void **state)
     assert_string_equal(s, "46355.50");
 
     /* formulas show their cached value */
-    kiln_cell f = {.kind = KILN_CELL_FORMULA, .text = "SUM(B2:B9)",
-                   .cached_kind = KILN_CELL_NUMBER, .cached_number = 294};
+    kiln_cell f = {.kind = KILN_CELL_FORMULA,
+                   .text = "SUM(B2:B9)",
+                   .cached_kind = KILN_CELL_NUMBER,
+                   .cached_number = 294};
     s = kiln_cell_display(&f, &money, buf, sizeof buf, &len);
     assert_string_equal(s, "$294.00");
     f.cached_kind = KILN_CELL_STRING;
@@ -718,7 +722,8 @@ static void test_cell_display(void **state)
     assert_int_equal(len, 0);
 
     /* links show their text, else the URL */
-    kiln_cell url = {.kind = KILN_CELL_URL, .text = "https://example.com/orders/1",
+    kiln_cell url = {.kind = KILN_CELL_URL,
+                     .text = "https://example.com/orders/1",
                      .text_len = 28};
     s = kiln_cell_display(&url, NULL, buf, sizeof buf, &len);
     assert_string_equal(s, "https://example.com/orders/1");
@@ -731,7 +736,9 @@ static void test_cell_display(void **state)
     /* a string too long for the buffer under a text section: as it is */
     static char longtext[300];
     memset(longtext, 'a', sizeof longtext - 1);
-    kiln_cell lt = {.kind = KILN_CELL_STRING, .text = longtext, .text_len = 299,
+    kiln_cell lt = {.kind = KILN_CELL_STRING,
+                    .text = longtext,
+                    .text_len = 299,
                     .number_format = "\"x\"@"};
     s = kiln_cell_display(&lt, NULL, buf, sizeof buf, &len);
     assert_ptr_equal(s, longtext);
@@ -746,17 +753,22 @@ static void test_column_is_numeric(void **state)
         const char *format;
         int numeric;
     } cases[] = {
-        {KILN_COL_NUMBER, "#,##0.00", 1},   {KILN_COL_INTEGER, "#,##0", 1},
-        {KILN_COL_CURRENCY, "$#,##0.00", 1}, {KILN_COL_PERCENT, "0.0%", 1},
-        {KILN_COL_DATE, "yyyy-mm-dd", 1},    {KILN_COL_DATETIME, "yyyy-mm-dd hh:mm", 1},
-        {KILN_COL_STRING, NULL, 0},          {KILN_COL_BOOLEAN, NULL, 0},
-        {KILN_COL_AUTO, NULL, 0},            {KILN_COL_AUTO, "0.000", 1},
-        {KILN_COL_AUTO, "@", 0},             {KILN_COL_AUTO, "General", 0},
+        {KILN_COL_NUMBER, "#,##0.00", 1},
+        {KILN_COL_INTEGER, "#,##0", 1},
+        {KILN_COL_CURRENCY, "$#,##0.00", 1},
+        {KILN_COL_PERCENT, "0.0%", 1},
+        {KILN_COL_DATE, "yyyy-mm-dd", 1},
+        {KILN_COL_DATETIME, "yyyy-mm-dd hh:mm", 1},
+        {KILN_COL_STRING, NULL, 0},
+        {KILN_COL_BOOLEAN, NULL, 0},
+        {KILN_COL_AUTO, NULL, 0},
+        {KILN_COL_AUTO, "0.000", 1},
+        {KILN_COL_AUTO, "@", 0},
+        {KILN_COL_AUTO, "General", 0},
         {KILN_COL_STRING, "0.00", 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        kiln_column col = {.type = cases[i].type, .number_format = cases[i].format,
-                           .width = -1};
+        kiln_column col = {.type = cases[i].type, .number_format = cases[i].format, .width = -1};
         assert_int_equal(kiln_column_is_numeric(&col), cases[i].numeric);
     }
     assert_int_equal(kiln_column_is_numeric(NULL), 0);

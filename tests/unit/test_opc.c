@@ -115,7 +115,8 @@ static void test_forbidden_controls_dropped(void **state)
     (void)state;
     /* NUL, C0 controls and DEL's neighbours: tab, LF stay in text, CR
      * becomes a reference, the others vanish. */
-    static const char t[] = "a\x01" "b\0c\td\ne\rf\x1f\x7fg\x0b\x0c";
+    static const char t[] = "a\x01"
+                            "b\0c\td\ne\rf\x1f\x7fg\x0b\x0c";
     opc_xml *x = opc_xml_new_bare();
     opc_xml_start(x, "t");
     opc_xml_attr_len(x, "v", t, sizeof t - 1);
@@ -128,17 +129,17 @@ static void test_invalid_utf8_dropped(void **state)
 {
     (void)state;
     static const char t[] =
-        "A\xff"               /* never valid */
-        "B\xc3"               /* truncated two-byte sequence */
-        "C\xc0\xaf"           /* overlong "/" */
-        "D\xe0\x80\xaf"       /* overlong, three bytes */
-        "E\xed\xa0\x80"       /* a surrogate (U+D800) */
-        "F\xef\xbf\xbe"       /* U+FFFE */
-        "G\xef\xbf\xbf"       /* U+FFFF */
-        "H\xf4\x90\x80\x80"   /* past U+10FFFF */
-        "I\x80\xbf"           /* stray continuation bytes */
+        "A\xff"                                             /* never valid */
+        "B\xc3"                                             /* truncated two-byte sequence */
+        "C\xc0\xaf"                                         /* overlong "/" */
+        "D\xe0\x80\xaf"                                     /* overlong, three bytes */
+        "E\xed\xa0\x80"                                     /* a surrogate (U+D800) */
+        "F\xef\xbf\xbe"                                     /* U+FFFE */
+        "G\xef\xbf\xbf"                                     /* U+FFFF */
+        "H\xf4\x90\x80\x80"                                 /* past U+10FFFF */
+        "I\x80\xbf"                                         /* stray continuation bytes */
         "J\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\xef\xbf\xbd" /* é € 😀 U+FFFD: kept */
-        "K\xe2\x82";          /* truncated at the end */
+        "K\xe2\x82";                                        /* truncated at the end */
     opc_xml *x = opc_xml_new_bare();
     opc_xml_start(x, "t");
     opc_xml_text(x, t, sizeof t - 1);
@@ -420,7 +421,8 @@ static void test_ceiling_stops_writer(void **state)
     void *image = calloc(1, 1000);
     assert_non_null(image);
     assert_int_equal(opc_default_add(pkg, "png", OPC_CT_PNG, &err), KILN_E_OK);
-    assert_int_equal(opc_part_add(pkg, "word/media/a.png", NULL, image, 1000, 0, &err), KILN_E_OK);
+    assert_int_equal(opc_part_add(pkg, "word/media/a.png", NULL, image, 1000, 0, &err),
+                     KILN_E_OK);
 
     /* The compressed bytes so far plus the stored image pass 200 KB: the
      * writer fails at once and writes nothing more. */
@@ -468,7 +470,10 @@ static void test_ceiling_stops_writer(void **state)
                      KILN_E_OK);
     /* What the parts take in the zip: the image and the deflated part. */
     assert_true(opc_package_packed_bytes(pkg) > 1000 + n / 2);
-    assert_int_equal(opc_package_bytes(pkg), 1000 + strlen("<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"yes\"?>\n<a></a>") + n);
+    assert_int_equal(
+        opc_package_bytes(pkg),
+        1000 + strlen("<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"yes\"?>\n<a></a>") +
+            n);
     free(t);
     opc_package_free(pkg);
 }
@@ -548,17 +553,17 @@ static void test_template_errors(void **state)
     opc_var vars[] = {{"t", "x"}};
     kiln_error err;
     opc_xml *x = opc_xml_new_bare();
-    assert_int_equal(
-        opc_template_write_bytes(x, "u.xml", unknown, sizeof unknown - 1, vars, 1, &err),
-        KILN_E_INTERNAL);
+    assert_int_equal(opc_template_write_bytes(x, "u.xml", unknown, sizeof unknown - 1, vars, 1,
+                                              &err),
+                     KILN_E_INTERNAL);
     assert_non_null(strstr(err.message, "{{nope}}"));
     assert_non_null(strstr(err.message, "u.xml"));
     opc_xml_free(x);
 
     x = opc_xml_new_bare();
-    assert_int_equal(
-        opc_template_write_bytes(x, "c.xml", unclosed, sizeof unclosed - 1, vars, 1, &err),
-        KILN_E_INTERNAL);
+    assert_int_equal(opc_template_write_bytes(x, "c.xml", unclosed, sizeof unclosed - 1, vars, 1,
+                                              &err),
+                     KILN_E_INTERNAL);
     opc_xml_free(x);
 
     x = opc_xml_new_bare();
@@ -701,13 +706,20 @@ static void test_package_written(void **state)
     }
 
     char *types = read_member(za, "[Content_Types].xml");
-    assert_non_null(strstr(types, "<Default Extension=\"rels\" ContentType=\"" OPC_CT_RELS "\"/>"));
-    assert_non_null(strstr(types, "<Default Extension=\"xml\" ContentType=\"application/xml\"/>"));
+    assert_non_null(
+        strstr(types, "<Default Extension=\"rels\" ContentType=\"" OPC_CT_RELS "\"/>"));
+    assert_non_null(
+        strstr(types, "<Default Extension=\"xml\" ContentType=\"application/xml\"/>"));
     assert_non_null(strstr(types, "<Default Extension=\"png\" ContentType=\"image/png\"/>"));
-    assert_non_null(strstr(types, "<Override PartName=\"/word/document.xml\" ContentType=\"" OPC_CT_DOCX_DOCUMENT "\"/>"));
+    assert_non_null(
+        strstr(types,
+               "<Override PartName=\"/word/document.xml\" ContentType=\"" OPC_CT_DOCX_DOCUMENT
+               "\"/>"));
     assert_non_null(strstr(types, "<Override PartName=\"/word/styles.xml\""));
     assert_non_null(strstr(types, "<Override PartName=\"/word/charts/chart1.xml\""));
-    assert_non_null(strstr(types, "<Override PartName=\"/docProps/core.xml\" ContentType=\"" OPC_CT_CORE "\"/>"));
+    assert_non_null(strstr(types,
+                           "<Override PartName=\"/docProps/core.xml\" ContentType=\"" OPC_CT_CORE
+                           "\"/>"));
     assert_non_null(strstr(types, "<Override PartName=\"/docProps/app.xml\""));
     assert_null(strstr(types, "image1.png")); /* covered by its Default */
     assert_null(strstr(types, "Worksheet1.xlsx"));
@@ -715,17 +727,22 @@ static void test_package_written(void **state)
     free(types);
 
     char *rels = read_member(za, "_rels/.rels");
-    assert_non_null(strstr(rels, "<Relationship Id=\"rId1\" Type=\"" OPC_REL_OFFICE_DOCUMENT "\" Target=\"word/document.xml\"/>"));
-    assert_non_null(strstr(rels, "<Relationship Id=\"rId2\" Type=\"" OPC_REL_CORE "\" Target=\"docProps/core.xml\"/>"));
-    assert_non_null(strstr(rels, "<Relationship Id=\"rId3\" Type=\"" OPC_REL_APP "\" Target=\"docProps/app.xml\"/>"));
+    assert_non_null(strstr(rels, "<Relationship Id=\"rId1\" Type=\"" OPC_REL_OFFICE_DOCUMENT
+                                 "\" Target=\"word/document.xml\"/>"));
+    assert_non_null(strstr(rels, "<Relationship Id=\"rId2\" Type=\"" OPC_REL_CORE
+                                 "\" Target=\"docProps/core.xml\"/>"));
+    assert_non_null(strstr(rels, "<Relationship Id=\"rId3\" Type=\"" OPC_REL_APP
+                                 "\" Target=\"docProps/app.xml\"/>"));
     free(rels);
 
     rels = read_member(za, "word/_rels/document.xml.rels");
-    assert_non_null(strstr(rels, "<Relationship Id=\"rId1\" Type=\"" OPC_REL_STYLES "\" Target=\"styles.xml\"/>"));
+    assert_non_null(strstr(rels, "<Relationship Id=\"rId1\" Type=\"" OPC_REL_STYLES
+                                 "\" Target=\"styles.xml\"/>"));
     assert_non_null(strstr(rels, "<Relationship Id=\"rId2\" Type=\"" OPC_REL_HYPERLINK "\" "
                                  "Target=\"https://example.com/?a=1&amp;b=%222%22\" "
                                  "TargetMode=\"External\"/>"));
-    assert_non_null(strstr(rels, "Id=\"rId3\" Type=\"" OPC_REL_IMAGE "\" Target=\"media/image1.png\"/>"));
+    assert_non_null(
+        strstr(rels, "Id=\"rId3\" Type=\"" OPC_REL_IMAGE "\" Target=\"media/image1.png\"/>"));
     free(rels);
 
     char *core = read_member(za, "docProps/core.xml");
@@ -733,8 +750,12 @@ static void test_package_written(void **state)
     assert_non_null(strstr(core, "<dc:creator>Ada Lovelace</dc:creator>"));
     assert_non_null(strstr(core, "<cp:lastModifiedBy>Ada Lovelace</cp:lastModifiedBy>"));
     assert_non_null(strstr(core, "<cp:keywords>finance, q3</cp:keywords>"));
-    assert_non_null(strstr(core, "<dcterms:created xsi:type=\"dcterms:W3CDTF\">2024-05-01T09:30:00Z</dcterms:created>"));
-    assert_non_null(strstr(core, "<dcterms:modified xsi:type=\"dcterms:W3CDTF\">2024-05-01T09:30:00Z</dcterms:modified>"));
+    assert_non_null(strstr(
+        core,
+        "<dcterms:created xsi:type=\"dcterms:W3CDTF\">2024-05-01T09:30:00Z</dcterms:created>"));
+    assert_non_null(strstr(
+        core,
+        "<dcterms:modified xsi:type=\"dcterms:W3CDTF\">2024-05-01T09:30:00Z</dcterms:modified>"));
     assert_null(strstr(core, "dc:description")); /* absent from the metadata */
     assert_null(strstr(core, "cp:category"));
     free(core);
@@ -934,8 +955,17 @@ static void test_bad_part_names(void **state)
     assert_int_equal(opc_part_add_copy(pkg, "Word/Document.XML", OPC_CT_XML, "<a/>", 4, 1, &err),
                      KILN_E_INTERNAL);
     static const char *const bad[] = {
-        "/word/x.xml", "word/../x.xml", "word//x.xml", "word/", "", "./x.xml", "word/x.",
-        "word/a b.xml", "word/_rels/document.xml.rels", "[Content_Types].xml", "word\\x.xml",
+        "/word/x.xml",
+        "word/../x.xml",
+        "word//x.xml",
+        "word/",
+        "",
+        "./x.xml",
+        "word/x.",
+        "word/a b.xml",
+        "word/_rels/document.xml.rels",
+        "[Content_Types].xml",
+        "word\\x.xml",
         "word/\xc3\xa9.xml",
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -1078,9 +1108,13 @@ static void test_minimal_docx_passes_check(void **state)
  * (still XML-escaped: &amp; for &). Caller frees. */
 static char *written_target(const char *target, int external)
 {
-    opc_rel rel = {.id = 1, .type = (char *)OPC_REL_HYPERLINK, .target = (char *)target,
+    opc_rel rel = {.id = 1,
+                   .type = (char *)OPC_REL_HYPERLINK,
+                   .target = (char *)target,
                    .external = external};
-    opc_rel_source source = {.name = (char *)"word/document.xml", .rels = &rel, .count = 1,
+    opc_rel_source source = {.name = (char *)"word/document.xml",
+                             .rels = &rel,
+                             .count = 1,
                              .cap = 1};
     unsigned char *data;
     size_t len;
@@ -1168,7 +1202,8 @@ static void test_encoded_target_passes_check(void **state)
     zip_t *za = zip_open(path_in("link.docx"), ZIP_RDONLY, &zerr);
     assert_non_null(za);
     char *rels = read_member(za, "word/_rels/document.xml.rels");
-    assert_non_null(strstr(rels, "Target=\"https://example.com/a%20b?q=%22x%22&amp;y=%C3%BC%7C%7B%7D\""));
+    assert_non_null(
+        strstr(rels, "Target=\"https://example.com/a%20b?q=%22x%22&amp;y=%C3%BC%7C%7B%7D\""));
     free(rels);
     zip_close(za);
     test_ooxml_check(path_in("link.docx"));
@@ -1181,13 +1216,24 @@ static char *chart_xml(const char *title, const char *x_title, const char *y_tit
 {
     static const double values[] = {1, 2};
     static const char *categories[] = {"A", "B"};
-    kiln_chart chart = {.kind = KILN_CHART_COLUMN, .title = title, .x_title = x_title,
-                        .y_title = y_title, .legend = KILN_LEGEND_NONE, .pointer = "/blocks/0"};
+    kiln_chart chart = {.kind = KILN_CHART_COLUMN,
+                        .title = title,
+                        .x_title = x_title,
+                        .y_title = y_title,
+                        .legend = KILN_LEGEND_NONE,
+                        .pointer = "/blocks/0"};
     kiln_chart_series_data series = {.name = "S", .values = values, .color = 0x4472C4};
-    kiln_chart_data data = {.chart = &chart, .point_count = 2, .categories = categories,
-                            .series = &series, .series_count = 1};
-    kiln_theme theme = {.font = "Calibri", .heading_font = "Calibri", .mono_font = "Consolas",
-                        .font_size = 11, .accent_colors = {0x4472C4}, .accent_count = 1};
+    kiln_chart_data data = {.chart = &chart,
+                            .point_count = 2,
+                            .categories = categories,
+                            .series = &series,
+                            .series_count = 1};
+    kiln_theme theme = {.font = "Calibri",
+                        .heading_font = "Calibri",
+                        .mono_font = "Consolas",
+                        .font_size = 11,
+                        .accent_colors = {0x4472C4},
+                        .accent_count = 1};
     kiln_error err;
     opc_package *pkg = opc_package_new();
     assert_non_null(pkg);

@@ -92,8 +92,7 @@ static void has_error(kiln_status code, const char *pointer, const char *fragmen
             return;
     }
     fprintf(stderr, "expected [%s] %s: ...%s...\ngot:\n", kiln_status_name(code),
-            pointer ? pointer : "(any)",
-            fragment ? fragment : "");
+            pointer ? pointer : "(any)", fragment ? fragment : "");
     dump_errors();
     fail();
 }
@@ -141,29 +140,29 @@ static void write_file(const char *name, const void *data, size_t len)
  * probe checks. */
 /* clang-format off: one PNG chunk or JPEG segment a line */
 static const unsigned char png_bytes[] = {
-    0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n',
-    0, 0, 0, 13, 'I', 'H', 'D', 'R', 0, 0, 0, 3, 0, 0, 0, 2, 8, 2, 0, 0, 0,
-    0x12, 0x16, 0xF1, 0x4D,
-    0, 0, 0, 9, 'p', 'H', 'Y', 's', 0, 0, 0x2E, 0x23, 0, 0, 0x2E, 0x23, 1,
-    0x78, 0xA5, 0x3F, 0x76,
-    0, 0, 0, 16, 'I', 'D', 'A', 'T', 0x78, 0xDA, 0x63, 0xF8, 0xCF, 0xC0, 0x00, 0x41, 0x0C,
-    0x70, 0x16, 0x00, 0x41, 0xD2, 0x05, 0xFB,
-    0x6F, 0xF1, 0x16, 0xC7,
-    0, 0, 0, 0, 'I', 'E', 'N', 'D', 0xAE, 0x42, 0x60, 0x82};
+    0x89, 'P',  'N',  'G',  '\r', '\n', 0x1A, '\n', 0,    0,    0,    13,   'I',  'H',
+    'D',  'R',  0,    0,    0,    3,    0,    0,    0,    2,    8,    2,    0,    0,
+    0,    0x12, 0x16, 0xF1, 0x4D, 0,    0,    0,    9,    'p',  'H',  'Y',  's',  0,
+    0,    0x2E, 0x23, 0,    0,    0x2E, 0x23, 1,    0x78, 0xA5, 0x3F, 0x76, 0,    0,
+    0,    16,   'I',  'D',  'A',  'T',  0x78, 0xDA, 0x63, 0xF8, 0xCF, 0xC0, 0x00, 0x41,
+    0x0C, 0x70, 0x16, 0x00, 0x41, 0xD2, 0x05, 0xFB, 0x6F, 0xF1, 0x16, 0xC7, 0,    0,
+    0,    0,    'I',  'E',  'N',  'D',  0xAE, 0x42, 0x60, 0x82};
 
 /* A JPEG's structure: SOI, APP0 JFIF 72x144 dpi, SOF0 40x30, SOS with a few
  * bytes of scan data (a stuffed 0xFF 0x00 and a restart marker among them),
  * EOI. The probe walks the markers without decoding, so no tables are
  * needed. */
-static const unsigned char jpeg_bytes[] = {
-    0xFF, 0xD8, 0xFF, 0xE0, 0, 16, 'J', 'F', 'I', 'F', 0, 1, 1, 1, 0, 72, 0, 144, 0, 0,
-    0xFF, 0xC0, 0, 17, 8, 0, 30, 0, 40, 3, 1, 0x22, 0, 2, 0x11, 1, 3, 0x11, 1,
-    0xFF, 0xDA, 0, 12, 3, 1, 0, 2, 0x11, 3, 0x11, 0, 0x3F, 0,
-    0x12, 0xFF, 0x00, 0x34, 0xFF, 0xD0, 0x56,
-    0xFF, 0xD9};
+static const unsigned char jpeg_bytes[] = {0xFF, 0xD8, 0xFF, 0xE0, 0,    16,   'J',  'F',  'I',
+                                           'F',  0,    1,    1,    1,    0,    72,   0,    144,
+                                           0,    0,    0xFF, 0xC0, 0,    17,   8,    0,    30,
+                                           0,    40,   3,    1,    0x22, 0,    2,    0x11, 1,
+                                           3,    0x11, 1,    0xFF, 0xDA, 0,    12,   3,    1,
+                                           0,    2,    0x11, 3,    0x11, 0,    0x3F, 0,    0x12,
+                                           0xFF, 0x00, 0x34, 0xFF, 0xD0, 0x56, 0xFF, 0xD9};
 
 /* The same 3x2 PNG without its pHYs chunk, as base64. */
-#define PNG_3X2_BASE64 "iVBORw0KGgoAAAANSUhEUgAAAAMAAAACCAIAAAASFvFNAAAAEElEQVR42mP4z8AAQQxwFgBB0gX7b/EWxwAAAABJRU5ErkJggg=="
+#define PNG_3X2_BASE64 \
+    "iVBORw0KGgoAAAANSUhEUgAAAAMAAAACCAIAAAASFvFNAAAAEElEQVR42mP4z8AAQQxwFgBB0gX7b/EWxwAAAABJRU5ErkJggg=="
 
 /* clang-format on */
 
@@ -276,8 +275,7 @@ static void test_json_syntax(void **state)
     kiln_parse_options o = dir_opts();
     fails_raw_opt("{\"sheets\": [", &o, KILN_E_INVALID_SPEC, "", "not valid JSON at line 1");
     /* Duplicate members are refused, not silently last-one-wins. */
-    fails_raw_opt("{\"blocks\": [], \"blocks\": []}", &o, KILN_E_INVALID_SPEC, "",
-                  "duplicate");
+    fails_raw_opt("{\"blocks\": [], \"blocks\": []}", &o, KILN_E_INVALID_SPEC, "", "duplicate");
     /* Not NUL-terminated input: the length rules. */
     const char *json = "{\"blocks\": [{\"type\": \"rule\"}]}GARBAGE";
     kiln_doc *doc;
@@ -342,10 +340,11 @@ static void test_cell_errors_and_collection(void **state)
     char spec[4096] = "{'sheets': [{'rows': [";
     for (int i = 0; i < 12; i++)
         test_append(spec, sizeof spec, "[1, 2, 3, 4],");
-    test_append(spec, sizeof spec, "[1, 2, 3, [4]], [{'formula': 5}], [{'date': 'tomorrow'}], [{}],"
-                 "[{'value': 1, 'date': '2026-01-01'}], [{'url': 'javascript:alert(1)'}],"
-                 "[{'value': {'a': 1}}], [{'formula': '=A1', 'value': [1]}],"
-                 "[{'value': 1, 'number_format': 5}], [{'text': 'x', 'value': 1}], 7]}]}");
+    test_append(spec, sizeof spec,
+                "[1, 2, 3, [4]], [{'formula': 5}], [{'date': 'tomorrow'}], [{}],"
+                "[{'value': 1, 'date': '2026-01-01'}], [{'url': 'javascript:alert(1)'}],"
+                "[{'value': {'a': 1}}], [{'formula': '=A1', 'value': [1]}],"
+                "[{'value': 1, 'number_format': 5}], [{'text': 'x', 'value': 1}], 7]}]}");
     fails(spec, KILN_E_INVALID_SPEC, "/sheets/0/rows/12/3",
           "expected a number, string, boolean, null or cell object");
     /* Every one of them, not just the first. */
@@ -364,9 +363,11 @@ static void test_cell_errors_and_collection(void **state)
     /* A date-time that rounds (to Excel's millisecond) past 9999-12-31. */
     fails("{'sheets': [{'rows': [[{'datetime': '9999-12-31T23:59:59.9999999'}]]}]}",
           KILN_E_INVALID_SPEC, "/sheets/0/rows/0/0/datetime", "9999-12-31");
-    fails("{'sheets': [{'columns': [{'type': 'datetime'}], 'rows': [['9999-12-31 23:59:59.9996']]}]}",
-          KILN_E_INVALID_SPEC, "/sheets/0/rows/0/0", "9999-12-31");
-    kiln_doc *doc = parse_ok("{'sheets': [{'rows': [[{'datetime': '9999-12-31T23:59:59.999'}]]}]}");
+    fails(
+        "{'sheets': [{'columns': [{'type': 'datetime'}], 'rows': [['9999-12-31 23:59:59.9996']]}]}",
+        KILN_E_INVALID_SPEC, "/sheets/0/rows/0/0", "9999-12-31");
+    kiln_doc *doc = parse_ok(
+        "{'sheets': [{'rows': [[{'datetime': '9999-12-31T23:59:59.999'}]]}]}");
     kiln_doc_free(doc);
 }
 
@@ -377,8 +378,8 @@ static void test_style_errors(void **state)
           "/sheets/0/rows/0/0/style/bold", "true or false");
     fails("{'sheets': [{'rows': [[{'value': 1, 'style': {'fill': 'red'}}]]}]}",
           KILN_E_INVALID_SPEC, "/sheets/0/rows/0/0/style/fill", "#RRGGBB");
-    fails("{'sheets': [{'rows': [[{'value': 1, 'style': {'size': 500}}]]}]}",
-          KILN_E_INVALID_SPEC, "/sheets/0/rows/0/0/style/size", "1 to 409");
+    fails("{'sheets': [{'rows': [[{'value': 1, 'style': {'size': 500}}]]}]}", KILN_E_INVALID_SPEC,
+          "/sheets/0/rows/0/0/style/size", "1 to 409");
     fails("{'sheets': [{'rows': [[{'value': 1, 'style': {'align': 'middle'}}]]}]}",
           KILN_E_INVALID_SPEC, "/sheets/0/rows/0/0/style/align", "\"left\"");
     fails("{'sheets': [{'rows': [[{'value': 1, 'style': {'border': 'dotted'}}]]}]}",
@@ -513,9 +514,10 @@ static void test_control_characters(void **state)
                   KILN_E_INVALID_SPEC, "/blocks/0/text", "U+001B");
     /* Tab, newline and carriage return are fine. */
     kiln_doc *doc;
-    assert_int_equal(parse_raw_opt("{\"blocks\": [{\"type\": \"code\", \"text\": \"a\\tb\\nc\\r\"}]}",
-                                   &o, &doc),
-                     KILN_E_OK);
+    assert_int_equal(
+        parse_raw_opt("{\"blocks\": [{\"type\": \"code\", \"text\": \"a\\tb\\nc\\r\"}]}", &o,
+                      &doc),
+        KILN_E_OK);
     kiln_doc_free(doc);
     /* Invalid UTF-8 is refused by jansson. */
     fails_raw_opt("{\"blocks\": [{\"type\": \"code\", \"text\": \"\xff\"}]}", &o,
@@ -551,7 +553,8 @@ static void test_limit_depth(void **state)
     assert_int_equal(errs.items[0].limit, 4);
     assert_int_equal(errs.items[0].actual, 5);
     o.limits.json_depth = 5;
-    kiln_doc_free(parse_ok_opt("{'blocks': [{'type': 'paragraph', 'runs': [{'text': 'x'}]}]}", &o));
+    kiln_doc_free(
+        parse_ok_opt("{'blocks': [{'type': 'paragraph', 'runs': [{'text': 'x'}]}]}", &o));
     /* The real limit: 65 nested arrays inside a cell. */
     char spec[512] = "{'sheets': [{'rows': [[";
     for (int i = 0; i < 61; i++)
@@ -659,8 +662,8 @@ static void test_limit_cell_chars(void **state)
     assert_int_equal(errs.items[0].actual, 4);
     fails_opt("{'sheets': [{'rows': [[{'formula': 'A1+B1'}]]}]}", &o, KILN_E_LIMIT,
               "/sheets/0/rows/0/0/formula", "more than the 3");
-    fails_opt("{'sheets': [{'merges': [{'range': 'A1:B1', 'value': 'long'}]}]}", &o,
-              KILN_E_LIMIT, "/sheets/0/merges/0/value", "4 characters");
+    fails_opt("{'sheets': [{'merges': [{'range': 'A1:B1', 'value': 'long'}]}]}", &o, KILN_E_LIMIT,
+              "/sheets/0/merges/0/value", "4 characters");
     /* Real value. */
     size_t n = 32768, cap = n + 100;
     char *json = malloc(cap);
@@ -705,7 +708,8 @@ static void test_limit_cell_chars(void **state)
     cap = n + 200;
     json = malloc(cap);
     assert_non_null(json);
-    test_copy(json, cap, "{\"sheets\": [{\"merges\": [{\"range\": \"A1:B1\", \"value\": {\"formula\": \"");
+    test_copy(json, cap,
+              "{\"sheets\": [{\"merges\": [{\"range\": \"A1:B1\", \"value\": {\"formula\": \"");
     len = strlen(json);
     memset(json + len, '1', n + 1);
     test_copy(json + len + n + 1, cap - (len + n + 1), "\"}}]}]}");
@@ -768,8 +772,9 @@ static void test_limit_list_depth(void **state)
     test_append(spec, sizeof spec, "]}]}");
     kiln_parse_options d = dir_opts();
     fails_opt(spec, &d, KILN_E_LIMIT, NULL, NULL);
-    has_error(KILN_E_LIMIT, "/blocks/0/items/0/items/0/items/0/items/0/items/0/items/0/items/0/"
-                            "items/0/items/0/items",
+    has_error(KILN_E_LIMIT,
+              "/blocks/0/items/0/items/0/items/0/items/0/items/0/items/0/items/0/"
+              "items/0/items/0/items",
               "10 levels");
 }
 
@@ -818,8 +823,9 @@ static void test_sheet_names(void **state)
     fails("{'sheets': [{'name': '\xce\xa3\xce\x99\xce\x93\xce\x9c\xce\x91'},"
           " {'name': '\xcf\x83\xce\xb9\xce\xb3\xce\xbc\xce\xb1'}]}",
           KILN_E_INVALID_SPEC, "/sheets/1/name", "ignoring case");
-    fails("{'sheets': [{'name': '\xd0\x94\xd0\x90\xd0\x9d'}, {'name': '\xd0\xb4\xd0\xb0\xd0\xbd'}]}",
-          KILN_E_INVALID_SPEC, "/sheets/1/name", "ignoring case");
+    fails(
+        "{'sheets': [{'name': '\xd0\x94\xd0\x90\xd0\x9d'}, {'name': '\xd0\xb4\xd0\xb0\xd0\xbd'}]}",
+        KILN_E_INVALID_SPEC, "/sheets/1/name", "ignoring case");
     /* Different letters stay different; a chart range finds a sheet in any case. */
     doc = parse_ok("{'sheets': [{'name': '\xc3\x89t\xc3\xa9', 'rows': [[1], [2]]},"
                    " {'name': 'Ete', 'charts': [{'kind': 'line', 'series': [{'values':"
@@ -917,9 +923,13 @@ static void test_sheet_features(void **state)
     fails("{'sheets': [{'table': true, 'autofilter': true}]}", KILN_E_INVALID_SPEC,
           "/sheets/0/autofilter", "exclude each other");
     /* Excel's built-in table styles, spelled exactly. */
-    const char *good_styles[] = {"Table Style Light 1", "Table Style Light 21",
-                                 "Table Style Medium 1", "Table Style Medium 28",
-                                 "Table Style Dark 1", "Table Style Dark 11", NULL};
+    const char *good_styles[] = {"Table Style Light 1",
+                                 "Table Style Light 21",
+                                 "Table Style Medium 1",
+                                 "Table Style Medium 28",
+                                 "Table Style Dark 1",
+                                 "Table Style Dark 11",
+                                 NULL};
     for (int i = 0; good_styles[i]; i++) {
         char spec[256];
         snprintf(spec, sizeof spec, "{'sheets': [{'table': {'style': '%s'}}]}", good_styles[i]);
@@ -927,12 +937,20 @@ static void test_sheet_features(void **state)
         assert_string_equal(doc->sheets[0].table_style, good_styles[i]);
         kiln_doc_free(doc);
     }
-    const char *bad_styles[] = {"Table Style Medium 29", "Table Style Light 22",
-                                "Table Style Dark 12", "Table Style Medium 0",
-                                "Table Style Medium 02", "Table Style Medium",
-                                "table style medium 2", "TableStyleMedium2",
-                                "Table Style Medium 2 ", "Table Style Medium 2x",
-                                "None", "", "Table Style Pastel 3", NULL};
+    const char *bad_styles[] = {"Table Style Medium 29",
+                                "Table Style Light 22",
+                                "Table Style Dark 12",
+                                "Table Style Medium 0",
+                                "Table Style Medium 02",
+                                "Table Style Medium",
+                                "table style medium 2",
+                                "TableStyleMedium2",
+                                "Table Style Medium 2 ",
+                                "Table Style Medium 2x",
+                                "None",
+                                "",
+                                "Table Style Pastel 3",
+                                NULL};
     for (int i = 0; bad_styles[i]; i++) {
         char spec[256];
         snprintf(spec, sizeof spec, "{'sheets': [{'table': {'style': '%s'}}]}", bad_styles[i]);
@@ -940,10 +958,10 @@ static void test_sheet_features(void **state)
     }
     fails("{'sheets': [{'table': {'style': 2}}]}", KILN_E_INVALID_SPEC, "/sheets/0/table/style",
           "a string");
-    fails("{'sheets': [{'table': {'name': 'A1'}}]}", KILN_E_INVALID_SPEC,
-          "/sheets/0/table/name", "table name");
-    fails("{'sheets': [{'table': {'name': 'T'}}, {'table': {'name': 't'}}]}",
-          KILN_E_INVALID_SPEC, "/sheets/1/table/name", "already named");
+    fails("{'sheets': [{'table': {'name': 'A1'}}]}", KILN_E_INVALID_SPEC, "/sheets/0/table/name",
+          "table name");
+    fails("{'sheets': [{'table': {'name': 'T'}}, {'table': {'name': 't'}}]}", KILN_E_INVALID_SPEC,
+          "/sheets/1/table/name", "already named");
     fails("{'sheets': [{'merges': [{'range': 'A1:C3'}, {'range': 'C3:D4'}]}]}",
           KILN_E_INVALID_SPEC, "/sheets/0/merges/1/range", "overlaps merge 0");
     fails("{'sheets': [{'merges': [{'range': 'A1:ZZZZ3'}]}]}", KILN_E_INVALID_SPEC,
@@ -974,8 +992,9 @@ static void test_sheet_features(void **state)
                            " 'rows': [['x', null, 5], {'a': null}],"
                            " 'merges': [{'range': 'A2:B2'}, {'range': 'A3:B3', 'value': 'v'},"
                            " {'range': 'C2:C3'}, {'range': 'A5:D9', 'value': 1}]}]}"));
-    kiln_doc_free(parse_ok("{'sheets': [{'rows': [['x', {'value': null, 'style': {'bold': true}}]],"
-                           " 'merges': [{'range': 'A1:B1'}]}]}"));
+    kiln_doc_free(
+        parse_ok("{'sheets': [{'rows': [['x', {'value': null, 'style': {'bold': true}}]],"
+                 " 'merges': [{'range': 'A1:B1'}]}]}"));
     /* A CSV sheet: the header row is checked, the file's rows are not. */
     fails("{'sheets': [{'data': {'path': 'data.csv'}, 'merges': [{'range': 'A1:B1'}]}]}",
           KILN_E_INVALID_SPEC, "/sheets/0/merges/0", "covers B1");
@@ -989,8 +1008,8 @@ static void test_sheet_features(void **state)
           "'>', 'value': 1}]}]}",
           KILN_E_INVALID_SPEC, "/sheets/0/conditional_formats/0", "missing \"style\"");
     /* Its style holds only what Excel can change conditionally. */
-    const char *cell_only[] = {"'size': 14", "'font': 'Arial'", "'align': 'center'",
-                               "'valign': 'top'", "'wrap': true", NULL};
+    const char *cell_only[] = {"'size': 14",      "'font': 'Arial'", "'align': 'center'",
+                               "'valign': 'top'", "'wrap': true",    NULL};
     for (int i = 0; cell_only[i]; i++) {
         char spec[512], ptr[128], member[16];
         snprintf(spec, sizeof spec,
@@ -1023,10 +1042,10 @@ static void test_sheet_features(void **state)
           "/sheets/0/comments/0", "missing \"text\"");
     fails("{'sheets': [{'tab_color': '#12345'}]}", KILN_E_INVALID_SPEC, "/sheets/0/tab_color",
           "#RRGGBB");
-    fails("{'sheets': [{'freeze': {'rows': -1}}]}", KILN_E_INVALID_SPEC,
-          "/sheets/0/freeze/rows", "integer");
-    fails("{'sheets': [{'freeze': {'rows': 1.5}}]}", KILN_E_INVALID_SPEC,
-          "/sheets/0/freeze/rows", "integer");
+    fails("{'sheets': [{'freeze': {'rows': -1}}]}", KILN_E_INVALID_SPEC, "/sheets/0/freeze/rows",
+          "integer");
+    fails("{'sheets': [{'freeze': {'rows': 1.5}}]}", KILN_E_INVALID_SPEC, "/sheets/0/freeze/rows",
+          "integer");
     fails("{'sheets': [{'images': [{'image': {'path': 'logo.png'}}]}]}", KILN_E_INVALID_SPEC,
           "/sheets/0/images/0", "missing \"anchor\"");
 }
@@ -1042,7 +1061,8 @@ static void test_validation_list_length(void **state)
     test_append(spec, sizeof spec, "]}]}]}");
     kiln_doc_free(parse_ok(spec));
     char *p = strstr(spec, "]}]}]}");
-    test_copy(p, sizeof spec - (size_t)(p - spec), ",'abcde']}]}]}"); /* 249 + 1 + 5 = 255: still fits */
+    test_copy(p, sizeof spec - (size_t)(p - spec),
+              ",'abcde']}]}]}"); /* 249 + 1 + 5 = 255: still fits */
     kiln_doc_free(parse_ok(spec));
     p = strstr(spec, "]}]}]}");
     test_copy(p, sizeof spec - (size_t)(p - spec), ",'x']}]}]}"); /* 257 */
@@ -1051,7 +1071,8 @@ static void test_validation_list_length(void **state)
     /* The message: at most 255 characters (code points), an error beyond. */
     char msg[1400] = "{'sheets': [{'validations': [{'range': 'A1', 'values': ['a'], 'message': '";
     for (int i = 0; i < 255; i++)
-        test_append(msg, sizeof msg, i % 2 ? "x" : "\xc3\xa9"); /* two-byte characters count once */
+        test_append(msg, sizeof msg,
+                    i % 2 ? "x" : "\xc3\xa9"); /* two-byte characters count once */
     test_append(msg, sizeof msg, "'}]}]}");
     kiln_doc *doc = parse_ok(msg);
     assert_int_equal(kiln_utf8_count(doc->sheets[0].validations[0].message,
@@ -1210,12 +1231,13 @@ static void test_charts(void **state)
 static void test_images(void **state)
 {
     (void)state;
-    kiln_doc *doc = parse_ok("{'blocks': [{'type': 'image', 'image': {'path': 'logo.png'},"
-                             " 'caption': 'Logo', 'width': '5cm'},"
-                             "{'type': 'image', 'image': {'path': './sub//inner.png'}},"
-                             "{'type': 'image', 'image': {'path': 'photo.jpg', 'format': 'jpeg'}},"
-                             "{'type': 'image', 'image': {'data': '" PNG_3X2_BASE64 "',"
-                             " 'format': 'png'}}]}");
+    kiln_doc *doc = parse_ok(
+        "{'blocks': [{'type': 'image', 'image': {'path': 'logo.png'},"
+        " 'caption': 'Logo', 'width': '5cm'},"
+        "{'type': 'image', 'image': {'path': './sub//inner.png'}},"
+        "{'type': 'image', 'image': {'path': 'photo.jpg', 'format': 'jpeg'}},"
+        "{'type': 'image', 'image': {'data': '" PNG_3X2_BASE64 "',"
+        " 'format': 'png'}}]}");
     const kiln_image *im = doc->blocks[0].image;
     assert_int_equal(im->format, KILN_IMAGE_PNG);
     assert_int_equal(im->width_px, 3);
@@ -1262,14 +1284,15 @@ static void test_images(void **state)
     fails("{'blocks': [{'type': 'image', 'image': {'data': '@@@@'}}]}", KILN_E_INVALID_SPEC,
           "/blocks/0/image/data", "base64");
     /* The base64 itself: a data: URL prefix is an error, not stripped. */
-    fails("{'blocks': [{'type': 'image', 'image': {'data': 'data:image/png;base64,"
-          PNG_3X2_BASE64 "'}}]}",
+    fails("{'blocks': [{'type': 'image', 'image': {'data': 'data:image/png;base64," PNG_3X2_BASE64
+          "'}}]}",
           KILN_E_INVALID_SPEC, "/blocks/0/image/data", "data:");
-    fails("{'blocks': [{'type': 'image', 'image': {'data': 'DATA:,AAAA'}}]}",
-          KILN_E_INVALID_SPEC, "/blocks/0/image/data", "data:");
+    fails("{'blocks': [{'type': 'image', 'image': {'data': 'DATA:,AAAA'}}]}", KILN_E_INVALID_SPEC,
+          "/blocks/0/image/data", "data:");
     fails("{'blocks': [{'type': 'image', 'image': {'url': 'http://x'}}]}", KILN_E_INVALID_SPEC,
           "/blocks/0/image/url", "unknown member");
-    fails("{'blocks': [{'type': 'image'}]}", KILN_E_INVALID_SPEC, "/blocks/0", "missing \"image\"");
+    fails("{'blocks': [{'type': 'image'}]}", KILN_E_INVALID_SPEC, "/blocks/0",
+          "missing \"image\"");
 }
 
 /* The image as the file "broken.img" parses (accepted) or fails with fragment
@@ -1365,7 +1388,10 @@ static void test_image_structure(void **state)
     image_file_check(jpeg_bytes, 30, "truncated JPEG segment at byte 20");
     /* Bytes after EOI are accepted: cameras append data there. */
     memcpy(j, jpeg_bytes, sizeof jpeg_bytes);
-    memcpy(j + sizeof jpeg_bytes, "appended\xFF\xD8" "data", 14);
+    memcpy(j + sizeof jpeg_bytes,
+           "appended\xFF\xD8"
+           "data",
+           14);
     image_file_check(j, sizeof jpeg_bytes + 14, NULL);
     /* The scan before the frame header. */
     memcpy(j, jpeg_bytes, 20);
@@ -1399,8 +1425,10 @@ static void test_page(void **state)
     assert_true(doc->page.margin_right == 36);
     assert_true(doc->page.margin_top + doc->page.margin_bottom > 0);
     kiln_doc_free(doc);
-    const char *sizes[][3] = {{"A4", "595.28", "841.89"}, {"Legal", "612", "1008"},
-                              {"A3", "841.89", "1190.55"}, {"A5", "419.53", "595.28"}};
+    const char *sizes[][3] = {{"A4", "595.28", "841.89"},
+                              {"Legal", "612", "1008"},
+                              {"A3", "841.89", "1190.55"},
+                              {"A5", "419.53", "595.28"}};
     for (int i = 0; i < 4; i++) {
         char spec[200];
         snprintf(spec, sizeof spec, "{'page': {'size': '%s'}, 'blocks': [{'type': 'rule'}]}",
@@ -1566,8 +1594,8 @@ static void test_blocks(void **state)
           "/blocks/0/runs", "at least one run");
     fails("{'blocks': [{'type': 'list', 'items': [{'runs': []}]}]}", KILN_E_INVALID_SPEC,
           "/blocks/0/items/0/runs", "at least one run");
-    fails("{'blocks': [{'type': 'quote', 'runs': 'x'}]}", KILN_E_INVALID_SPEC,
-          "/blocks/0/runs", "array of runs");
+    fails("{'blocks': [{'type': 'quote', 'runs': 'x'}]}", KILN_E_INVALID_SPEC, "/blocks/0/runs",
+          "array of runs");
     fails("{'blocks': [{'type': 'paragraph', 'runs': [{'text': 'a', 'superscript': true,"
           " 'subscript': true}]}]}",
           KILN_E_INVALID_SPEC, "/blocks/0/runs/0/subscript", "exclude each other");
@@ -1581,8 +1609,8 @@ static void test_blocks(void **state)
     fails("{'blocks': [{'type': 'list', 'start': -1, 'items': []}]}", KILN_E_INVALID_SPEC,
           "/blocks/0/start", "integer");
     /* A list needs at least one item, and so does a nested list. */
-    fails("{'blocks': [{'type': 'list', 'items': []}]}", KILN_E_INVALID_SPEC,
-          "/blocks/0/items", "at least one list item");
+    fails("{'blocks': [{'type': 'list', 'items': []}]}", KILN_E_INVALID_SPEC, "/blocks/0/items",
+          "at least one list item");
     fails("{'blocks': [{'type': 'list', 'items': ['a', {'text': 'b', 'items': []}]}]}",
           KILN_E_INVALID_SPEC, "/blocks/0/items/1/items", "at least one list item");
     fails("{'blocks': [{'type': 'list'}]}", KILN_E_INVALID_SPEC, "/blocks/0",
@@ -1749,17 +1777,18 @@ static void test_slides(void **state)
     } misplaced[] = {
         {"{'layout': 'title', 'bullets': ['a']}", "/slides/0/bullets"},
         {"{'layout': 'section', 'title': 't', 'chart': {'kind': 'bar', 'series': "
-         "[{'values': [1]}]}}", "/slides/0/chart"},
+         "[{'values': [1]}]}}",
+         "/slides/0/chart"},
         {"{'title': 't', 'subtitle': 's'}", "/slides/0/subtitle"},
         {"{'layout': 'content', 'left': ['a']}", "/slides/0/left"},
         {"{'bullets': ['a'], 'table': {'rows': [[1]]}}", "/slides/0/table"},
         {"{'layout': 'two_column', 'left': ['a'], 'bullets': ['b']}", "/slides/0/bullets"},
         {"{'layout': 'table', 'table': {'rows': [[1]]}, 'image': {'path': 'logo.png'}}",
          "/slides/0/image"},
-        {"{'layout': 'image', 'image': {'path': 'logo.png'}, 'right': ['a']}",
-         "/slides/0/right"},
+        {"{'layout': 'image', 'image': {'path': 'logo.png'}, 'right': ['a']}", "/slides/0/right"},
         {"{'layout': 'chart', 'title': 'By region', 'subtitle': 'Q2', 'chart': {'kind': "
-         "'bar', 'series': [{'values': [1]}]}}", "/slides/0/subtitle"},
+         "'bar', 'series': [{'values': [1]}]}}",
+         "/slides/0/subtitle"},
         {"{'layout': 'blank', 'title': 't'}", "/slides/0/title"},
     };
     for (size_t i = 0; i < sizeof misplaced / sizeof misplaced[0]; i++) {
@@ -1768,10 +1797,11 @@ static void test_slides(void **state)
         fails(spec, KILN_E_INVALID_SPEC, misplaced[i].pointer, "slide does not show");
     }
     /* Notes go on any layout, and the optional members may be left out. */
-    doc = parse_ok("{'slides': [{'layout': 'blank', 'notes': 'n'}, {'layout': 'title'},"
-                   " {'layout': 'section', 'title': 'S', 'subtitle': 's', 'notes': 'n'},"
-                   " {}, {'layout': 'two_column', 'title': 'T', 'left': ['a']},"
-                   " {'layout': 'table', 'title': 'T', 'notes': 'n', 'table': {'rows': [[1]]}}]}");
+    doc = parse_ok(
+        "{'slides': [{'layout': 'blank', 'notes': 'n'}, {'layout': 'title'},"
+        " {'layout': 'section', 'title': 'S', 'subtitle': 's', 'notes': 'n'},"
+        " {}, {'layout': 'two_column', 'title': 'T', 'left': ['a']},"
+        " {'layout': 'table', 'title': 'T', 'notes': 'n', 'table': {'rows': [[1]]}}]}");
     assert_int_equal(doc->slide_count, 6);
     assert_int_equal(doc->slides[0].layout, KILN_LAYOUT_BLANK);
     assert_string_equal(doc->slides[0].notes, "n");
@@ -1819,8 +1849,8 @@ static void test_data_sources(void **state)
           "\"format\"");
     fails("{'sheets': [{'data': {'path': 'data.csv', 'format': 'xml'}}]}", KILN_E_INVALID_SPEC,
           "/sheets/0/data/format", "\"csv\" or \"jsonl\"");
-    fails("{'sheets': [{'data': {'path': 'data.csv', 'delimiter': ';;'}}]}",
-          KILN_E_INVALID_SPEC, "/sheets/0/data/delimiter", "single");
+    fails("{'sheets': [{'data': {'path': 'data.csv', 'delimiter': ';;'}}]}", KILN_E_INVALID_SPEC,
+          "/sheets/0/data/delimiter", "single");
     fails("{'sheets': [{'data': {'path': 'data.csv', 'format': 'jsonl', 'header': true}}]}",
           KILN_E_INVALID_SPEC, "/sheets/0/data/header", "CSV data only");
     fails("{'sheets': [{'data': {'file': 'data.csv'}}]}", KILN_E_INVALID_SPEC,
@@ -1837,7 +1867,8 @@ static void test_data_sources(void **state)
 static void test_load(void **state)
 {
     (void)state;
-    const char *spec = "{\"blocks\": [{\"type\": \"image\", \"image\": {\"path\": \"inner.png\"}}]}";
+    const char *spec =
+        "{\"blocks\": [{\"type\": \"image\", \"image\": {\"path\": \"inner.png\"}}]}";
     write_file("sub/spec.json", spec, strlen(spec));
     char path[600];
     snprintf(path, sizeof path, "%s/sub/spec.json", tmpdir);
@@ -1885,11 +1916,13 @@ static void test_big_inline_sheet_is_fast(void **state)
     size_t cap = rows * 64 + 256;
     char *json = malloc(cap);
     assert_non_null(json);
-    size_t len = (size_t)snprintf(json, cap, "{\"sheets\": [{\"columns\": [{\"header\": \"a\"}, "
-                                             "{\"header\": \"b\", \"type\": \"date\"}], \"rows\": [");
+    size_t len = (size_t)snprintf(json, cap,
+                                  "{\"sheets\": [{\"columns\": [{\"header\": \"a\"}, "
+                                  "{\"header\": \"b\", \"type\": \"date\"}], \"rows\": [");
     for (size_t i = 0; i < rows; i++)
         len += (size_t)snprintf(json + len, cap - len,
-                                "%s[%zu,\"2026-03-31\",1.5,\"x\",true,null,7,8,9,0]", i ? "," : "", i);
+                                "%s[%zu,\"2026-03-31\",1.5,\"x\",true,null,7,8,9,0]",
+                                i ? "," : "", i);
     /* Ten cells but only two columns: drop columns so rows fit. */
     test_copy(json + len, cap - len, "]}]}");
     char *cols = strstr(json, "\"columns\"");
@@ -1923,7 +1956,6 @@ static void test_big_inline_sheet_is_fast(void **state)
     kiln_doc_free(doc);
     free(json);
 }
-
 
 static void test_limits_real_values(void **state)
 {

@@ -193,7 +193,8 @@ static void test_spec_bytes_of_a_tree(void **state)
 static void test_tree_not_json(void **state)
 {
     (void)state;
-    json_t *spec = json_pack("{s:[{s:[[o]]}]}", "sheets", "rows", json_stringn_nocheck("\xff\xfe", 2));
+    json_t *spec = json_pack("{s:[{s:[[o]]}]}", "sheets", "rows",
+                             json_stringn_nocheck("\xff\xfe", 2));
     assert_non_null(spec);
     kiln_doc *doc;
     assert_int_equal(kiln_doc_parse_json(spec, NULL, &doc, &errs), KILN_E_INVALID_SPEC);
@@ -259,8 +260,8 @@ static void test_big_tree_is_fast(void **state)
     (void)state;
     json_t *rows = json_array();
     for (int i = 0; i < 200000; i++)
-        json_array_append_new(rows, json_pack("[i,s,f,b,i,s,f,b,i,s]", i, "text", i * 0.5,
-                                              i & 1, i, "more text", 1.25, 0, -i, "end"));
+        json_array_append_new(rows, json_pack("[i,s,f,b,i,s,f,b,i,s]", i, "text", i * 0.5, i & 1,
+                                              i, "more text", 1.25, 0, -i, "end"));
     json_t *spec = json_pack("{s:[{s:s, s:o}]}", "sheets", "name", "Big", "rows", rows);
     assert_non_null(spec);
     struct timespec t0, t1;
@@ -294,12 +295,9 @@ static int teardown(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_samples),
-        cmocka_unit_test(test_invalid_specs),
-        cmocka_unit_test(test_pieces),
-        cmocka_unit_test(test_spec_bytes_of_a_tree),
-        cmocka_unit_test(test_tree_not_json),
-        cmocka_unit_test(test_tree_freed_before_render),
+        cmocka_unit_test(test_samples),          cmocka_unit_test(test_invalid_specs),
+        cmocka_unit_test(test_pieces),           cmocka_unit_test(test_spec_bytes_of_a_tree),
+        cmocka_unit_test(test_tree_not_json),    cmocka_unit_test(test_tree_freed_before_render),
         cmocka_unit_test(test_big_tree_is_fast),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -33,8 +33,8 @@ static void check_axis(double lo, double hi, int zero, int max_iv, double want_m
     if (fabs(a.min - want_min) > 1e-9 * fmax(1, fabs(want_min)) ||
         fabs(a.max - want_max) > 1e-9 * fmax(1, fabs(want_max)) ||
         fabs(a.step - want_step) > 1e-9 * fmax(1e-300, fabs(want_step)))
-        fail_msg("[%g, %g] zero=%d max=%d: got %g..%g step %g, want %g..%g step %g", lo, hi,
-                 zero, max_iv, a.min, a.max, a.step, want_min, want_max, want_step);
+        fail_msg("[%g, %g] zero=%d max=%d: got %g..%g step %g, want %g..%g step %g", lo, hi, zero,
+                 max_iv, a.min, a.max, a.step, want_min, want_max, want_step);
     assert_true(a.ticks >= 2 && a.ticks <= (size_t)max_iv + 1);
     if (!isnan(lo)) { /* the data lies inside the axis */
         assert_true(a.min <= lo || fabs(a.min - lo) < 1e-9 * fabs(lo));
@@ -103,8 +103,8 @@ static void test_tick_labels(void **state)
     check_labels(-5, 14, NULL, neg, 5);
     static const char *const frac[] = {"0", "0.1", "0.2", "0.3", "0.4", "0.5", "0.6"};
     check_labels(0, 0.58, NULL, frac, 7);
-    static const char *const cur[] = {"$0", "$50,000", "$100,000", "$150,000", "$200,000",
-                                      "$250,000"};
+    static const char *const cur[] = {"$0",       "$50,000",  "$100,000",
+                                      "$150,000", "$200,000", "$250,000"};
     check_labels(0, 210000, "$#,##0.00", cur, 6);
     static const char *const pct[] = {"0%", "5%", "10%", "15%", "20%", "25%"};
     check_labels(0, 0.22, "0.0%", pct, 6);
@@ -150,8 +150,8 @@ static void test_tick_label_style(void **state)
                     if (sci < 0)
                         sci = is_scientific(buf[i]);
                     if (is_scientific(buf[i]) != sci)
-                        fail_msg("axis up to %g mixes styles: \"%s\" after \"%s\"", hi,
-                                 buf[i], buf[0]);
+                        fail_msg("axis up to %g mixes styles: \"%s\" after \"%s\"", hi, buf[i],
+                                 buf[0]);
                     if (i > 0 && strcmp(buf[i], buf[i - 1]) == 0)
                         fail_msg("axis up to %g: two ticks read \"%s\"", hi, buf[i]);
                 }
@@ -239,7 +239,7 @@ static void drawing_page(drawing *d)
 
 static void drawing_close(drawing *d)
 {
-    if (getenv("KILN_TEST_CHART_PDF"))  /* to look at: KILN_TEST_CHART_PDF=/tmp/x.pdf */
+    if (getenv("KILN_TEST_CHART_PDF")) /* to look at: KILN_TEST_CHART_PDF=/tmp/x.pdf */
         HPDF_SaveToFile(d->ctx.pdf, getenv("KILN_TEST_CHART_PDF"));
     else
         HPDF_SaveToStream(d->ctx.pdf);
@@ -295,12 +295,24 @@ static void make_case(case_data *c, kiln_chart_kind kind, int stacked, size_t se
         for (size_t p = 0; p < point_count; p++) {
             double v = 0;
             switch (values) {
-            case VALUES_WAVE: v = 10 + 8 * sin((double)(p + s)); break;
-            case VALUES_NAN: v = NAN; break;
-            case VALUES_EQUAL: v = 5; break;
-            case VALUES_HUGE: v = (p % 2 ? -1 : 1) * 1.7e308; break;
-            case VALUES_TINY: v = 1e-310 * (double)(p + 1); break;
-            case VALUES_MIXED: v = (p % 3 == 1) ? NAN : (double)p * (s % 2 ? -1.0 : 1.0); break;
+            case VALUES_WAVE:
+                v = 10 + 8 * sin((double)(p + s));
+                break;
+            case VALUES_NAN:
+                v = NAN;
+                break;
+            case VALUES_EQUAL:
+                v = 5;
+                break;
+            case VALUES_HUGE:
+                v = (p % 2 ? -1 : 1) * 1.7e308;
+                break;
+            case VALUES_TINY:
+                v = 1e-310 * (double)(p + 1);
+                break;
+            case VALUES_MIXED:
+                v = (p % 3 == 1) ? NAN : (double)p * (s % 2 ? -1.0 : 1.0);
+                break;
             }
             c->values[s][p] = v;
         }
@@ -320,8 +332,8 @@ static void test_draw_everything(void **state)
     static case_data c;
     drawing d;
     drawing_open(&d);
-    static const kiln_chart_kind kinds[] = {KILN_CHART_COLUMN, KILN_CHART_BAR,
-                                            KILN_CHART_LINE,   KILN_CHART_PIE,
+    static const kiln_chart_kind kinds[] = {KILN_CHART_COLUMN,   KILN_CHART_BAR,
+                                            KILN_CHART_LINE,     KILN_CHART_PIE,
                                             KILN_CHART_DOUGHNUT, KILN_CHART_SCATTER,
                                             KILN_CHART_AREA};
     static const size_t points[] = {0, 1, 2, 7, 300};
@@ -335,8 +347,7 @@ static void test_draw_everything(void **state)
                     for (size_t si = 0; si < sizeof series / sizeof series[0]; si++) {
                         size_t b = (k + (size_t)values + pi + si) % 5;
                         kiln_legend where = (kiln_legend)((k + pi + si + (size_t)values) % 5);
-                        make_case(&c, kinds[k], stacked, series[si], points[pi], values,
-                                  where);
+                        make_case(&c, kinds[k], stacked, series[si], points[pi], values, where);
                         if (drawn % 12 == 0)
                             drawing_page(&d);
                         /* a grid of boxes; the big one gets a page of its own */
@@ -505,11 +516,10 @@ static void test_category_plan(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_nice_axis),   cmocka_unit_test(test_tick_labels),
+        cmocka_unit_test(test_nice_axis),        cmocka_unit_test(test_tick_labels),
         cmocka_unit_test(test_tick_label_style), cmocka_unit_test(test_palette),
-        cmocka_unit_test(test_category_plan),
-        cmocka_unit_test(test_trim_decimals), cmocka_unit_test(test_nice_stride),
-        cmocka_unit_test(test_draw_everything),
+        cmocka_unit_test(test_category_plan),    cmocka_unit_test(test_trim_decimals),
+        cmocka_unit_test(test_nice_stride),      cmocka_unit_test(test_draw_everything),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

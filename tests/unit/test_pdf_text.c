@@ -38,13 +38,13 @@
 #define WQY_ZENHEI "/usr/share/fonts/truetype/wqy/wqy-zenhei.ttc"
 
 /* UTF-8 of the characters the tests use */
-#define ZH_MID "\xE4\xB8\xAD"    /* U+4E2D 中 */
-#define ZH_WEN "\xE6\x96\x87"    /* U+6587 文 */
-#define ZH_STOP "\xE3\x80\x82"   /* U+3002 。 ideographic full stop */
-#define ZH_COMMA "\xE3\x80\x81"  /* U+3001 、 ideographic comma */
-#define EM_DASH "\xE2\x80\x94"   /* U+2014 */
-#define EN_DASH "\xE2\x80\x93"   /* U+2013 */
-#define EMOJI "\xF0\x9F\x98\x80" /* U+1F600, beyond the BMP: no face can draw it */
+#define ZH_MID "\xE4\xB8\xAD"     /* U+4E2D 中 */
+#define ZH_WEN "\xE6\x96\x87"     /* U+6587 文 */
+#define ZH_STOP "\xE3\x80\x82"    /* U+3002 。 ideographic full stop */
+#define ZH_COMMA "\xE3\x80\x81"   /* U+3001 、 ideographic comma */
+#define EM_DASH "\xE2\x80\x94"    /* U+2014 */
+#define EN_DASH "\xE2\x80\x93"    /* U+2013 */
+#define EMOJI "\xF0\x9F\x98\x80"  /* U+1F600, beyond the BMP: no face can draw it */
 #define TIBETAN_KA "\xE0\xBD\x80" /* U+0F40: in neither DejaVu Sans nor WenQuanYi */
 
 static char tmpdir[256];
@@ -293,8 +293,8 @@ static void check_para(fixture *f, const pdf_para *para, const char *buf, size_t
                 want[nw++] = buf[b];
         }
         for (size_t k = 0; k < para->line_count; k++)
-            for (size_t i = para->lines[k].first;
-                 i < para->lines[k].first + para->lines[k].count; i++)
+            for (size_t i = para->lines[k].first; i < para->lines[k].first + para->lines[k].count;
+                 i++)
                 for (size_t b = 0; b < para->frags[i].len; b++)
                     if (!is_space_byte(para->frags[i].text[b]))
                         got[ng < len ? ng++ : ng] = para->frags[i].text[b];
@@ -349,9 +349,10 @@ static double rnd_range(double lo, double hi)
     return lo + (hi - lo) * (rnd() % 100000) / 100000.0;
 }
 
-static const char *const cjk_chars[] = {ZH_MID, ZH_WEN, "\xE5\xAD\x97", "\xE7\xAC\xA6",
-                                        "\xE6\xB5\x8B", "\xE8\xAF\x95", "\xE3\x81\x82",
-                                        "\xEA\xB0\x80", "\xE5\x9B\xBD", "\xE8\xAA\x9E"};
+static const char *const cjk_chars[] = {ZH_MID,         ZH_WEN,         "\xE5\xAD\x97",
+                                        "\xE7\xAC\xA6", "\xE6\xB5\x8B", "\xE8\xAF\x95",
+                                        "\xE3\x81\x82", "\xEA\xB0\x80", "\xE5\x9B\xBD",
+                                        "\xE8\xAA\x9E"};
 
 typedef struct textbuf {
     char *s;
@@ -377,10 +378,13 @@ static void puts_(textbuf *t, const char *s)
  * follows a CJK character. */
 static void random_text(textbuf *t, int cjk)
 {
-    static const char letters[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
-    static const char *const words[] = {"well-known", "caf\xC3\xA9", "na\xC3\xAFve",
-                                        "1990" EN_DASH "2000", "x" EM_DASH "y", "(a)",
-                                        "end.", "W", "mmmm"};
+    static const char letters[] =
+        "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+    static const char *const words[] = {"well-known",    "caf\xC3\xA9",
+                                        "na\xC3\xAFve",  "1990" EN_DASH "2000",
+                                        "x" EM_DASH "y", "(a)",
+                                        "end.",          "W",
+                                        "mmmm"};
     size_t pieces = rnd_below(70);
 
     t->len = 0;
@@ -437,8 +441,8 @@ static void expect_cps(const char *s, size_t len, const uint32_t *want, size_t n
         size_t before = pos;
         uint32_t cp = kiln_utf8_next(s, len, &pos);
         if (cp != want[i] || pos != ends[i] || pos <= before)
-            fail_msg("code point %zu: got U+%04X ending at %zu, want U+%04X ending at %zu", i,
-                     cp, pos, want[i], ends[i]);
+            fail_msg("code point %zu: got U+%04X ending at %zu, want U+%04X ending at %zu", i, cp,
+                     pos, want[i], ends[i]);
     }
     assert_int_equal(pos, len);
 }
@@ -467,7 +471,9 @@ static void test_utf8_next(void **state)
     }
     {
         /* a stray continuation byte and an invalid lead byte: one byte each */
-        const char s[] = "a\x80" "b\xFF" "c\xF8\x88";
+        const char s[] = "a\x80"
+                         "b\xFF"
+                         "c\xF8\x88";
         const uint32_t w[] = {'a', 0xFFFD, 'b', 0xFFFD, 'c', 0xFFFD, 0xFFFD};
         const size_t e[] = {1, 2, 3, 4, 5, 6, 7};
         expect_cps(s, sizeof s - 1, w, 7, e);
@@ -475,7 +481,10 @@ static void test_utf8_next(void **state)
     {
         /* a lead byte followed by a non-continuation byte: U+FFFD, and the
          * next byte is read again as itself */
-        const char s[] = "\xE4" "A" "\xC3" " ";
+        const char s[] = "\xE4"
+                         "A"
+                         "\xC3"
+                         " ";
         size_t pos = 0;
         /* "\xE4A..." has room for its 2 continuation bytes: 'A' breaks it */
         assert_int_equal(kiln_utf8_next(s, sizeof s - 1, &pos), 0xFFFD);
@@ -613,8 +622,8 @@ static void test_widths(void **state)
     pdf_face *bold = face_of(f, PDF_FAMILY_SANS, PDF_STYLE_BOLD);
     assert_true(pdf_text_width(fonts, bold, hello, 5, 11) > w);
     pdf_face *mono = face_of(f, PDF_FAMILY_MONO, 0);
-    assert_true(fabs(pdf_char_width(fonts, mono, 'i', 10) - pdf_char_width(fonts, mono, 'W', 10)) <
-                1e-9);
+    assert_true(
+        fabs(pdf_char_width(fonts, mono, 'i', 10) - pdf_char_width(fonts, mono, 'W', 10)) < 1e-9);
     /* controls and zero-width characters take no room */
     assert_true(pdf_char_width(fonts, sans, '\n', 11) == 0);
     assert_true(pdf_char_width(fonts, sans, 0x200B, 11) == 0);
@@ -712,12 +721,13 @@ static void test_layout_random_runs(void **state)
         random_text(&t, 1);
         size_t nruns = 1 + rnd_below(8), start = 0;
         for (size_t r = 0; r < nruns; r++) {
-            size_t end = r + 1 == nruns ? t.len : start + rnd_below((uint32_t)(t.len - start + 1));
+            size_t end = r + 1 == nruns ? t.len
+                                        : start + rnd_below((uint32_t)(t.len - start + 1));
             /* a character boundary, and never just before closing CJK
              * punctuation (test_kinsoku_across_runs covers that) */
-            while (end < t.len && (((unsigned char)t.s[end] & 0xC0) == 0x80 ||
-                                   memcmp(t.s + end, ZH_STOP, 3) == 0 ||
-                                   memcmp(t.s + end, ZH_COMMA, 3) == 0))
+            while (end < t.len &&
+                   (((unsigned char)t.s[end] & 0xC0) == 0x80 ||
+                    memcmp(t.s + end, ZH_STOP, 3) == 0 || memcmp(t.s + end, ZH_COMMA, 3) == 0))
                 end++;
             memset(&runs[r], 0, sizeof runs[r]);
             runs[r].text = t.s + start;
@@ -828,14 +838,13 @@ static void test_cjk_breaks(void **state)
         check_para(f, &f->para, s, len, width, what);
         check_kinsoku(&f->para, what);
         if ((double)f->para.line_count < total / width)
-            fail_msg("%s: %zu lines for %.1f em of text", what, f->para.line_count,
-                     total / em);
+            fail_msg("%s: %zu lines for %.1f em of text", what, f->para.line_count, total / em);
         /* every line but the last is nearly full: at most a character and
          * its closing punctuation moved down */
         for (size_t k = 0; k + 1 < f->para.line_count; k++)
             if (f->para.lines[k].width < width - 2 * em - 0.01)
-                fail_msg("%s: line %zu only %.2f of %.2f wide", what, k,
-                         f->para.lines[k].width, width);
+                fail_msg("%s: line %zu only %.2f of %.2f wide", what, k, f->para.lines[k].width,
+                         width);
     }
     /* Latin words and CJK mixed: a break between a word and a CJK character */
     const char *mixed = "Kiln" ZH_MID ZH_WEN "PDF" ZH_MID ZH_STOP;
@@ -1020,8 +1029,7 @@ static void test_empty_and_heights(void **state)
     assert_true(fabs(pdf_para_height(&f->para, 0, n) - sum) < 1e-9);
     assert_true(fabs(pdf_para_height(&f->para, 1, 2) -
                      (f->para.lines[1].height + f->para.lines[2].height)) < 1e-9);
-    assert_true(fabs(pdf_para_height(&f->para, n - 1, 100) - f->para.lines[n - 1].height) <
-                1e-9);
+    assert_true(fabs(pdf_para_height(&f->para, n - 1, 100) - f->para.lines[n - 1].height) < 1e-9);
     assert_true(pdf_para_height(&f->para, n, 3) == 0);
     /* a bigger run makes its line taller */
     kiln_run runs[2];
@@ -1059,8 +1067,8 @@ static void test_draw_and_save(void **state)
     HPDF_Page_SetHeight(f->ctx.page, 842);
     memset(runs, 0, sizeof runs);
     static const char *const texts[] = {
-        "Justified text spreads its words over the whole width of the column, ",
-        "bold words, ", "a link to the site, ", "code()",
+        "Justified text spreads its words over the whole width of the column, ", "bold words, ",
+        "a link to the site, ", "code()",
         " and the end of a paragraph that is long enough to wrap on several lines."};
     static const unsigned flags[] = {0, KILN_RUN_BOLD, 0, KILN_RUN_CODE, KILN_RUN_STRIKE};
     for (size_t r = 0; r < 5; r++) {
@@ -1092,17 +1100,15 @@ static void test_draw_and_save(void **state)
     }
     /* CJK, code with spaces, and a part of a paragraph (lines 1..2) */
     st.align = KILN_ALIGN_JUSTIFY;
-    layout_plain(f, "Mixed " ZH_MID ZH_WEN ZH_STOP " text and more words to justify it here",
-                 &st, 150);
-    assert_int_equal(pdf_para_draw(&f->ctx, &f->para, 0, f->para.line_count, 72, y),
-                     KILN_E_OK);
+    layout_plain(f, "Mixed " ZH_MID ZH_WEN ZH_STOP " text and more words to justify it here", &st,
+                 150);
+    assert_int_equal(pdf_para_draw(&f->ctx, &f->para, 0, f->para.line_count, 72, y), KILN_E_OK);
     assert_int_equal(pdf_para_draw(&f->ctx, &f->para, 1, 2, 300, y), KILN_E_OK);
     assert_int_equal(pdf_para_draw(&f->ctx, &f->para, 5, 100, 300, y), KILN_E_OK); /* past */
     st.preserve_spaces = 1;
     st.family = PDF_FAMILY_MONO;
     layout_plain(f, "    indented\n\tTabbed", &st, 300);
-    assert_int_equal(pdf_para_draw(&f->ctx, &f->para, 0, f->para.line_count, 72, 200),
-                     KILN_E_OK);
+    assert_int_equal(pdf_para_draw(&f->ctx, &f->para, 0, f->para.line_count, 72, 200), KILN_E_OK);
     assert_int_equal(f->haru_code, 0);
     assert_int_equal(f->ctx.fonts.missing_count, 0);
 
@@ -1162,8 +1168,7 @@ static void test_missing_glyphs(void **state)
     /* a paragraph holding one, drawn, counts it */
     pdf_para_style st = body_style(11);
     layout_plain(f, "smile " EMOJI " please", &st, 300);
-    assert_int_equal(pdf_para_draw(&f->ctx, &f->para, 0, f->para.line_count, 72, 600),
-                     KILN_E_OK);
+    assert_int_equal(pdf_para_draw(&f->ctx, &f->para, 0, f->para.line_count, 72, 600), KILN_E_OK);
     assert_int_equal(f->ctx.fonts.missing_count, 4);
     assert_int_equal(pdf_fonts_finish(&f->ctx.fonts, &f->err), KILN_E_OK);
     assert_int_equal(HPDF_SaveToStream(f->ctx.pdf), HPDF_OK);

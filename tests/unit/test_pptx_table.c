@@ -69,12 +69,11 @@ static char *sheet_spec(int rows, int merges)
                                 "{'header':'Note'}],'rows':[");
     for (int i = 0; i < rows; i++) {
         const char *name = i % 7 == 3 ? "A rather long name that will certainly wrap inside its "
-                                         "narrow column of the table on the slide"
-                                       : "Row";
+                                        "narrow column of the table on the slide"
+                                      : "Row";
         /* Cells a merge covers must be empty (the spec rejects data there). */
         if (merges && (i == 3 || i == 4))
-            n += (size_t)snprintf(s + n, cap - n, ",[%s,null,'note']",
-                                  "null");
+            n += (size_t)snprintf(s + n, cap - n, ",[%s,null,'note']", "null");
         else if (merges && i >= 9 && i <= 12)
             n += (size_t)snprintf(s + n, cap - n, ",['%s %d',%d.5,null]", name, i, i * 1000);
         else if (i == 3)

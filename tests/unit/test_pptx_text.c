@@ -109,7 +109,7 @@ static void far_too_long_is_split_at_a_top_level_bullet(void **state)
     pptx_fit f = fit_paras(p, N);
     assert_true(f.count > 0 && f.count < N);
     assert_int_equal(f.font_scale, 100000); /* the part kept is set at full size */
-    assert_int_equal(p[f.count].level, 0);   /* the next slide starts with a parent */
+    assert_int_equal(p[f.count].level, 0);  /* the next slide starts with a parent */
     /* What is kept fits at full size on its own. */
     pptx_fit kept = fit_paras(p, f.count);
     assert_int_equal(kept.count, f.count);

@@ -285,7 +285,7 @@ static void test_csv_auto_typing(void **state)
     assert_number(&c[1], 0);
     assert_number(&c[2], 0.5);
     assert_number(&c[3], -12.25);
-    assert_text(&c[4], "1e5");              /* not a plain decimal */
+    assert_text(&c[4], "1e5");               /* not a plain decimal */
     assert_text(&c[5], "12345678901234567"); /* more digits than Excel keeps */
     assert_number(&c[6], 1234567890.12345);
     assert_text(&c[7], "+5");
@@ -307,13 +307,13 @@ static void test_csv_typed_columns(void **state)
                            "1;1234.5;2026-03-31;true;2026-03-31 12:00;007\n"
                            "2; -3e2 ;;0;2026-03-31T18:00:00+01:00;42\n"
                            "3;;1900-03-01;FALSE;;\n");
-    kiln_doc *doc = parse_ok(
-        "{'sheets': [{'columns': [{'header': 'Id', 'type': 'integer'},"
-        " {'header': 'Amount', 'type': 'currency'}, {'header': 'Day', 'type': 'date'},"
-        " {'header': 'OK', 'type': 'boolean'}, {'header': 'When', 'type': 'datetime'},"
-        " {'header': 'Code', 'type': 'string'}],"
-        " 'data': {'path': 'typed.csv', 'format': 'csv', 'delimiter': ';'}}]}",
-        1);
+    kiln_doc *doc =
+        parse_ok("{'sheets': [{'columns': [{'header': 'Id', 'type': 'integer'},"
+                 " {'header': 'Amount', 'type': 'currency'}, {'header': 'Day', 'type': 'date'},"
+                 " {'header': 'OK', 'type': 'boolean'}, {'header': 'When', 'type': 'datetime'},"
+                 " {'header': 'Code', 'type': 'string'}],"
+                 " 'data': {'path': 'typed.csv', 'format': 'csv', 'delimiter': ';'}}]}",
+                 1);
     const kiln_table_data *t = &doc->sheets[0].data;
     /* columns given: the file's header record is skipped, not used. */
     assert_string_equal(t->columns[0].header, "Id");
@@ -385,15 +385,22 @@ static void test_csv_errors(void **state)
         const char *columns;
         const char *fragment;
     } cases[] = {
-        {"a\n1\nx\n", "[{'type': 'number'}]", "e1.csv line 3, column 1: expected a number, got \"x\""},
-        {"a,b\n1,\"unterminated\n2,3\n", NULL, "e2.csv line 2, column 2: a quoted field is not closed"},
+        {"a\n1\nx\n", "[{'type': 'number'}]",
+         "e1.csv line 3, column 1: expected a number, got \"x\""},
+        {"a,b\n1,\"unterminated\n2,3\n", NULL,
+         "e2.csv line 2, column 2: a quoted field is not closed"},
         {"a,b\n1,ab\"c\n", NULL, "e3.csv line 2, column 2: a quote inside an unquoted field"},
-        {"a,b\n1,\"ab\"c\n", NULL, "e4.csv line 2, column 2: a character after the closing quote"},
-        {"a\n1,2\n", "[{'header': 'a'}]", "e5.csv line 2: a record of 2 fields, but only 1 columns"},
-        {"a\nmaybe\n", "[{'type': 'boolean'}]", "e6.csv line 2, column 1: expected true, false, 1 or 0"},
-        {"a\n\"x\ny\"\n31/03/2026\n", "[{'type': 'date'}]", "e7.csv line 2, column 1: expected an ISO 8601 date"},
+        {"a,b\n1,\"ab\"c\n", NULL,
+         "e4.csv line 2, column 2: a character after the closing quote"},
+        {"a\n1,2\n", "[{'header': 'a'}]",
+         "e5.csv line 2: a record of 2 fields, but only 1 columns"},
+        {"a\nmaybe\n", "[{'type': 'boolean'}]",
+         "e6.csv line 2, column 1: expected true, false, 1 or 0"},
+        {"a\n\"x\ny\"\n31/03/2026\n", "[{'type': 'date'}]",
+         "e7.csv line 2, column 1: expected an ISO 8601 date"},
         {"a\nok\n\xff\n", NULL, "e8.csv line 3, column 1: field is not valid UTF-8"},
-        {"a\nx\x01y\n", NULL, "e9.csv line 2, column 1: field contains the control character U+0001"},
+        {"a\nx\x01y\n", NULL,
+         "e9.csv line 2, column 1: field contains the control character U+0001"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char name[32], spec[512];
@@ -488,8 +495,8 @@ static void test_csv_columns_limit(void **state)
     write_str("long.csv", "a\nabc\n");
     assert_int_equal(parse_opts("{'sheets': [{'data': {'path': 'long.csv'}}]}", &o, &doc),
                      KILN_E_LIMIT);
-    assert_true(strstr(errs.items[0].message, "long.csv line 2, column 1: text of 3 characters") !=
-                NULL);
+    assert_true(
+        strstr(errs.items[0].message, "long.csv line 2, column 1: text of 3 characters") != NULL);
 }
 
 static void test_csv_symlink_refused(void **state)
@@ -604,8 +611,9 @@ static void test_jsonl(void **state)
         char name[32], spec[256];
         snprintf(name, sizeof name, "j%zu.jsonl", i + 1);
         write_str(name, cases[i].file);
-        snprintf(spec, sizeof spec, "{'sheets': [{'columns': [{'key': 'a'}, {}, {}], "
-                                    "'data': {'path': '%s'}}]}",
+        snprintf(spec, sizeof spec,
+                 "{'sheets': [{'columns': [{'key': 'a'}, {}, {}], "
+                 "'data': {'path': '%s'}}]}",
                  name);
         assert_int_not_equal(parse_opts(spec, &o, &doc), KILN_E_OK);
         if (!strstr(errs.items[0].message, cases[i].fragment)) {
@@ -647,7 +655,6 @@ static void test_rows_open_without_doc_limits(void **state)
     json_decref(rows);
     kiln_arena_release(&arena);
 }
-
 
 static void test_jsonl_row_limit(void **state)
 {

@@ -435,8 +435,9 @@ static kiln_store_file put_text(const char *name, const char *text)
 static void test_render_good(void **state)
 {
     (void)state;
-    json_t *rq = load("{'format': 'xlsx', 'filename': 'report ü.xlsx',"
-                      " 'spec': {'sheets': [{'name': 'S', 'rows': [[1, 'a\\r\\nb'], [2, 'b']]}]}}");
+    json_t *rq = load(
+        "{'format': 'xlsx', 'filename': 'report ü.xlsx',"
+        " 'spec': {'sheets': [{'name': 'S', 'rows': [[1, 'a\\r\\nb'], [2, 'b']]}]}}");
     kiln_api_reply r;
     char *request_before = json_dumps(rq, JSON_COMPACT);
     kiln_api_render(&ctx, "t1", rq, &r);
@@ -480,7 +481,8 @@ static void test_render_good(void **state)
     rq = load("{'filename': 'x.pdf', 'spec': {'blocks': [{'type': 'paragraph', 'text': 'hi'}]}}");
     kiln_api_render(&ctx, "t1", rq, &r);
     assert_status(&r, 201);
-    assert_string_equal(json_string_value(json_object_get(r.body, "media_type")), "application/pdf");
+    assert_string_equal(json_string_value(json_object_get(r.body, "media_type")),
+                        "application/pdf");
     json_decref(r.body);
     json_decref(rq);
     rq = load("{'format': 'pptx', 'spec': {'slides': [{'title': 'T'}]}}");
@@ -538,7 +540,10 @@ static void test_render_bad_request(void **state)
     kiln_api_render(&ctx, "t1", rq, &r);
     assert_status(&r, 201);
     json_decref(r.body);
-    json_object_set_new(rq, "filename", json_string("a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.pdf"));
+    json_object_set_new(
+        rq, "filename",
+        json_string(
+            "a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.pdf"));
     kiln_api_render(&ctx, "t1", rq, &r);
     assert_status(&r, 400);
     json_decref(r.body);
@@ -608,7 +613,8 @@ static void test_render_invalid_spec(void **state)
     assert_int_equal(json_array_size(errors), 1);
     e = json_array_get(errors, 0);
     assert_string_equal(json_string_value(json_object_get(e, "pointer")), "/blocks/1/image/path");
-    assert_non_null(strstr(json_string_value(json_object_get(e, "message")), "not in \"inputs\""));
+    assert_non_null(
+        strstr(json_string_value(json_object_get(e, "message")), "not in \"inputs\""));
     json_decref(r.body);
     json_decref(rq);
     assert_work_empty();
@@ -648,10 +654,11 @@ static void test_render_inputs(void **state)
 
     /* A CSV input as a sheet's data. */
     kiln_store_file csv = put_text("data.csv", "name,n\na,1\nb,2\n");
-    assert_true(asprintf(&spec,
-                         "{\"filename\": \"d.xlsx\", \"inputs\": [\"%s\"], \"spec\": {\"sheets\": "
-                         "[{\"data\": {\"path\": \"%s\", \"format\": \"csv\"}}]}}",
-                         csv.id, csv.id) > 0);
+    assert_true(
+        asprintf(&spec,
+                 "{\"filename\": \"d.xlsx\", \"inputs\": [\"%s\"], \"spec\": {\"sheets\": "
+                 "[{\"data\": {\"path\": \"%s\", \"format\": \"csv\"}}]}}",
+                 csv.id, csv.id) > 0);
     rq = json_loads(spec, 0, NULL);
     assert_non_null(rq);
     kiln_api_render(&ctx, "t1", rq, &r);
@@ -754,9 +761,14 @@ static void test_run_invalid(void **state)
     assert_status(&r, 422);
     assert_string_equal(error_code(&r), "invalid_run");
     json_t *errors = json_object_get(error_details(&r), "errors");
-    static const char *const want[] = {"/code", "/language", "/render", "/args/1",
-                                       "/limits/memory_bytes", "/limits/bogus",
-                                       "/limits/wall_seconds", "/limits/processes"};
+    static const char *const want[] = {"/code",
+                                       "/language",
+                                       "/render",
+                                       "/args/1",
+                                       "/limits/memory_bytes",
+                                       "/limits/bogus",
+                                       "/limits/wall_seconds",
+                                       "/limits/processes"};
     assert_int_equal(json_array_size(errors), sizeof want / sizeof want[0]);
     for (size_t k = 0; k < sizeof want / sizeof want[0]; k++) {
         int found = 0;
@@ -776,14 +788,16 @@ static void test_run_invalid(void **state)
      * kiln run's -i PATH:NAME. */
     kiln_store_file colon = put_text("a:b.csv", "x\n");
     char *text = NULL;
-    assert_true(asprintf(&text, "{\"code\": \"print(open('a:b.csv').read())\", \"inputs\": [\"%s\"]}",
+    assert_true(asprintf(&text,
+                         "{\"code\": \"print(open('a:b.csv').read())\", \"inputs\": [\"%s\"]}",
                          colon.id) > 0);
     rq = json_loads(text, 0, NULL);
     kiln_api_run(&c, "t1", rq, -1, &r);
     if (r.status != 503) { /* 503: no sandbox here (not root) */
         assert_status(&r, 200);
-        assert_string_equal(json_string_value(json_object_get(
-                                json_object_get(r.body, "stdout"), "text")), "x\n\n");
+        assert_string_equal(json_string_value(
+                                json_object_get(json_object_get(r.body, "stdout"), "text")),
+                            "x\n\n");
     }
     json_decref(r.body);
     json_decref(rq);
@@ -835,11 +849,12 @@ static void test_run_real(void **state)
         dump_reply(&r);
     assert_status(&r, 200);
     assert_string_equal(json_string_value(json_object_get(r.body, "status")), "ok");
-    assert_string_equal(json_string_value(json_object_get(json_object_get(r.body, "stdout"), "text")),
+    assert_string_equal(json_string_value(
+                            json_object_get(json_object_get(r.body, "stdout"), "text")),
                         "1\n");
     assert_null(json_object_get(r.body, "out_dir"));
-    assert_true(json_number_value(json_object_get(json_object_get(r.body, "limits"),
-                                                  "wall_seconds")) == 30);
+    assert_true(json_number_value(
+                    json_object_get(json_object_get(r.body, "limits"), "wall_seconds")) == 30);
     json_decref(r.body);
     json_decref(rq);
 
@@ -907,14 +922,14 @@ static void test_run_real(void **state)
     kiln_error err;
     assert_int_equal(kiln_store_get(ctx.store, "t1", id, &got, &err), KILN_STORE_OK);
     assert_string_equal(got.filename, "r.docx");
-    assert_string_equal(got.media_type,
-                        "application/vnd.openxmlformats-officedocument.wordprocessingml.document");
+    assert_string_equal(
+        got.media_type,
+        "application/vnd.openxmlformats-officedocument.wordprocessingml.document");
     assert_int_equal(got.source, KILN_STORE_SOURCE_DOCUMENT);
     json_decref(r.body);
     json_decref(rq);
     assert_work_empty();
 }
-
 
 static void test_render_gone(void **state)
 {
@@ -936,7 +951,8 @@ static void test_render_gone(void **state)
     assert_string_equal(error_code(&r), "gone");
     assert_string_equal(json_string_value(json_object_get(error_details(&r), "pointer")),
                         "/inputs/0");
-    const char *msg = json_string_value(json_object_get(json_object_get(r.body, "error"), "message"));
+    const char *msg = json_string_value(
+        json_object_get(json_object_get(r.body, "error"), "message"));
     assert_non_null(strstr(msg, "expired at 2023-11-15T22:13:20Z"));
     json_decref(r.body);
     json_decref(rq);
@@ -974,7 +990,8 @@ static void test_run_sandbox_unavailable(void **state)
     FILE *f = fopen(fake, "w");
     assert_non_null(f);
     fputs("#!/bin/sh\necho 'kiln: error: kiln run needs root: cannot drop groups "
-          "(Operation not permitted)' >&2\nexit 70\n", f);
+          "(Operation not permitted)' >&2\nexit 70\n",
+          f);
     fclose(f);
     assert_int_equal(chmod(fake, 0755), 0);
     kiln_api_ctx c = ctx;
@@ -984,8 +1001,8 @@ static void test_run_sandbox_unavailable(void **state)
     kiln_api_run(&c, "t1", rq, -1, &r);
     assert_status(&r, 503);
     assert_string_equal(error_code(&r), "sandbox_unavailable");
-    assert_non_null(strstr(json_string_value(json_object_get(error_details(&r), "reason")),
-                           "needs root"));
+    assert_non_null(
+        strstr(json_string_value(json_object_get(error_details(&r), "reason")), "needs root"));
     json_decref(r.body);
     json_decref(rq);
     assert_work_empty();

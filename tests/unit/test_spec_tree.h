@@ -120,8 +120,8 @@ static inline void test_same_as_tree(const char *json, size_t len, const kiln_pa
         return;
     if (len > TEST_TREE_RENDER_MAX)
         dir = NULL;
-    json_t *tree = json_loadb(json, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL | JSON_DECODE_ANY,
-                              NULL);
+    json_t *tree = json_loadb(json, len,
+                              JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL | JSON_DECODE_ANY, NULL);
     if (!tree)
         return;
     char *before = json_dumps(tree, JSON_COMPACT | JSON_ENCODE_ANY);

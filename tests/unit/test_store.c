@@ -89,8 +89,8 @@ static kiln_store_result upload(kiln_store *store, const char *tenant, const cha
 {
     kiln_store_upload *up = NULL;
     kiln_error err;
-    kiln_store_result r =
-        kiln_store_begin(store, tenant, name, "text/plain", KILN_STORE_SOURCE_INPUT, &up, &err);
+    kiln_store_result r = kiln_store_begin(store, tenant, name, "text/plain",
+                                           KILN_STORE_SOURCE_INPUT, &up, &err);
     if (r != KILN_STORE_OK)
         return r;
     r = kiln_store_write(up, data, len, &err);
@@ -123,7 +123,9 @@ static int is_id(const char *id)
 }
 
 #define HELLO_SHA "b94d27b9934d3e08a52e52d7da7dabfac484efe37a5380ee9088f7ace2efcde9"
-static const char NAME_UTF8[] = "Bericht \xc3\xbc" "ber Stra\xc3\x9f" "e \xe2\x80\x93 "
+static const char NAME_UTF8[] = "Bericht \xc3\xbc"
+                                "ber Stra\xc3\x9f"
+                                "e \xe2\x80\x93 "
                                 "\xe5\xa0\xb1\xe5\x91\x8a.xlsx";
 
 static void test_upload_and_get(void **state)
@@ -135,8 +137,8 @@ static void test_upload_and_get(void **state)
     kiln_store_file f, g;
     assert_int_equal(kiln_store_begin(store, "acme", NAME_UTF8,
                                       "application/vnd.openxmlformats-officedocument."
-                                      "spreadsheetml.sheet", KILN_STORE_SOURCE_INPUT,
-                                      &up, &err),
+                                      "spreadsheetml.sheet",
+                                      KILN_STORE_SOURCE_INPUT, &up, &err),
                      KILN_STORE_OK);
     assert_int_equal(kiln_store_write(up, "hello ", 6, &err), KILN_STORE_OK);
     assert_int_equal(kiln_store_write(up, "world", 5, &err), KILN_STORE_OK);
@@ -392,8 +394,8 @@ static void test_commit_written(void **state)
     }
     /* A known digest. */
     kiln_store_upload *up = NULL;
-    assert_int_equal(kiln_store_begin(store, "acme", "h", "text/plain", KILN_STORE_SOURCE_DOCUMENT,
-                                      &up, &err),
+    assert_int_equal(kiln_store_begin(store, "acme", "h", "text/plain",
+                                      KILN_STORE_SOURCE_DOCUMENT, &up, &err),
                      KILN_STORE_OK);
     write_fd(kiln_store_upload_fd(up), "hello world", 11);
     kiln_store_file h;
@@ -517,8 +519,9 @@ static void test_malformed_ids(void **state)
     memset(dotted, 'a', KILN_STORE_ID_LEN);
     memcpy(dotted, "../", 3);
     dotted[KILN_STORE_ID_LEN] = '\0';
-    const char *bad[] = {"../x", "", "abc", upper, longer, dotted, "../kiln.db",
-                         "0123456789abcdef0123456789abcde/", NULL};
+    const char *bad[] = {"../x", "",     "abc",        upper,
+                         longer, dotted, "../kiln.db", "0123456789abcdef0123456789abcde/",
+                         NULL};
     if (strcmp(upper, f.id) == 0)
         bad[3] = "ABCDEF0123456789ABCDEF0123456789"; /* an id with no hex letters */
     for (int i = 0; bad[i]; i++) {
@@ -778,8 +781,7 @@ static void test_put_path(void **state)
     fputs("hello world", fp);
     fclose(fp);
     assert_int_equal(kiln_store_put_path(store, "acme", src, "report.pdf", "application/pdf",
-                                         KILN_STORE_SOURCE_OUTPUT,
-                                         &f, &err),
+                                         KILN_STORE_SOURCE_OUTPUT, &f, &err),
                      KILN_STORE_OK);
     assert_string_equal(f.sha256, HELLO_SHA);
     assert_int_equal(f.bytes, 11);
@@ -1010,8 +1012,7 @@ static void crash_child_case(int named)
             _exit(1);
         kiln_store_force_named_temp(store, named);
         if (kiln_store_begin(store, "acme", "big.bin", "application/octet-stream",
-                             KILN_STORE_SOURCE_INPUT, &up, &err) !=
-                KILN_STORE_OK ||
+                             KILN_STORE_SOURCE_INPUT, &up, &err) != KILN_STORE_OK ||
             kiln_store_write(up, half, sizeof half, &err) != KILN_STORE_OK)
             _exit(1);
         if (write(fds[1], "w", 1) != 1)

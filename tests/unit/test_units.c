@@ -31,8 +31,21 @@ static void nonsense_refused(void **state)
 {
     (void)state;
     static const char *const bad[] = {
-        "", "0", "0M", "-1", "+5", " 5", "5 ", "5T", "5MM", "5Mx", "M",
-        "18446744073709551616", "17179869184G", "1.5M", "0x10",
+        "",
+        "0",
+        "0M",
+        "-1",
+        "+5",
+        " 5",
+        "5 ",
+        "5T",
+        "5MM",
+        "5Mx",
+        "M",
+        "18446744073709551616",
+        "17179869184G",
+        "1.5M",
+        "0x10",
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         uint64_t v = 7;
