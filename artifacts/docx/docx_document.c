@@ -52,26 +52,10 @@ static void start_styled_p(opc_xml *x, const char *style)
     opc_xml_end(x);
 }
 
-static const char *jc_value(kiln_align align)
-{
-    switch (align) {
-    case KILN_ALIGN_LEFT:
-        return "left";
-    case KILN_ALIGN_CENTER:
-        return "center";
-    case KILN_ALIGN_RIGHT:
-        return "right";
-    case KILN_ALIGN_JUSTIFY:
-        return "both";
-    default:
-        return NULL;
-    }
-}
-
 static void write_paragraph(docx_ctx *c, const kiln_block *b)
 {
     opc_xml *x = c->x;
-    const char *jc = jc_value(b->align);
+    const char *jc = docx_jc_value(b->align);
     opc_xml_start(x, "w:p");
     if (jc) {
         opc_xml_start(x, "w:pPr");

@@ -148,6 +148,9 @@ void docx_write_text_run(docx_ctx *c, const char *text, size_t len, const char *
 void docx_write_t(opc_xml *x, const char *s, size_t len);
 /* attr="rIdN" on the open element. */
 void docx_write_rid(opc_xml *x, const char *attr, unsigned rid);
+/* The w:jc value of an alignment ("left", "center", "right", "both"), NULL
+ * for none. */
+const char *docx_jc_value(kiln_align align);
 
 /* ---- lists (docx_lists.c) ---- */
 /* A new list instance; returns its numId, 0 when out of memory. */

@@ -162,3 +162,19 @@ void docx_write_runs(docx_ctx *c, const kiln_text *t)
         i = j;
     }
 }
+
+const char *docx_jc_value(kiln_align align)
+{
+    switch (align) {
+    case KILN_ALIGN_LEFT:
+        return "left";
+    case KILN_ALIGN_CENTER:
+        return "center";
+    case KILN_ALIGN_RIGHT:
+        return "right";
+    case KILN_ALIGN_JUSTIFY:
+        return "both";
+    default:
+        return NULL;
+    }
+}

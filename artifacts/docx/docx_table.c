@@ -121,22 +121,6 @@ static const kiln_table_rules docx_rules = {
 
 enum { VMERGE_NONE, VMERGE_RESTART, VMERGE_CONTINUE };
 
-static const char *jc_of(kiln_align align)
-{
-    switch (align) {
-    case KILN_ALIGN_LEFT:
-        return "left";
-    case KILN_ALIGN_CENTER:
-        return "center";
-    case KILN_ALIGN_RIGHT:
-        return "right";
-    case KILN_ALIGN_JUSTIFY:
-        return "both";
-    default:
-        return NULL;
-    }
-}
-
 /* The size of a run in the table: its own size, or none (the style's),
  * when the table is not shrunk; else that size scaled, in half points
  * rounded down, and at least 1 pt. */
@@ -225,7 +209,7 @@ static void write_cell(docx_ctx *c, const kiln_table_layout *tl, const kiln_tabl
     opc_xml_attr(x, "w:line", "240");
     opc_xml_attr(x, "w:lineRule", "auto");
     opc_xml_end(x);
-    opc_xml_val(x, "w:jc", "w:val", jc_of(slot->align));
+    opc_xml_val(x, "w:jc", "w:val", docx_jc_value(slot->align));
     double size = run_size(tl, style);
     if (tl->shrunk) {
         /* A shrunk table: the paragraph mark too, or an empty cell keeps
