@@ -150,6 +150,14 @@ static const char *usage_run(void)
     return text;
 }
 
+/* root, compact, on a line of its own; root is freed. */
+static void print_json(json_t *root, FILE *to)
+{
+    json_dumpf(root, to, JSON_COMPACT);
+    fputc('\n', to);
+    json_decref(root);
+}
+
 /* Set before any command runs when --json / -j is anywhere on the command
  * line, so even a usage error is reported as JSON to a caller that asked. */
 static int json_requested;
@@ -169,11 +177,9 @@ static int usage_error(const char *usage, const char *fmt, ...)
     if (usage)
         fprintf(stderr, "\n%s", usage);
     if (json_requested) {
-        json_t *root = json_pack("{s:b, s:[o], s:i}", "ok", 0, "errors", kiln_error_json(&e),
-                                 "more_errors", 0);
-        json_dumpf(root, stdout, JSON_COMPACT);
-        fputc('\n', stdout);
-        json_decref(root);
+        json_t *root = kiln_error_list_json(&e);
+        json_object_set_new(root, "ok", json_false());
+        print_json(root, stdout);
     }
     return kiln_status_exit(KILN_E_USAGE);
 }
@@ -197,7 +203,12 @@ static void print_error_line(const kiln_error *e)
         fprintf(stderr, "kiln: error: %s\n", e->message);
 }
 
-/* Report errors on stderr, and as JSON on stdout when asked. Returns the exit status. */
+/* What --json prints an outcome as: an error list (validate, a usage
+ * error), or a render's whole outcome (render: contract/report.h). */
+enum { JSON_OFF, JSON_ERRORS, JSON_RENDER };
+
+/* Report errors on stderr, and as JSON on stdout when asked (as_json: how).
+ * Returns the exit status. */
 static int report_errors(const kiln_errors *errs, int as_json)
 {
     for (size_t i = 0; i < errs->count; i++)
@@ -205,11 +216,10 @@ static int report_errors(const kiln_errors *errs, int as_json)
     if (errs->dropped)
         fprintf(stderr, "kiln: error: %zu more errors not shown\n", errs->dropped);
     if (as_json) {
-        json_t *root = kiln_errors_json(errs);
+        json_t *root = as_json == JSON_RENDER ? kiln_render_outcome_json(NULL, errs, NULL)
+                                              : kiln_errors_json(errs);
         json_object_set_new(root, "ok", json_false());
-        json_dumpf(root, stdout, JSON_COMPACT);
-        fputc('\n', stdout);
-        json_decref(root);
+        print_json(root, stdout);
     }
     return kiln_status_exit(errs->count ? errs->items[0].code : KILN_E_INTERNAL);
 }
@@ -310,7 +320,7 @@ static int cmd_render(int argc, char **argv)
                 return usage_error(usage_render, "invalid --max-bytes '%s'", optarg);
             break;
         case 'j':
-            as_json = 1;
+            as_json = JSON_RENDER;
             break;
         case 'h':
             fputs(usage_render, stdout);
@@ -373,12 +383,9 @@ static int cmd_render(int argc, char **argv)
     } else {
         /* The outcome goes where the document does not. */
         FILE *to = strcmp(output, "-") == 0 ? stderr : stdout;
-        json_t *root = kiln_render_result_json(&result);
-        json_object_set_new(root, "ok", json_true());
+        json_t *root = kiln_render_outcome_json(&result, NULL, NULL);
         json_object_set_new(root, "path", json_string(output));
-        json_dumpf(root, to, JSON_COMPACT);
-        fputc('\n', to);
-        json_decref(root);
+        print_json(root, to);
     }
     return 0;
 }
@@ -405,7 +412,7 @@ static int cmd_validate(int argc, char **argv)
             popt.scan_data_files = 1;
             break;
         case 'j':
-            as_json = 1;
+            as_json = JSON_ERRORS;
             break;
         case 'h':
             fputs(usage_validate, stdout);
@@ -425,8 +432,11 @@ static int cmd_validate(int argc, char **argv)
     if (kiln_doc_load(argv[optind], &popt, &doc, &errs) != KILN_E_OK)
         return report_errors(&errs, as_json);
     kiln_doc_free(doc);
-    if (as_json)
-        puts("{\"errors\":[],\"more_errors\":0,\"ok\":true}");
+    if (as_json) {
+        json_t *root = kiln_error_list_json(NULL);
+        json_object_set_new(root, "ok", json_true());
+        print_json(root, stdout);
+    }
     return 0;
 }
 

@@ -1,5 +1,6 @@
 /* error.c - see error.h. */
 #include "error.h"
+#include "utf8.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -37,6 +38,11 @@ static void fill(kiln_error *err, kiln_status code, const char *pointer, const c
     err->code = code;
     snprintf(err->pointer, sizeof err->pointer, "%s", pointer ? pointer : "");
     vsnprintf(err->message, sizeof err->message, fmt, ap);
+    /* Either may have been cut in the middle of a character (or hold what a
+     * client sent that is not UTF-8): text every front end can print and
+     * put in JSON. */
+    kiln_utf8_cut(err->pointer);
+    kiln_utf8_cut(err->message);
     err->limit = 0;
     err->actual = 0;
 }
@@ -53,8 +59,8 @@ kiln_status kiln_error_set(kiln_error *err, kiln_status code, const char *pointe
     return code;
 }
 
-kiln_status kiln_error_limit(kiln_error *err, kiln_status code, const char *pointer,
-                             uint64_t limit, uint64_t actual, const char *fmt, ...)
+kiln_status kiln_error_limit(kiln_error *err, kiln_status code, const char *pointer, double limit,
+                             double actual, const char *fmt, ...)
 {
     if (!err)
         return code;
@@ -101,4 +107,5 @@ void kiln_error_locate(kiln_error *err, const char *pointer)
         err->code != KILN_E_INPUT)
         return;
     snprintf(err->pointer, sizeof err->pointer, "%s", pointer);
+    kiln_utf8_cut(err->pointer);
 }

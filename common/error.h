@@ -50,8 +50,9 @@ typedef struct kiln_error {
     kiln_status code;
     char pointer[KILN_POINTER_MAX]; /* JSON Pointer into the spec, "" if none */
     char message[KILN_MESSAGE_MAX]; /* one sentence, no trailing newline */
-    uint64_t limit;                 /* for LIMIT and TOO_LARGE: the limit */
-    uint64_t actual;                /* ... and the value reached (0 if unknown) */
+    double
+        limit; /* for LIMIT and TOO_LARGE: the limit (whole but for seconds, exact below 2^53) */
+    double actual; /* ... and the value reached (0 if unknown) */
 } kiln_error;
 
 /* The most errors one validation run collects before it stops looking. */
@@ -72,8 +73,8 @@ int kiln_status_exit(kiln_status code);
 kiln_status kiln_error_set(kiln_error *err, kiln_status code, const char *pointer,
                            const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 /* Same, for a limit error: records limit and actual. */
-kiln_status kiln_error_limit(kiln_error *err, kiln_status code, const char *pointer,
-                             uint64_t limit, uint64_t actual, const char *fmt, ...)
+kiln_status kiln_error_limit(kiln_error *err, kiln_status code, const char *pointer, double limit,
+                             double actual, const char *fmt, ...)
     __attribute__((format(printf, 6, 7)));
 
 /* Name where an error came from, when it does not say yet: a writer

@@ -2,6 +2,8 @@
  * utf8.c - UTF-8 encoding (utf8.h).
  */
 #include "utf8.h"
+
+#include <string.h>
 #include "banned.h"
 
 size_t kiln_utf8_encode(uint32_t cp, char out[4])
@@ -117,4 +119,9 @@ size_t kiln_utf8_invalid_at(const char *s, size_t len)
 int kiln_utf8_valid(const char *s, size_t len)
 {
     return kiln_utf8_invalid_at(s, len) == len;
+}
+
+void kiln_utf8_cut(char *s)
+{
+    s[kiln_utf8_invalid_at(s, strlen(s))] = '\0';
 }

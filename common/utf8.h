@@ -24,5 +24,9 @@ int kiln_utf8_valid(const char *s, size_t len);
 /* The offset of the first byte of s[0..len) that does not begin a valid
  * sequence (as kiln_utf8_valid judges it), len when there is none. */
 size_t kiln_utf8_invalid_at(const char *s, size_t len);
+/* Cut the NUL-terminated s at its first byte that does not begin a valid
+ * sequence: what a fixed buffer cut in the middle of a character (or held
+ * bytes that were never UTF-8) becomes text a JSON string can hold. */
+void kiln_utf8_cut(char *s);
 
 #endif

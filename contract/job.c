@@ -6,10 +6,26 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "limits.h"
+#include "../common/pointer.h"
+#include "../common/utf8.h"
 #include "../common/banned.h"
+
+/* parent + "/" + key, the key escaped (RFC 6901: ~0, ~1) and never cut in
+ * the middle of a character: a client's member name, however long or odd,
+ * makes a pointer every front end can print and put in JSON. */
+static void member_pointer(char *out, size_t cap, const char *parent, const char *key)
+{
+    kiln_ptr p;
+    snprintf(p.buf, sizeof p.buf, "%s", parent);
+    p.len = strlen(p.buf);
+    kiln_ptr_push(&p, key);
+    snprintf(out, cap, "%s", p.buf);
+    kiln_utf8_cut(out);
+}
 
 static void check_code(const json_t *doc, kiln_job_request *out, kiln_errors *errs)
 {
@@ -108,7 +124,7 @@ static int check_input_path(const json_t *in, const char *pointer, kiln_errors *
     const char *key;
     json_t *value;
     json_object_foreach((json_t *)in, key, value) {
-        snprintf(member, sizeof member, "%s/%.64s", pointer, key);
+        member_pointer(member, sizeof member, pointer, key);
         int is_path = strcmp(key, "path") == 0;
         if (!is_path && strcmp(key, "name") != 0) {
             kiln_errors_addf(errs, KILN_E_INVALID_JOB, member,
@@ -127,6 +143,65 @@ static int check_input_path(const json_t *in, const char *pointer, kiln_errors *
         return -1;
     }
     return 0;
+}
+
+int kiln_job_check_input_names(const char *const *names, const char *const *members, size_t n,
+                               kiln_errors *errs)
+{
+    int ok = 1;
+    for (size_t i = 0; i < n; i++) {
+        const char *name = names[i], *member = members ? members[i] : "";
+        char pointer[64];
+        snprintf(pointer, sizeof pointer, "/inputs/%zu%s%s", i, member[0] ? "/" : "", member);
+        if (!kiln_run_input_name_ok(name)) {
+            kiln_errors_addf(errs, KILN_E_INVALID_JOB, pointer,
+                             "\"%.255s\" cannot be a file's name in /mnt/data (one file name, "
+                             "not '.', '..' or '.kiln', under 256 bytes)%s",
+                             name,
+                             strcmp(member, "path") == 0 ? ": give the input a \"name\"" : "");
+            ok = 0;
+            continue;
+        }
+        for (size_t j = 0; j < i; j++) {
+            if (strcmp(names[j], name) == 0) {
+                kiln_errors_addf(errs, KILN_E_INVALID_JOB, pointer,
+                                 "\"%.255s\" is the name of /inputs/%zu too: two inputs cannot "
+                                 "share a name in /mnt/data",
+                                 name, j);
+                ok = 0;
+                break;
+            }
+        }
+    }
+    return ok ? 0 : -1;
+}
+
+/* The names inputs in path form get: "name", else the path's last
+ * component. */
+static int check_path_input_names(const json_t *inputs, kiln_errors *errs)
+{
+    size_t n = json_array_size(inputs);
+    const char **names = calloc(n + 1, sizeof *names), **members = calloc(n + 1, sizeof *members);
+    int rc = -1;
+    if (!names || !members) {
+        kiln_errors_addf(errs, KILN_E_NOMEM, "", "out of memory");
+        goto release;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const json_t *in = json_array_get(inputs, i);
+        names[i] = json_string_value(json_object_get(in, "name"));
+        members[i] = "name";
+        if (!names[i]) {
+            const char *path = json_string_value(json_object_get(in, "path"));
+            names[i] = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+            members[i] = "path";
+        }
+    }
+    rc = kiln_job_check_input_names(names, members, n, errs);
+release:
+    free(names);
+    free(members);
+    return rc;
 }
 
 static void check_inputs(const json_t *doc, kiln_job_input_form form, kiln_job_request *out,
@@ -159,6 +234,8 @@ static void check_inputs(const json_t *doc, kiln_job_input_form form, kiln_job_r
             ok = 0;
         }
     }
+    if (ok && form == KILN_JOB_INPUT_PATHS)
+        ok = check_path_input_names(inputs, errs) == 0;
     if (ok)
         out->inputs = inputs;
 }
@@ -182,8 +259,8 @@ static void check_limit(const kiln_limit_def *d, const json_t *value, const char
         char shown[32];
         kiln_limit_format(d, most, shown, sizeof shown);
         kiln_error e;
-        kiln_error_limit(&e, KILN_E_LIMIT, pointer, (uint64_t)most, (uint64_t)ceil(v),
-                         "%s may be at most %.15g on this server", d->member, most);
+        kiln_error_limit(&e, KILN_E_LIMIT, pointer, most, v,
+                         "%s may be at most %s on this server", d->member, shown);
         kiln_errors_add(errs, &e);
         return;
     }
@@ -210,7 +287,7 @@ static void check_limits(const json_t *doc, const kiln_job_parse_options *opt,
     json_t *value;
     json_object_foreach((json_t *)limits, key, value) {
         char pointer[KILN_POINTER_MAX];
-        snprintf(pointer, sizeof pointer, "/limits/%.200s", key);
+        member_pointer(pointer, sizeof pointer, "/limits", key);
         const kiln_limit_def *d = kiln_limit_by_member(key);
         if (!d) {
             char names[512];
@@ -242,7 +319,7 @@ kiln_status kiln_job_request_parse(const json_t *doc, const kiln_job_parse_optio
             i++;
         if (!members[i]) {
             char pointer[KILN_POINTER_MAX];
-            snprintf(pointer, sizeof pointer, "/%.200s", key);
+            member_pointer(pointer, sizeof pointer, "", key);
             kiln_errors_addf(errs, KILN_E_INVALID_JOB, pointer,
                              "unknown member (a job request has code, language, args, inputs, "
                              "limits and render)");

@@ -67,6 +67,15 @@ typedef struct kiln_job_parse_options {
 kiln_status kiln_job_request_parse(const json_t *doc, const kiln_job_parse_options *opt,
                                    kiln_job_request *out, kiln_errors *errs);
 
+/* The names the inputs get in /mnt/data, names[i] for /inputs/i (members[i]:
+ * the member of the input it came from, NULL or "" for the input itself):
+ * each must be one a file there can have (kiln_run_input_name_ok), and no
+ * two alike. Errors (invalid_run) go into errs; 0, or -1. The service checks
+ * the stored names of the files a request names with it; kiln_job_request_
+ * parse, those of inputs in path form. */
+int kiln_job_check_input_names(const char *const *names, const char *const *members, size_t n,
+                               kiln_errors *errs);
+
 /* The document of a request whose inputs are host paths: rq's code,
  * language, args, render and every limit, and inputs[i] = {path: paths[i],
  * name: names[i]}. A new reference; NULL when out of memory. */

@@ -8,7 +8,9 @@
  * --run-* settings, the API its validation of a request's "limits", the
  * runner its defaults and checks; docs/run.md and docs/serve.md list the
  * same rows, and a unit test (tests/unit/test_contract.c) holds them to it.
- * Nothing else in Kiln spells a limit's name, flag or bound.
+ * Nothing else in Kiln spells a limit's name, flag or bound. With errors.h,
+ * the bottom of the contract: it needs nothing but common/, and the sandbox
+ * (exec/) is built on it.
  */
 #ifndef KILN_CONTRACT_LIMITS_H
 #define KILN_CONTRACT_LIMITS_H
@@ -16,8 +18,28 @@
 #include <jansson.h>
 #include <stddef.h>
 
+#include <stdint.h>
+
 #include "../common/error.h"
-#include "../exec/run.h"
+
+/* Every limit a job runs under (exec/run.h's kiln_run_job takes them):
+ * what each is, its bounds and its default are the table below. A zero in a
+ * field passed to kiln_run_job means "the default". */
+typedef struct kiln_run_limits {
+    uint64_t memory_bytes;       /* cgroup memory (RAM + swap), default 1 GiB */
+    uint32_t processes;          /* cgroup pids.max, default 64 */
+    double cpu_seconds;          /* CPU time of all the job's processes, default 60 */
+    double wall_seconds;         /* wall clock, default 60 */
+    uint64_t file_bytes;         /* RLIMIT_FSIZE: largest file written, default 256 MiB */
+    uint32_t open_files;         /* RLIMIT_NOFILE, default 256 */
+    uint64_t job_dir_bytes;      /* size of /mnt/data (tmpfs), default 256 MiB */
+    uint64_t tmp_bytes;          /* size of /tmp (tmpfs), default 64 MiB */
+    uint64_t stream_keep_bytes;  /* stdout and stderr kept each, default 1 MiB */
+    uint64_t stream_kill_bytes;  /* stdout + stderr past this ends the job, default 256 MiB */
+    uint32_t output_files;       /* files collected, default 100 */
+    uint64_t output_file_bytes;  /* one collected file, default 30 MiB (the ceiling) */
+    uint64_t output_total_bytes; /* all collected files, default 100 MiB */
+} kiln_run_limits;
 
 typedef enum {
     KILN_LIMIT_SECONDS, /* a positive number of seconds, fractions allowed */

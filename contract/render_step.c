@@ -52,18 +52,11 @@ static json_t *render(void *arg, const char *spec_path, const char *base_dir,
         memset(&err, 0, sizeof err);
         kiln_status st = kiln_render(doc, format, out_path, &ropt, &rr, &err);
         kiln_doc_free(doc);
-        if (st == KILN_E_OK) {
-            json_t *outcome = kiln_render_result_json(&rr);
-            json_object_set_new(outcome, "ok", json_true());
-            json_object_set_new(outcome, "errors", json_array());
-            return outcome;
-        }
+        if (st == KILN_E_OK)
+            return kiln_render_outcome_json(&rr, NULL, NULL);
         kiln_errors_add(&errs, &err);
     }
-    json_t *outcome = kiln_errors_json(&errs);
-    json_object_set_new(outcome, "ok", json_false());
-    json_object_set_new(outcome, "warnings", json_array());
-    return outcome;
+    return kiln_render_outcome_json(NULL, &errs, NULL);
 }
 
 const kiln_run_render_step kiln_render_step = {prepare, render, NULL};

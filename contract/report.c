@@ -1,6 +1,6 @@
 /*
- * report.c - errors, error lists, render results and warnings as JSON
- * (report.h says the shapes).
+ * report.c - render results and their warnings as JSON (report.h says
+ * the shapes).
  */
 #include "report.h"
 
@@ -8,45 +8,6 @@
 
 #include "../artifacts/render.h"
 #include "../common/banned.h"
-
-int kiln_error_has_pointer(const kiln_error *e)
-{
-    return e->pointer[0] || e->code == KILN_E_INVALID_SPEC || e->code == KILN_E_LIMIT;
-}
-
-json_t *kiln_error_json(const kiln_error *e)
-{
-    json_t *o = json_object();
-    if (!o)
-        return NULL;
-    int failed = json_object_set_new(o, "code", json_string(kiln_status_name(e->code)));
-    if (kiln_error_has_pointer(e))
-        failed |= json_object_set_new(o, "pointer", json_string(e->pointer));
-    failed |= json_object_set_new(o, "message", json_string(e->message));
-    if (e->code == KILN_E_LIMIT || e->code == KILN_E_TOO_LARGE) {
-        failed |= json_object_set_new(o, "limit", json_integer((json_int_t)e->limit));
-        failed |= json_object_set_new(o, "actual", json_integer((json_int_t)e->actual));
-    }
-    if (failed) {
-        json_decref(o);
-        return NULL;
-    }
-    return o;
-}
-
-json_t *kiln_errors_json(const kiln_errors *errs)
-{
-    json_t *list = json_array();
-    for (size_t i = 0; list && i < errs->count; i++) {
-        if (json_array_append_new(list, kiln_error_json(&errs->items[i])) != 0) {
-            json_decref(list);
-            list = NULL;
-        }
-    }
-    if (!list)
-        return NULL;
-    return json_pack("{s:o, s:I}", "errors", list, "more_errors", (json_int_t)errs->dropped);
-}
 
 size_t kiln_render_warnings(const kiln_render_result *r, kiln_warning out[KILN_WARNINGS_MAX])
 {
@@ -97,4 +58,18 @@ json_t *kiln_render_result_json(const kiln_render_result *r)
     const kiln_writer *w = kiln_writer_for(r->format);
     return json_pack("{s:s, s:I, s:o}", "format", w ? w->name : "", "bytes", (json_int_t)r->bytes,
                      "warnings", kiln_warnings_json(r));
+}
+
+json_t *kiln_render_outcome_json(const kiln_render_result *r, const kiln_errors *errs,
+                                 const kiln_error *err)
+{
+    json_t *outcome = r ? kiln_render_result_json(r) : json_pack("{s:[]}", "warnings");
+    json_t *list = errs ? kiln_errors_json(errs) : kiln_error_list_json(err);
+    if (!outcome || !list || json_object_update(outcome, list) != 0 ||
+        json_object_set_new(outcome, "ok", json_boolean(r != NULL)) != 0) {
+        json_decref(outcome);
+        outcome = NULL;
+    }
+    json_decref(list);
+    return outcome;
 }

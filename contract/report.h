@@ -1,19 +1,14 @@
 /*
- * report.h - the one way an outcome becomes JSON: errors, error lists,
- * render results and their warnings.
+ * report.h - the one way a render's outcome becomes JSON: its result and
+ * its warnings (errors and error lists: errors.h).
  *
- * `kiln render|validate --json`, `kiln run`'s render step, `kiln serve`'s
- * replies and every front end to come build these objects here and
- * nowhere else, so a client sees one shape whichever door it came
- * through (docs/cli.md, "JSON output"):
- *
- *   error    {"code", "pointer"?, "message", "limit"?, "actual"?}
- *            pointer: always for a spec's errors ("" = the whole spec), else
- *            when the error names a member; limit and actual: for
- *            limit_exceeded and too_large.
- *   errors   {"errors": [error...], "more_errors": N}  (N found past the list's cap)
  *   warning  {"code", "message", "count", "first"}
  *   render   {"format", "bytes", "warnings": [warning...]}
+ *
+ * A render's whole outcome, as `kiln render --json` prints it and a run's
+ * render step records it, is the render object with "ok" and the error
+ * list's members: {"ok", "format", "bytes", "warnings", "errors",
+ * "more_errors"} (kiln_render_outcome_json).
  *
  * Every function returns a new reference, or NULL when out of memory.
  */
@@ -24,16 +19,9 @@
 #include <stdint.h>
 
 #include "../common/error.h"
+#include "errors.h"
 
 struct kiln_render_result;
-
-/* Whether an error is shown with a pointer (see above). */
-int kiln_error_has_pointer(const kiln_error *e);
-
-json_t *kiln_error_json(const kiln_error *e);
-/* The members "errors" and "more_errors" of errs, as one object a caller
- * may add members to. */
-json_t *kiln_errors_json(const kiln_errors *errs);
 
 /* What a render reports besides success. */
 typedef struct kiln_warning {
@@ -50,5 +38,10 @@ size_t kiln_render_warnings(const struct kiln_render_result *r,
 
 json_t *kiln_warnings_json(const struct kiln_render_result *r);
 json_t *kiln_render_result_json(const struct kiln_render_result *r);
+/* The whole outcome, in one shape either way: a render that succeeded (r;
+ * errs and err NULL) or failed (r NULL; its errors in errs, or the one in
+ * err). */
+json_t *kiln_render_outcome_json(const struct kiln_render_result *r, const kiln_errors *errs,
+                                 const kiln_error *err);
 
 #endif

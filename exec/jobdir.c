@@ -86,9 +86,7 @@ kiln_status kiln_jobdir_create(kiln_jobdir *jd, uint64_t size_bytes, uid_t owner
     return KILN_E_OK;
 }
 
-/* A name the job will see under /mnt/data: one path component, no NUL,
- * not "." or "..", and not the spec directory the runner reads. */
-static int input_name_ok(const char *name)
+int kiln_run_input_name_ok(const char *name)
 {
     return name[0] != '\0' && strchr(name, '/') == NULL && strcmp(name, ".") != 0 &&
            strcmp(name, "..") != 0 && strcmp(name, KILN_SPEC_DIR) != 0 && strlen(name) < 256;
@@ -102,7 +100,7 @@ kiln_status kiln_jobdir_add_input(kiln_jobdir *jd, const kiln_run_input *in, uid
         name = strrchr(in->host_path, '/');
         name = name ? name + 1 : in->host_path;
     }
-    if (!input_name_ok(name))
+    if (!kiln_run_input_name_ok(name))
         return kiln_error_set(err, KILN_E_USAGE, "", "input name \"%s\" must be one file name",
                               name);
     int src = open(in->host_path, O_RDONLY | O_CLOEXEC);

@@ -30,7 +30,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "contract/report.h"
+#include "contract/errors.h"
 #include "exec/exec_internal.h"
 #include "../common/banned.h"
 
@@ -44,7 +44,7 @@ typedef struct render_task {
     const kiln_run_render_step *step;
 } render_task;
 
-/* An error entry of a render's "errors" (contract/report.h's shape). */
+/* An error entry of a render's "errors" (contract/errors.h's shape). */
 static json_t *error_json(kiln_status code, const char *message)
 {
     kiln_error e;
@@ -73,10 +73,12 @@ static json_t *new_entry(const char *out, const char *spec_dir, const char *spec
     return json_pack("{s:s, s:s+, s:b}", "name", out, "spec", spec_dir, spec, "ok", 0);
 }
 
-/* entry with its one error. */
+/* entry with its one error: "errors" and "more_errors", as every error
+ * list (contract/errors.h). */
 static json_t *failed_entry(json_t *entry, json_t *error)
 {
     json_object_set_new(entry, "errors", json_pack("[o]", error));
+    json_object_set_new(entry, "more_errors", json_integer(0));
     return entry;
 }
 

@@ -26,7 +26,9 @@ static json_t *signal_name(int sig)
 }
 
 /* Split the collected files into plain files and rendered documents, and
- * list the renders that failed. files/documents/render_errors are new. */
+ * list the renders that failed. What a render entry holds beyond "name",
+ * "ok" and its errors is the render step's (exec/run.h): copied, never
+ * read. files/documents/render_errors are new. */
 static void split_documents(const kiln_run_report *r, json_t *files, json_t *documents,
                             json_t *render_errors)
 {
@@ -49,11 +51,16 @@ static void split_documents(const kiln_run_report *r, json_t *files, json_t *doc
             json_array_append(files, file);
             continue;
         }
+        /* What the render step said of it, but whether it succeeded (it
+         * did: it is a document) and its name and size (the file's). */
         json_t *doc = json_deep_copy(file);
-        json_object_set(doc, "spec", json_object_get(render, "spec"));
-        json_object_set(doc, "format", json_object_get(render, "format"));
-        json_t *warnings = json_object_get(render, "warnings");
-        json_object_set_new(doc, "warnings", warnings ? json_incref(warnings) : json_array());
+        const char *key;
+        json_t *value;
+        json_object_foreach(render, key, value) {
+            if (strcmp(key, "name") != 0 && strcmp(key, "ok") != 0 && strcmp(key, "bytes") != 0 &&
+                strcmp(key, "errors") != 0 && strcmp(key, "more_errors") != 0)
+                json_object_set(doc, key, value);
+        }
         json_array_append_new(documents, doc);
     }
     if (!r->renders)
@@ -62,11 +69,11 @@ static void split_documents(const kiln_run_report *r, json_t *files, json_t *doc
     json_array_foreach(r->renders, i, render) {
         if (json_is_true(json_object_get(render, "ok")))
             continue;
-        json_t *errors = json_object_get(render, "errors");
-        json_array_append_new(render_errors, json_pack("{s:O, s:O, s:O}", "spec",
-                                                       json_object_get(render, "spec"), "name",
-                                                       json_object_get(render, "name"), "errors",
-                                                       errors ? errors : json_array()));
+        /* The step's entry as it is, its "ok" aside: the same error
+         * list every front end gives (contract/errors.h). */
+        json_t *failed = json_deep_copy(render);
+        json_object_del(failed, "ok");
+        json_array_append_new(render_errors, failed);
     }
 }
 

@@ -21,30 +21,18 @@
 #include <stdint.h>
 
 #include "common/error.h"
+#include "contract/limits.h"
 
 typedef enum { KILN_LANG_PYTHON, KILN_LANG_BASH } kiln_run_language;
 
-/* Every limit a job runs under: what each is, its bounds and its default
- * are in one table, contract/limits.h. A zero in a field passed to
- * kiln_run_job means "the default". */
-typedef struct kiln_run_limits {
-    uint64_t memory_bytes;       /* cgroup memory (RAM + swap), default 1 GiB */
-    uint32_t processes;          /* cgroup pids.max, default 64 */
-    double cpu_seconds;          /* CPU time of all the job's processes, default 60 */
-    double wall_seconds;         /* wall clock, default 60 */
-    uint64_t file_bytes;         /* RLIMIT_FSIZE: largest file written, default 256 MiB */
-    uint32_t open_files;         /* RLIMIT_NOFILE, default 256 */
-    uint64_t job_dir_bytes;      /* size of /mnt/data (tmpfs), default 256 MiB */
-    uint64_t tmp_bytes;          /* size of /tmp (tmpfs), default 64 MiB */
-    uint64_t stream_keep_bytes;  /* stdout and stderr kept each, default 1 MiB */
-    uint64_t stream_kill_bytes;  /* stdout + stderr past this ends the job, default 256 MiB */
-    uint32_t output_files;       /* files collected, default 100 */
-    uint64_t output_file_bytes;  /* one collected file, default 30 MiB (the ceiling) */
-    uint64_t output_total_bytes; /* all collected files, default 100 MiB */
-} kiln_run_limits;
-
 /* Host paths a job may be given read-only (kiln run --ro-bind), at most. */
 #define KILN_RUN_RO_BINDS_MAX 16
+
+/* Whether name can be an input's name under /mnt/data: one path component
+ * (no '/', no NUL), not "." or "..", not the spec directory the runner reads
+ * (.kiln), under 256 bytes. (Front ends check a request's names with it
+ * before a job starts, to name the member at fault.) */
+int kiln_run_input_name_ok(const char *name);
 
 /* One input file, copied into /mnt/data before the code starts. */
 typedef struct kiln_run_input {
@@ -64,7 +52,7 @@ typedef struct kiln_run_render_step {
      * (What the step runs must be loaded now: the sandbox's root holds no
      * Kiln files to load it from.) Adds what it knows to entry (a new
      * result entry, e.g. its "format"); 0, or -1 with *error a new error
-     * object (contract/report.h's shape). */
+     * object (contract/errors.h's shape). */
     int (*prepare)(void *arg, const char *out_name, json_t *entry, json_t **error);
     /* In the render sandbox, after seccomp: make out_path from spec_path,
      * whose relative paths are beneath base_dir, at most max_bytes, scratch

@@ -36,6 +36,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             abort();
     }
 
+    /* A raw NUL byte: Kiln refuses the text (json_text.c), jansson may take
+     * what comes before it; the two are not the same document. */
+    if (memchr(data, '\0', size))
+        return 0;
     json_t *tree = json_loadb((const char *)data, size,
                               JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL | JSON_DECODE_ANY, NULL);
     if (!tree)

@@ -146,44 +146,26 @@ static int check_request(const kiln_api_ctx *ctx, const json_t *request, kiln_jo
     return rc;
 }
 
-/* The stored filename an input gets in /mnt/data must be a name there
- * (exec/jobdir.c: one path component, not . .. .kiln, under 256 bytes), and
- * two inputs may not share one. 0, or -1 with reply set (422). */
+/* The stored filename each input gets in /mnt/data, checked as the job
+ * contract checks every input name (contract/job.h). 0, or -1 with reply
+ * set (422). */
 static int check_input_names(const kiln_api_input *in, size_t n, kiln_api_reply *reply)
 {
     kiln_errors *errs = malloc(sizeof *errs);
-    if (!errs) {
+    const char **names = calloc(n + 1, sizeof *names);
+    int rc = -1;
+    if (!errs || !names) {
         kiln_api_reply_internal(reply, "out of memory");
-        return -1;
+        goto release;
     }
+    for (size_t i = 0; i < n; i++)
+        names[i] = in[i].file.filename;
     kiln_errors_init(errs);
-    for (size_t i = 0; i < n; i++) {
-        const char *name = in[i].file.filename;
-        char pointer[32];
-        snprintf(pointer, sizeof pointer, "/inputs/%zu", i);
-        if (!name[0] || strchr(name, '/') || strcmp(name, ".") == 0 || strcmp(name, "..") == 0 ||
-            strcmp(name, ".kiln") == 0 || strlen(name) >= 256) {
-            kiln_errors_addf(errs, KILN_E_INVALID_JOB, pointer,
-                             "the file's name \"%.255s\" cannot be a name in /mnt/data (one file "
-                             "name, not '.', '..' or '.kiln')",
-                             name);
-            continue;
-        }
-        for (size_t j = 0; j < i; j++) {
-            if (strcmp(in[j].file.filename, name) == 0) {
-                kiln_errors_addf(errs, KILN_E_INVALID_JOB, pointer,
-                                 "the file's name \"%.255s\" is the name of /inputs/%zu too: two "
-                                 "inputs cannot share a name in /mnt/data",
-                                 name, j);
-                break;
-            }
-        }
-    }
-    int rc = 0;
-    if (errs->count) {
+    rc = kiln_job_check_input_names(names, NULL, n, errs);
+    if (rc != 0)
         invalid_run(reply, errs);
-        rc = -1;
-    }
+release:
+    free(names);
     free(errs);
     return rc;
 }

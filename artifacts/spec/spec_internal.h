@@ -34,6 +34,7 @@
 
 #include "../../common/arena.h"
 #include "../../common/error.h"
+#include "../../common/pointer.h"
 #include "../../common/utf8.h"
 #include "spec.h"
 
@@ -116,19 +117,7 @@ json_t *kiln_json_load_span(const char *s, kiln_span span, kiln_json_syntax *e);
 /* 1-based line and column (in characters) of a byte offset, for messages. */
 void kiln_json_line_col(const char *s, size_t len, size_t offset, int *line, int *column);
 
-/* ---- JSON Pointer building (RFC 6901) ---- */
-#define KILN_PTR_BUF 1024
-typedef struct kiln_ptr {
-    char buf[KILN_PTR_BUF];
-    size_t len;
-} kiln_ptr;
-
-/* Append "/" + escaped segment; returns the previous length for kiln_ptr_pop. */
-size_t kiln_ptr_push(kiln_ptr *p, const char *segment);
-size_t kiln_ptr_push_index(kiln_ptr *p, size_t index);
-void kiln_ptr_pop(kiln_ptr *p, size_t saved_len);
-/* Escape one segment into out (~ -> ~0, / -> ~1); always NUL-terminates. */
-void kiln_ptr_escape(char *out, size_t cap, const char *segment);
+/* ---- JSON Pointer building: common/pointer.h ---- */
 
 /* ---- strings ---- */
 /* Code points in valid UTF-8 of len bytes. */

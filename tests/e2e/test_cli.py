@@ -969,7 +969,7 @@ def test_json_success_shape(tmp_path, kiln_bin):
     assert p.returncode == 0, describe(p)
     obj = parse_json_stdout(p)
     assert obj == {"ok": True, "path": str(out), "format": "xlsx", "bytes": out.stat().st_size,
-                   "warnings": []}, obj
+                   "warnings": [], "errors": [], "more_errors": 0}, obj
     assert err_text(p).strip() == "", "stderr on success: " + err_text(p)
 
 

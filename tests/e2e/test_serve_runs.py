@@ -683,6 +683,9 @@ def test_one_shape_for_errors_and_warnings_everywhere(server, tmp_path):
     assert r.status == 200, r
     res = r.json
     (failed,) = res["render_errors"]
+    cli_failed = json.loads(run_kiln("render", bad, "-o", tmp_path / "bad.xlsx", "--json").stdout)
+    assert {k: failed[k] for k in ("errors", "more_errors", "warnings")} == \
+        {k: cli_failed[k] for k in ("errors", "more_errors", "warnings")}, (failed, cli_failed)
     assert failed["errors"] == cli_errors["errors"], failed
     (doc,) = res["documents"]
     assert doc["name"] == "g.pdf" and doc["warnings"] == cli_render["warnings"], doc
@@ -700,3 +703,19 @@ def test_run_limits_stream_kill_and_colon_names(server):
     assert r.json["limits"]["stream_kill_bytes"] == 4096
     r = run(server, "print('x' * 100000)", limits={"stream_kill_bytes": 4096})
     assert r.status == 200 and r.json["status"] == "output_limit", r
+
+
+def test_render_errors_keep_the_count_past_the_list(server, tmp_path):
+    """A saved spec with more errors than a list holds (50): the run's render_errors
+    entry says how many more, as kiln validate --json does."""
+    spec = {"blocks": [{"type": "nope"} for _ in range(60)]}
+    p = tmp_path / "many.json"
+    p.write_text(json.dumps(spec))
+    cli = json.loads(run_kiln("validate", "--json", p).stdout)
+    assert len(cli["errors"]) == 50 and cli["more_errors"] == 10, cli
+    code = ("import os\nos.makedirs('.kiln')\nopen('.kiln/many.docx.spec.json', 'w').write(%r)\n"
+            % json.dumps(spec))
+    r = run(server, code)
+    assert r.status == 200, r
+    (failed,) = r.json["render_errors"]
+    assert failed["more_errors"] == 10 and failed["errors"] == cli["errors"], failed

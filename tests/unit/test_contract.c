@@ -20,6 +20,7 @@
 #include "contract/job.h"
 #include "contract/limits.h"
 #include "contract/report.h"
+#include "common/utf8.h"
 #include "common/banned.h"
 
 static char *read_file(const char *path)
@@ -158,6 +159,15 @@ static void test_serve_md_lists_the_table(void **state)
         cell(row, 4, got, sizeof got);
         snprintf(want, sizeof want, "`limits.%s`", d->member);
         assert_non_null(strstr(got, want));
+        char lo[32], hi[32];
+        kiln_limit_format(d, d->min, lo, sizeof lo);
+        kiln_limit_format(d, d->max, hi, sizeof hi);
+        if (d->kind == KILN_LIMIT_SECONDS)
+            snprintf(want, sizeof want, "(more than %s, at most `%ss`)", lo, hi);
+        else
+            snprintf(want, sizeof want, "(`%s` to `%s`)", lo, hi);
+        if (!strstr(got, want))
+            fail_msg("docs/serve.md, --run-%s: no bounds %s in: %s", d->flag, want, got);
     }
     free(text);
 }
@@ -415,6 +425,61 @@ static void test_job_request_defaults_and_round_trip(void **state)
     json_decref(doc);
 }
 
+/* A limit above the server's maximum says both exactly, seconds with their
+ * fraction, and shows a size as the docs do. */
+static void test_limit_exceeded_is_exact(void **state)
+{
+    (void)state;
+    kiln_run_limits max;
+    kiln_job_limits_default(&max);
+    max.wall_seconds = 60;
+    json_t *doc = json_loads("{\"code\": \"x\", \"limits\": {\"wall_seconds\": 60.5,"
+                             " \"memory_bytes\": 2147483648}}",
+                             0, NULL);
+    kiln_job_parse_options opt = {.inputs = KILN_JOB_INPUT_IDS, .max = &max, .unset = &max};
+    kiln_job_request rq;
+    kiln_errors errs;
+    assert_int_equal(kiln_job_request_parse(doc, &opt, &rq, &errs), KILN_E_LIMIT);
+    json_t *list = kiln_errors_json(&errs);
+    assert_json(json_incref(json_array_get(json_object_get(list, "errors"), 0)),
+                "{\"code\":\"limit_exceeded\",\"pointer\":\"/limits/wall_seconds\","
+                "\"message\":\"wall_seconds may be at most 60 on this server\","
+                "\"limit\":60,\"actual\":60.5}");
+    assert_json(json_incref(json_array_get(json_object_get(list, "errors"), 1)),
+                "{\"code\":\"limit_exceeded\",\"pointer\":\"/limits/memory_bytes\","
+                "\"message\":\"memory_bytes may be at most 1G on this server\","
+                "\"limit\":1073741824,\"actual\":2147483648}");
+    json_decref(list);
+    json_decref(doc);
+}
+
+/* A client's member names, however long or odd, make pointers escaped as
+ * RFC 6901 says and never cut inside a character, so every error reaches
+ * the client as JSON (a cut one would make json_string fail). */
+static void test_pointers_of_odd_member_names(void **state)
+{
+    (void)state;
+    char key[700] = "";
+    for (int i = 0; i < 300; i++)
+        test_append(key, sizeof key, "\xc3\xa9"); /* é */
+    json_t *doc = json_pack("{s:s, s:{s:i, s:i}, s:i}", "code", "x", "limits", key, 1, "a/b~c", 1,
+                            "li/mits", 1);
+    kiln_job_parse_options opt = {.inputs = KILN_JOB_INPUT_PATHS};
+    kiln_job_request rq;
+    kiln_errors errs;
+    assert_int_not_equal(kiln_job_request_parse(doc, &opt, &rq, &errs), KILN_E_OK);
+    assert_int_equal(errs.count, 3);
+    assert_true(has_error(&errs, "/li~1mits", "invalid_run", "unknown member"));
+    assert_true(has_error(&errs, "/limits/a~1b~0c", "invalid_run", "unknown limit"));
+    json_t *list = kiln_errors_json(&errs);
+    assert_non_null(list);
+    assert_int_equal(json_array_size(json_object_get(list, "errors")), 3);
+    for (size_t i = 0; i < errs.count; i++)
+        assert_true(kiln_utf8_valid(errs.items[i].pointer, strlen(errs.items[i].pointer)));
+    json_decref(list);
+    json_decref(doc);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -427,6 +492,8 @@ int main(void)
         cmocka_unit_test(test_render_result_and_warnings),
         cmocka_unit_test(test_job_request_errors_name_their_pointers),
         cmocka_unit_test(test_job_request_defaults_and_round_trip),
+        cmocka_unit_test(test_limit_exceeded_is_exact),
+        cmocka_unit_test(test_pointers_of_odd_member_names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
