@@ -197,7 +197,10 @@ static int bad_option(const char *usage, char **argv, int c)
 static void print_error_line(const kiln_error *e)
 {
     if (kiln_error_has_pointer(e))
-        fprintf(stderr, "kiln: error: %s: %s\n", e->pointer[0] ? e->pointer : "(whole spec)",
+        fprintf(stderr, "kiln: error: %s: %s\n",
+                e->pointer[0]                   ? e->pointer
+                : e->code == KILN_E_INVALID_JOB ? "(whole request)"
+                                                : "(whole spec)",
                 e->message);
     else
         fprintf(stderr, "kiln: error: %s\n", e->message);
@@ -470,13 +473,15 @@ static char *read_bounded(const char *path, size_t max, size_t *len)
             }
             buf = grown;
         }
+        errno = 0;
         size_t got = fread(buf + n, 1, cap - n, f);
         n += got;
         if (got == 0) {
             if (ferror(f)) {
+                int why = errno ? errno : EIO; /* EISDIR for a directory */
                 free(buf);
                 buf = NULL;
-                errno = EIO;
+                errno = why;
             }
             break;
         }
@@ -671,9 +676,12 @@ static int job_from_flags(run_cli *r, int *status)
     }
     r->code = read_bounded(r->file ? r->file : "-", KILN_JOB_CODE_MAX, &r->opt.code_len);
     if (!r->code) {
-        fprintf(stderr, "kiln: error: cannot read the program %s: %s\n",
-                r->file ? r->file : "from standard input",
-                errno == EFBIG ? "larger than 16 MiB" : strerror(errno));
+        if (errno == EFBIG)
+            fprintf(stderr, "kiln: error: cannot read the program %s: larger than %u MiB\n",
+                    r->file ? r->file : "from standard input", KILN_JOB_CODE_MAX >> 20);
+        else
+            fprintf(stderr, "kiln: error: cannot read the program %s: %s\n",
+                    r->file ? r->file : "from standard input", strerror(errno));
         *status = kiln_status_exit(KILN_E_INPUT);
         return -1;
     }
@@ -687,13 +695,19 @@ static int job_from_request(run_cli *r, int *status)
     size_t len;
     char *text = read_bounded(r->request, KILN_RUN_MAX_REQUEST_BYTES, &len);
     if (!text) {
-        fprintf(stderr, "kiln: error: cannot read the request %s: %s\n", r->request,
-                errno == EFBIG ? "larger than 64 MiB" : strerror(errno));
+        if (errno == EFBIG)
+            fprintf(stderr, "kiln: error: cannot read the request %s: larger than %u MiB\n",
+                    r->request, KILN_RUN_MAX_REQUEST_BYTES >> 20);
+        else
+            fprintf(stderr, "kiln: error: cannot read the request %s: %s\n", r->request,
+                    strerror(errno));
         *status = kiln_status_exit(KILN_E_INPUT);
         return -1;
     }
     json_error_t je;
-    r->request_doc = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+    /* Any JSON value: one that is not an object is the contract's error to
+     * name ("a job request is a JSON object"), not a syntax error. */
+    r->request_doc = json_loadb(text, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &je);
     free(text);
     kiln_errors errs;
     kiln_errors_init(&errs);

@@ -12,6 +12,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
+#include <math.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -191,54 +192,13 @@ static void env_name(const char *name, char *out, size_t cap)
 
 /* ---- values ---- */
 
-/* A size as parse_size reads it, in its largest exact unit ("64M"). */
-static void format_size(uint64_t n, char *out, size_t cap)
-{
-    static const char units[] = "GMK";
-    for (int i = 0; i < 3; i++) {
-        unsigned shift = 30 - 10 * (unsigned)i;
-        if (n >= (1ull << shift) && n % (1ull << shift) == 0) {
-            snprintf(out, cap, "%llu%c", (unsigned long long)(n >> shift), units[i]);
-            return;
-        }
-    }
-    snprintf(out, cap, "%llu", (unsigned long long)n);
-}
-
-/* "3600", "90s", "90m", "24h", "7d" -> seconds. */
+/* "3600", "90s", "90m", "24h", "7d" -> a whole number of seconds, 1 to max. */
 static int parse_duration(const char *text, uint64_t max, uint64_t *out)
 {
-    char *end;
-    errno = 0;
-    if (text[0] < '0' || text[0] > '9')
+    double v;
+    if (kiln_parse_seconds(text, &v) != 0 || v != floor(v) || v < 1 || v > (double)max)
         return -1;
-    unsigned long long n = strtoull(text, &end, 10);
-    if (errno)
-        return -1;
-    uint64_t mul = 1;
-    if (*end) {
-        switch (*end) {
-        case 's':
-            mul = 1;
-            break;
-        case 'm':
-            mul = 60;
-            break;
-        case 'h':
-            mul = 3600;
-            break;
-        case 'd':
-            mul = 86400;
-            break;
-        default:
-            return -1;
-        }
-        if (end[1])
-            return -1;
-    }
-    if (n == 0 || n > max / mul)
-        return -1;
-    *out = n * mul;
+    *out = (uint64_t)v;
     return 0;
 }
 
@@ -667,11 +627,11 @@ static int parse_setting(struct setting *s, uint64_t *out, char *host, size_t ho
                                         "expected a size: bytes, or a number with K, M or G");
             char lim[32];
             if (s->min) {
-                format_size(s->min, lim, sizeof lim);
+                kiln_format_size(s->min, lim, sizeof lim);
                 o += (size_t)snprintf(why + o, sizeof why - o, ", at least %s", lim);
             }
             if (s->max) {
-                format_size(s->max, lim, sizeof lim);
+                kiln_format_size(s->max, lim, sizeof lim);
                 snprintf(why + o, sizeof why - o, ", at most %s", lim);
             }
             status = bad_value(s, why);
@@ -682,8 +642,8 @@ static int parse_setting(struct setting *s, uint64_t *out, char *host, size_t ho
         if (parse_duration(s->value, s->max, &v) != 0) {
             char why[128];
             snprintf(why, sizeof why,
-                     "expected a duration: seconds, or a number with s, m, "
-                     "h or d, more than 0 and at most %llus",
+                     "expected a duration: a whole number of seconds, or one with s, "
+                     "m, h or d, more than 0 and at most %llus",
                      (unsigned long long)s->max);
             status = bad_value(s, why);
             return status;

@@ -58,4 +58,3 @@ void kiln_ptr_pop(kiln_ptr *p, size_t saved_len)
     p->len = saved_len;
     p->buf[p->len] = '\0';
 }
-

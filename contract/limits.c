@@ -157,41 +157,6 @@ kiln_status kiln_job_limits_check(const kiln_run_limits *limits, kiln_error *err
     return KILN_E_OK;
 }
 
-/* "90", "1.5", "90s", "90m", "24h", "7d" -> seconds. */
-static int parse_seconds(const char *text, double *out)
-{
-    char *end;
-    if ((text[0] < '0' || text[0] > '9') && text[0] != '.')
-        return -1;
-    errno = 0;
-    double v = strtod(text, &end);
-    if (errno || end == text)
-        return -1;
-    double mul = 1;
-    if (*end) {
-        switch (*end) {
-        case 's':
-            mul = 1;
-            break;
-        case 'm':
-            mul = 60;
-            break;
-        case 'h':
-            mul = 3600;
-            break;
-        case 'd':
-            mul = 86400;
-            break;
-        default:
-            return -1;
-        }
-        if (end[1])
-            return -1;
-    }
-    *out = v * mul;
-    return 0;
-}
-
 static int parse_count(const char *text, double *out)
 {
     char *end;
@@ -213,7 +178,7 @@ int kiln_limit_parse(const kiln_limit_def *def, const char *text, double *out, c
     uint64_t bytes;
     switch (def->kind) {
     case KILN_LIMIT_SECONDS:
-        rc = parse_seconds(text, &v);
+        rc = kiln_parse_seconds(text, &v);
         if (rc != 0)
             snprintf(why, cap, "expected seconds: a number, or one with s, m, h or d");
         break;
@@ -239,18 +204,10 @@ int kiln_limit_parse(const kiln_limit_def *def, const char *text, double *out, c
 
 void kiln_limit_format(const kiln_limit_def *def, double value, char *out, size_t cap)
 {
-    if (def->kind == KILN_LIMIT_BYTES && value >= 1) {
-        static const char units[] = "GMK";
-        uint64_t n = (uint64_t)value;
-        for (int i = 0; i < 3; i++) {
-            unsigned shift = 30 - 10 * (unsigned)i;
-            if (n >= (1ull << shift) && n % (1ull << shift) == 0) {
-                snprintf(out, cap, "%llu%c", (unsigned long long)(n >> shift), units[i]);
-                return;
-            }
-        }
-    }
-    snprintf(out, cap, "%.15g", value);
+    if (def->kind == KILN_LIMIT_BYTES && value >= 1)
+        kiln_format_size((uint64_t)value, out, cap);
+    else
+        snprintf(out, cap, "%.15g", value);
 }
 
 json_t *kiln_job_limits_json(const kiln_run_limits *limits)
