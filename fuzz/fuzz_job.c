@@ -12,6 +12,7 @@
  */
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -34,19 +35,23 @@ static void check_errors(kiln_status st, const kiln_errors *errs)
 }
 
 /* The same job, written back and read again as kiln run reads it: file ids
- * become the descriptors the service hands its child, as runs_api.c does. */
+ * become the descriptors the service hands its child, as runs_api.c does,
+ * each with a name of its own (the service has checked the stored names
+ * with kiln_job_check_input_names by then). */
 static void round_trip(const kiln_job_request *rq)
 {
     size_t n = json_array_size(rq->inputs);
     const char **paths = calloc(n + 1, sizeof *paths);
     const char **names = calloc(n + 1, sizeof *names);
-    if (!paths || !names)
+    char(*own)[32] = calloc(n + 1, sizeof *own);
+    if (!paths || !names || !own)
         abort();
     for (size_t i = 0; i < n; i++) {
         const json_t *in = json_array_get(rq->inputs, i);
         paths[i] = json_is_string(in) ? "/proc/self/fd/4"
                                       : json_string_value(json_object_get(in, "path"));
-        names[i] = json_is_string(in) ? "input" : json_string_value(json_object_get(in, "name"));
+        snprintf(own[i], sizeof own[i], "input-%zu", i);
+        names[i] = json_is_string(in) ? own[i] : json_string_value(json_object_get(in, "name"));
     }
     json_t *doc = kiln_job_request_json(rq, paths, names, n);
     if (!doc)
@@ -69,6 +74,7 @@ static void round_trip(const kiln_job_request *rq)
     json_decref(doc);
     free(paths);
     free(names);
+    free(own);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
