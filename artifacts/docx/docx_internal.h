@@ -41,6 +41,7 @@
 #include "../../common/error.h"
 #include "../layout/flow.h"
 #include "../layout/list_marker.h"
+#include "../layout/table_layout.h"
 #include "../opc/opc.h"
 #include "../render.h"
 #include "../spec/spec.h"
@@ -162,6 +163,19 @@ kiln_status docx_write_list(docx_ctx *c, const kiln_list *list, const char *poin
  * a table block. */
 kiln_status docx_write_table(docx_ctx *c, const kiln_table *table, const kiln_sheet *sheet,
                              const char *pointer);
+/* The table d laid out as docx_write_table writes it: measured under the
+ * docx rules with Calibri's widths (metrics, which must outlive tl; the
+ * layout is in c->arena) and fitted to the text width; *shown is the
+ * number of columns shown, 0 when the table writes nothing. The TOC's page
+ * estimate (docx_toc.c) lays its tables out through it, so that the two
+ * never differ. */
+kiln_status docx_table_layout(const docx_ctx *c, const kiln_table_data *d,
+                              const kiln_sheet *sheet, const char *pointer, kiln_table_layout *tl,
+                              kiln_calibri_metrics *metrics, size_t *shown);
+/* The size docx_write_table gives a run of the table in style (NULL: none):
+ * its own size, or 0 (the paragraph style's) when the table is not shrunk;
+ * else that size scaled, in half points rounded down, and at least 1 pt. */
+double docx_table_run_size(const kiln_table_layout *tl, const kiln_style *style);
 
 /* ---- drawings (docx_drawing.c) ---- */
 /* width_pt 0 = natural size (96 dpi unless the file says), fitted to the text width. */

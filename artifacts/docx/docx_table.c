@@ -121,10 +121,7 @@ static const kiln_table_rules docx_rules = {
 
 enum { VMERGE_NONE, VMERGE_RESTART, VMERGE_CONTINUE };
 
-/* The size of a run in the table: its own size, or none (the style's),
- * when the table is not shrunk; else that size scaled, in half points
- * rounded down, and at least 1 pt. */
-static double run_size(const kiln_table_layout *tl, const kiln_style *style)
+double docx_table_run_size(const kiln_table_layout *tl, const kiln_style *style)
 {
     double own = style && style->size > 0 ? style->size : 0;
     if (!tl->shrunk)
@@ -210,7 +207,7 @@ static void write_cell(docx_ctx *c, const kiln_table_layout *tl, const kiln_tabl
     opc_xml_attr(x, "w:lineRule", "auto");
     opc_xml_end(x);
     opc_xml_val(x, "w:jc", "w:val", docx_jc_value(slot->align));
-    double size = run_size(tl, style);
+    double size = docx_table_run_size(tl, style);
     if (tl->shrunk) {
         /* A shrunk table: the paragraph mark too, or an empty cell keeps
          * the row at the body size's height. */
@@ -327,25 +324,34 @@ static void write_row(docx_ctx *c, kiln_table_layout *tl, const int64_t *twips, 
     opc_xml_end(x);
 }
 
+kiln_status docx_table_layout(const docx_ctx *c, const kiln_table_data *d,
+                              const kiln_sheet *sheet, const char *pointer, kiln_table_layout *tl,
+                              kiln_calibri_metrics *metrics, size_t *shown)
+{
+    kiln_table_rules rules = docx_rules;
+    rules.base_pt = rules.body_pt = c->doc->theme.font_size > 0 ? c->doc->theme.font_size
+                                                                : DOCX_BODY_DEFAULT_PT;
+    kiln_calibri_metrics_init(metrics, BOLD_FACTOR);
+    *shown = 0;
+    kiln_status st = kiln_table_layout_init(tl, c->doc, d, sheet, kiln_table_has_header(d),
+                                            &rules, &metrics->m, c->arena, c->err, pointer);
+    if (st != KILN_E_OK || tl->ncols == 0)
+        return st;
+    double avail = c->text_width_pt > 72 ? c->text_width_pt : 72;
+    *shown = kiln_table_layout_fit(tl, avail, 0);
+    return KILN_E_OK;
+}
+
 kiln_status docx_write_table(docx_ctx *c, const kiln_table *table, const kiln_sheet *sheet,
                              const char *pointer)
 {
     const kiln_table_data *d = &table->data;
-    kiln_table_rules rules = docx_rules;
-    rules.base_pt = rules.body_pt = c->doc->theme.font_size > 0 ? c->doc->theme.font_size
-                                                                : DOCX_BODY_DEFAULT_PT;
     kiln_calibri_metrics metrics;
-    kiln_calibri_metrics_init(&metrics, BOLD_FACTOR);
     kiln_table_layout tl;
-    kiln_status st = kiln_table_layout_init(&tl, c->doc, d, sheet, kiln_table_has_header(d),
-                                            &rules, &metrics.m, c->arena, c->err, pointer);
-    if (st != KILN_E_OK)
-        return st;
-    if (tl.ncols == 0)
-        return KILN_E_OK;
-    double avail = c->text_width_pt > 72 ? c->text_width_pt : 72;
-    if (kiln_table_layout_fit(&tl, avail, 0) == 0)
-        return KILN_E_OK; /* every column hidden */
+    size_t shown;
+    kiln_status st = docx_table_layout(c, d, sheet, pointer, &tl, &metrics, &shown);
+    if (st != KILN_E_OK || shown == 0)
+        return st; /* no columns, or every column hidden: nothing */
     int64_t *twips = kiln_arena_calloc(c->arena, tl.ncols, sizeof *twips);
     if (!twips)
         return kiln_error_set(c->err, KILN_E_NOMEM, pointer, "out of memory laying out a table");

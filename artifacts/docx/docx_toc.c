@@ -34,23 +34,24 @@
  *     with next) move to the next page with what must stay with them: the
  *     first lines of the paragraph after them, or a table's caption, header
  *     row and first row, or a drawing and its caption;
- *   - table columns are as wide as docx_table.c makes them (the widest line
- *     of each column, text shown as numfmt.h shows it, fitted to the text
- *     width, margins narrowed and the font shrunk when even the widest words
- *     do not fit), rows as tall as their tallest cell wraps to plus the cell
- *     margins, never split, with the header row repeated on each page;
+ *   - a table is laid out by docx_table_layout, the very layout
+ *     docx_table.c writes (table_layout.h under the docx rules: column
+ *     widths, narrowed margins and the font a table too wide is shrunk to,
+ *     what each column of a row shows); its rows are as tall as their
+ *     tallest cell's text breaks into lines as above, in the column's width
+ *     less the margins, plus the cell margins, never split, with the
+ *     header row repeated on each page;
  *   - images and charts take the size docx_drawing.c gives them.
  * Spacing and sizes are the styles' (styles.xml, docx_styles.c); the
- * constants below name where each comes from. Rows past the first
- * ESTIMATE_ROWS_MAX of a table are counted at the average height of those
- * (a data file is not read to its end just for an estimate). The whole
+ * constants below name where each comes from. The layout measures every
+ * row, as the writer does; rows past the first ESTIMATE_ROWS_MAX of a table
+ * are then placed at the average height of those. The whole
  * estimate is only made when the document has a TOC. With Calibri text it
  * finds LibreOffice's page for every heading of the samples; a page or so
  * off remains possible where LibreOffice's own rounding decides.
  */
 #include <math.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -103,15 +104,8 @@ static const double heading_pt[7] = {0, 16, 13, 12, 11, 11, 11};
 /* docx_numbering.c: each list level indents 720 twips more. */
 #define LIST_INDENT_PT 36.0
 
-/* docx_table.c and the KilnTable style: cell margins left + right (108 + 108
- * twips, 58 + 58 when narrowed), the slack and least text width a column
- * gets, and a row's height above its lines (margins 29 + 29 twips and a
- * border of 1/2 pt). */
-#define CELL_MARGINS_PT 10.8
-#define NARROW_MARGINS_PT 5.8
-#define CELL_SLACK_PT 2.0
-#define CELL_MIN_TEXT_PT 11.0
-#define CELL_BOLD_FACTOR 1.05
+/* The KilnTable style: a row's height above its lines (cell margins 29 + 29
+ * twips and a border of 1/2 pt). */
 #define ROW_EXTRA_PT 3.42
 #define TABLE_BORDER_PT 0.5
 
@@ -334,35 +328,25 @@ enum { PARA_LIST = 1, PARA_CODE = 2 };
 
 typedef struct layout layout;
 
-/* A table for the estimate: its columns as docx_table.c sizes them, then
- * its rows placed one by one. */
+/* A table for the estimate: laid out as docx_table.c lays it out
+ * (docx_table_layout), then its rows placed one by one. */
 typedef struct table_estimate {
     layout *l;
-    const kiln_table_data *d;
-    size_t cols;
-    double *want, *need; /* cols: widest line and widest word, points at the body size */
-    double *text_width;  /* cols: the text width of each column */
-    double font_factor;  /* the table's font over the body's (a table too wide shrinks) */
-    double header_h;     /* 0 = no header row */
-    size_t rows;         /* rows placed */
-    double rows_total;   /* their heights */
+    kiln_table_layout tl;
+    kiln_calibri_metrics metrics; /* tl's */
+    uint32_t wsrow;               /* the next row's worksheet row (kiln_table_layout_row) */
+    double header_h;              /* 0 = no header row */
+    size_t rows;                  /* rows placed */
+    double rows_total;            /* their heights */
 } table_estimate;
 
-/* A table measured ahead of being placed (plan_table). */
+/* A table laid out ahead of being placed (plan_table). */
 typedef struct table_plan {
     const kiln_table *table; /* NULL = none */
     table_estimate t;
-    long cols;      /* columns; 0 = the table writes nothing; -1 = unreadable */
+    long cols;      /* columns shown; 0 = the table writes nothing; -1 = unreadable */
     double first_h; /* the first data row's height, 0 = none */
 } table_plan;
-
-static void free_plan(table_plan *plan)
-{
-    free(plan->t.want);
-    free(plan->t.need);
-    free(plan->t.text_width);
-    memset(plan, 0, sizeof *plan);
-}
 
 struct layout {
     const docx_ctx *c;
@@ -614,194 +598,42 @@ static void entry_lines(const layout *l, const para_style *s, const kiln_text *t
 
 /* ---- tables ---- */
 
-static const kiln_column *column_of(const kiln_table_data *d, size_t i)
+/* The next row's height: its tallest cell's lines (what each column shows,
+ * kiln_table_layout_row, at the size docx_table.c gives the cell's runs, in
+ * the column's width less the cell margins), single spaced, and the
+ * margins. The lines are broken as LibreOffice draws them (the line breaker
+ * above: Calibri Bold's own widths, DejaVu's for other fonts, tab stops),
+ * not with the Calibri widths the layout sizes the columns with: those
+ * only decide the widths, and the layout's slack is there for the
+ * difference. */
+static double row_height(table_estimate *t, int header, const kiln_cell *cells, size_t count)
 {
-    return i < d->column_count ? &d->columns[i] : NULL;
-}
-
-/* Widest line and widest word of text, in points at size. */
-static void measure_line(const char *s, size_t len, double size, double factor, double *line,
-                         double *word)
-{
-    double cur = 0, w = 0, lmax = 0, wmax = 0;
-    for (size_t i = 0; i < len;) {
-        uint32_t cp = next_code_point(s, len, &i);
-        if (cp == '\n' || cp == '\r') {
-            lmax = fmax(lmax, cur);
-            wmax = fmax(wmax, w);
-            cur = w = 0;
-            continue;
-        }
-        double em = cp == '\t' ? 4 * char_em(' ', 0, 0) : char_em(cp, 0, 0);
-        cur += em * size * factor;
-        if (cp == ' ' || cp == '\t' || kiln_char_is_wide(cp)) {
-            wmax = fmax(wmax, cp == ' ' || cp == '\t' ? w : em * size * factor);
-            w = 0;
-        } else {
-            w += em * size * factor;
-        }
-    }
-    *line = fmax(lmax, cur);
-    *word = fmax(wmax, w);
-}
-
-static const char *cell_text(const kiln_cell *cell, const kiln_column *col, char *buf, size_t cap,
-                             size_t *len)
-{
-    if (cell->kind == KILN_CELL_BLANK) {
-        *len = 0;
-        return "";
-    }
-    return kiln_cell_display(cell, col, buf, cap, len);
-}
-
-static void measure_column(table_estimate *t, size_t i, const char *s, size_t len, double size,
-                           int bold)
-{
-    double line, word;
-    measure_line(s, len, size, bold ? CELL_BOLD_FACTOR : 1.0, &line, &word);
-    t->want[i] = fmax(t->want[i], line);
-    t->need[i] = fmax(t->need[i], word);
-}
-
-/* Column i's wanted and needed width with its margins, as docx_table.c
- * works them out. */
-static void column_fit(const table_estimate *t, size_t i, double margins, double *want,
-                       double *need)
-{
-    const kiln_column *col = column_of(t->d, i);
-    double least = margins + CELL_MIN_TEXT_PT;
-    double slack = CELL_SLACK_PT * t->font_factor;
-    *want = fmax(t->want[i] * t->font_factor + margins + slack, least);
-    *need = fmax(t->need[i] * t->font_factor + margins + slack, least);
-    if (col && col->width > 0) /* Excel characters: 7 px each and 5 px of padding */
-        *want = (col->width * 7.0 + 5.0) * 0.75 * t->l->body / DOCX_BODY_DEFAULT_PT *
-                t->font_factor;
-    *need = fmin(*need, *want);
-}
-
-/* The columns' wanted and needed widths together at the table's margins
- * and font; the largest need in *max_need. */
-static void column_totals(const table_estimate *t, double margins, double *want_total,
-                          double *need_total, double *max_need)
-{
-    *want_total = *need_total = *max_need = 0;
-    for (size_t i = 0; i < t->cols; i++) {
-        const kiln_column *col = column_of(t->d, i);
-        if (col && col->width == 0)
-            continue; /* hidden */
-        double want, need;
-        column_fit(t, i, margins, &want, &need);
-        *want_total += want;
-        *need_total += need;
-        *max_need = fmax(*max_need, need);
-    }
-}
-
-/* docx_table.c's widths: each column wants its widest line and needs its
- * widest word, with margins and slack; when the wants do not fit, each gets
- * its need and a share of the rest in proportion to what it lacks; when not
- * even the needs fit, the margins narrow, then the font shrinks half a point
- * at a time (not below 7 pt), and at last every column is capped at one
- * width. */
-static void fit_columns(table_estimate *t)
-{
-    double avail = t->l->width, margins = CELL_MARGINS_PT, body = t->l->body;
-    double want_total, need_total, max_need;
-    t->font_factor = 1.0;
-    column_totals(t, margins, &want_total, &need_total, &max_need);
-    if (need_total > avail) {
-        margins = NARROW_MARGINS_PT;
-        column_totals(t, margins, &want_total, &need_total, &max_need);
-    }
-    if (need_total > avail && body > 7.0) {
-        int body_half = (int)floor(body * 2.0);
-        int half = (int)floor(body * 2.0 * avail / need_total);
-        if (half >= body_half)
-            half = body_half - 1;
-        for (;; half--) {
-            if (half < 14)
-                half = 14;
-            t->font_factor = half / 2.0 / body;
-            column_totals(t, margins, &want_total, &need_total, &max_need);
-            if (need_total <= avail || half <= 14)
-                break;
-        }
-    }
-    /* Not even then: the cap under which the capped needs fit, by bisection. */
-    double level = 0;
-    if (need_total > avail) {
-        double lo = 0, hi = max_need;
-        for (int k = 0; k < 50; k++) {
-            double mid = (lo + hi) / 2, sum = 0;
-            for (size_t i = 0; i < t->cols; i++) {
-                const kiln_column *col = column_of(t->d, i);
-                if (col && col->width == 0)
-                    continue;
-                double want, need;
-                column_fit(t, i, margins, &want, &need);
-                sum += fmin(need, mid);
-            }
-            if (sum > avail)
-                hi = mid;
-            else
-                lo = mid;
-        }
-        level = lo;
-    }
-    for (size_t i = 0; i < t->cols; i++) {
-        const kiln_column *col = column_of(t->d, i);
-        if (col && col->width == 0) {
-            t->text_width[i] = 0;
-            continue;
-        }
-        double want, need, w;
-        column_fit(t, i, margins, &want, &need);
-        if (want_total <= avail)
-            w = want;
-        else if (need_total <= avail)
-            w = need + (want - need) * (avail - need_total) / (want_total - need_total);
-        else
-            w = fmin(need, level);
-        t->text_width[i] = fmax(w - margins, 1);
-    }
-}
-
-/* A row's height: its tallest cell's lines, single spaced, and the margins. */
-static double row_height(const table_estimate *t, const kiln_cell *cells, size_t count,
-                         const char *const *headers)
-{
-    double size = t->l->body * t->font_factor;
+    const kiln_table_layout *tl = &t->tl;
+    /* Unshrunk, the runs take the paragraph style's size: the body's. */
+    double size = tl->shrunk ? tl->size : t->l->body;
     double tallest = size * LINE_EM;
-    for (size_t i = 0; i < t->cols; i++) {
-        if (t->text_width[i] <= 0)
+    const kiln_table_slot *slots = kiln_table_layout_row(&t->tl, t->wsrow, header, cells, count,
+                                                         1);
+    if (t->wsrow < UINT32_MAX)
+        t->wsrow++;
+    for (size_t i = 0; i < tl->ncols; i++) {
+        const kiln_table_slot *slot = &slots[i];
+        const kiln_cell *cell = slot->cell;
+        if ((slot->kind != KILN_SLOT_CELL && slot->kind != KILN_SLOT_MERGE_TOP) || !cell ||
+            cell->kind == KILN_CELL_BLANK)
             continue;
         char buf[KILN_NUMFMT_MAX];
         size_t len = 0;
-        const char *s;
-        int bold = headers != NULL;
-        double cell_size = size;
-        if (headers) {
-            s = headers[i] ? headers[i] : "";
-            len = strlen(s);
-        } else {
-            if (i >= count)
-                continue;
-            const kiln_cell *cell = &cells[i];
-            s = cell_text(cell, column_of(t->d, i), buf, sizeof buf, &len);
-            if (cell->style) {
-                bold = cell->style->bold;
-                if (cell->style->size > 0)
-                    cell_size = cell->style->size * t->font_factor;
-            }
-        }
+        const char *text = kiln_cell_display(cell, slot->format, buf, sizeof buf, &len);
         if (len == 0)
             continue;
-        text_font f = body_font(t->l, cell_size);
+        int bold = header || (slot->style && slot->style->bold);
+        double own = docx_table_run_size(tl, slot->style);
+        text_font f = body_font(t->l, own > 0 ? own : size);
         f.bold = bold;
         line_breaker b;
-        breaker_init(&b, t->text_width[i], 1.0, &f);
-        add_text(&b, s, len, &f);
+        breaker_init(&b, fmax(slot->width - tl->pad, 1), 1.0, &f);
+        add_text(&b, text, len, &f);
         finish_lines(&b);
         tallest = fmax(tallest, b.height);
     }
@@ -821,93 +653,41 @@ static void place_row(table_estimate *t, double h)
     t->rows_total += h;
 }
 
-/* The widths from the first ESTIMATE_ROWS_MAX rows (docx_table.c measures
- * them all). Returns the number of columns, or 0 when the table writes
- * nothing; -1 when the rows cannot be read (err set). */
-static long measure_table(table_estimate *t)
-{
-    const kiln_table_data *d = t->d;
-    const docx_ctx *c = t->l->c;
-    kiln_row_reader *reader = NULL;
-    const kiln_cell *cells;
-    size_t count;
-    if (kiln_rows_open(c->doc, d, &reader, c->err) != KILN_E_OK)
-        return -1;
-    int more = kiln_rows_next(reader, &cells, &count, c->err);
-    /* Without column definitions, the first row says how many there are. */
-    t->cols = d->column_count ? d->column_count : more > 0 ? count : 0;
-    if (t->cols == 0 || more < 0)
-        goto close_reader;
-    t->want = calloc(t->cols, sizeof *t->want);
-    t->need = calloc(t->cols, sizeof *t->need);
-    t->text_width = calloc(t->cols, sizeof *t->text_width);
-    if (!t->want || !t->need || !t->text_width) {
-        kiln_error_set(c->err, KILN_E_NOMEM, NULL, "out of memory laying out a table");
-        more = -1;
-        goto close_reader;
-    }
-    if (d->header)
-        for (size_t i = 0; i < d->column_count; i++)
-            if (d->columns[i].header)
-                measure_column(t, i, d->columns[i].header, strlen(d->columns[i].header),
-                               t->l->body, 1);
-    for (size_t row = 0; more > 0 && row < ESTIMATE_ROWS_MAX;
-         row++, more = kiln_rows_next(reader, &cells, &count, c->err)) {
-        for (size_t i = 0; i < count && i < t->cols; i++) {
-            char buf[KILN_NUMFMT_MAX];
-            size_t len;
-            const char *s = cell_text(&cells[i], column_of(d, i), buf, sizeof buf, &len);
-            const kiln_style *st = cells[i].style;
-            measure_column(t, i, s, len, st && st->size > 0 ? st->size : t->l->body,
-                           st && st->bold);
-        }
-    }
-close_reader:
-    kiln_rows_close(reader);
-    return more < 0 ? -1 : (long)t->cols;
-}
-
 static kiln_status reader_failed(const layout *l)
 {
     return l->c->err && l->c->err->code != KILN_E_OK ? l->c->err->code : KILN_E_INPUT;
 }
 
-/* The table's columns, header row and first row, worked out once: the
+/* The table's layout, header row and first row, worked out once: the
  * heading before a table keeps with its first rows, so they are needed
  * before the table is placed. -1 when the rows cannot be read (err set). */
-static long plan_table(layout *l, const kiln_table *table)
+static long plan_table(layout *l, const kiln_flow_item *item)
 {
     table_plan *plan = &l->plan;
+    const kiln_table *table = item->block->table;
     if (plan->table == table)
         return plan->cols;
-    free_plan(plan);
-    const kiln_table_data *d = &table->data;
+    memset(plan, 0, sizeof *plan); /* the last plan's layout is in the arena */
     plan->table = table;
-    plan->t = (table_estimate){.l = l, .d = d};
-    plan->cols = measure_table(&plan->t);
-    if (plan->cols <= 0)
-        return plan->cols;
     table_estimate *t = &plan->t;
-    fit_columns(t);
-    if (d->header && d->column_count) {
-        const char **headers = calloc(t->cols, sizeof *headers);
-        if (!headers) {
-            kiln_error_set(l->c->err, KILN_E_NOMEM, NULL, "out of memory laying out a table");
-            return plan->cols = -1;
-        }
-        for (size_t i = 0; i < d->column_count && i < t->cols; i++)
-            headers[i] = d->columns[i].header;
-        t->header_h = row_height(t, NULL, 0, headers);
-        free(headers);
-    }
+    t->l = l;
+    size_t shown;
+    if (docx_table_layout(l->c, &table->data, item->sheet, item->block->pointer, &t->tl,
+                          &t->metrics, &shown) != KILN_E_OK)
+        return plan->cols = -1;
+    plan->cols = (long)shown;
+    if (shown == 0)
+        return 0;
+    if (t->tl.hdr)
+        t->header_h = row_height(t, 1, t->tl.hdr, table->data.column_count);
     kiln_row_reader *reader = NULL;
     const kiln_cell *cells;
     size_t count;
-    if (kiln_rows_open(l->c->doc, d, &reader, l->c->err) != KILN_E_OK)
+    if (kiln_rows_open(l->c->doc, &table->data, &reader, l->c->err) != KILN_E_OK)
         return plan->cols = -1;
     int more = kiln_rows_next(reader, &cells, &count, l->c->err);
     if (more > 0)
-        plan->first_h = row_height(t, cells, count, NULL);
+        plan->first_h = row_height(t, 0, cells, count);
     kiln_rows_close(reader);
     if (more < 0)
         plan->cols = -1;
@@ -915,26 +695,28 @@ static long plan_table(layout *l, const kiln_table *table)
 }
 
 /* The caption, the header row and the first row: what stays together. */
-static double table_start(layout *l, const kiln_table *table)
+static double table_start(layout *l, const kiln_flow_item *item)
 {
+    const kiln_table *table = item->block->table;
     double h = 0;
     if (table->caption) {
         line_breaker b;
         caption_lines(l, "Table", table->caption, &b);
         h += b.height + CAPTION_AFTER_PT;
     }
-    if (plan_table(l, table) > 0)
+    if (plan_table(l, item) > 0)
         h += TABLE_BORDER_PT + l->plan.t.header_h + l->plan.first_h;
     return h;
 }
 
-static kiln_status place_table(layout *l, const kiln_table *table)
+static kiln_status place_table(layout *l, const kiln_flow_item *item)
 {
+    const kiln_table *table = item->block->table;
     const kiln_table_data *d = &table->data;
     kiln_row_reader *reader = NULL;
     kiln_status st = KILN_E_OK;
 
-    long cols = plan_table(l, table);
+    long cols = plan_table(l, item);
     if (cols < 0)
         return reader_failed(l);
     table_estimate *t = &l->plan.t;
@@ -943,7 +725,7 @@ static kiln_status place_table(layout *l, const kiln_table *table)
         line_breaker b;
         caption_lines(l, "Table", table->caption, &b);
         /* The caption keeps with the table's first rows. */
-        double space = make_room(l, space_above(l, &cs), table_start(l, table));
+        double space = make_room(l, space_above(l, &cs), table_start(l, item));
         l->y += space + b.height;
         placed(l, &cs);
     } else if (l->after_table) {
@@ -974,7 +756,7 @@ static kiln_status place_table(layout *l, const kiln_table *table)
     }
     for (; more > 0 && t->rows < ESTIMATE_ROWS_MAX;
          more = kiln_rows_next(reader, &cells, &count, l->c->err))
-        place_row(t, row_height(t, cells, count, NULL));
+        place_row(t, row_height(t, 0, cells, count));
     if (more < 0) {
         st = reader_failed(l);
         goto close_reader;
@@ -1197,7 +979,7 @@ static double first_part(layout *l, size_t index)
     case KILN_BLOCK_CODE:
         return CODE_BEFORE_PT + CODE_BORDER_PT + scaled_size(l, CODE_PT) * OTHER_LINE_EM;
     case KILN_BLOCK_TABLE:
-        return b->table ? table_start(l, b->table) : 0;
+        return b->table ? table_start(l, &l->c->flow.items[index]) : 0;
     case KILN_BLOCK_IMAGE:
     case KILN_BLOCK_CHART: {
         const char *caption = b->kind == KILN_BLOCK_IMAGE ? b->caption
@@ -1276,7 +1058,7 @@ static kiln_status place_item(layout *l, size_t index, docx_heading **next)
         break;
     case KILN_BLOCK_TABLE:
         if (b->table)
-            return place_table(l, b->table);
+            return place_table(l, &l->c->flow.items[index]);
         break;
     case KILN_BLOCK_IMAGE:
         if (b->image)
@@ -1376,7 +1158,6 @@ kiln_status docx_collect_headings(docx_ctx *c)
     kiln_status st = KILN_E_OK;
     for (size_t i = 0; i < c->flow.count && st == KILN_E_OK; i++)
         st = place_item(&l, i, &next);
-    free_plan(&l.plan);
     return st;
 }
 
