@@ -189,13 +189,9 @@ static int check_path_input_names(const json_t *inputs, kiln_errors *errs)
     }
     for (size_t i = 0; i < n; i++) {
         const json_t *in = json_array_get(inputs, i);
-        names[i] = json_string_value(json_object_get(in, "name"));
-        members[i] = "name";
-        if (!names[i]) {
-            const char *path = json_string_value(json_object_get(in, "path"));
-            names[i] = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
-            members[i] = "path";
-        }
+        const char *name = json_string_value(json_object_get(in, "name"));
+        names[i] = kiln_run_input_name(json_string_value(json_object_get(in, "path")), name);
+        members[i] = name ? "name" : "path";
     }
     rc = kiln_job_check_input_names(names, members, n, errs);
 release:

@@ -86,6 +86,14 @@ kiln_status kiln_jobdir_create(kiln_jobdir *jd, uint64_t size_bytes, uid_t owner
     return KILN_E_OK;
 }
 
+const char *kiln_run_input_name(const char *host_path, const char *name)
+{
+    if (name)
+        return name;
+    const char *slash = strrchr(host_path, '/');
+    return slash ? slash + 1 : host_path;
+}
+
 int kiln_run_input_name_ok(const char *name)
 {
     return name[0] != '\0' && strchr(name, '/') == NULL && strcmp(name, ".") != 0 &&
@@ -95,11 +103,7 @@ int kiln_run_input_name_ok(const char *name)
 kiln_status kiln_jobdir_add_input(kiln_jobdir *jd, const kiln_run_input *in, uid_t owner,
                                   gid_t group, kiln_error *err)
 {
-    const char *name = in->name;
-    if (!name) {
-        name = strrchr(in->host_path, '/');
-        name = name ? name + 1 : in->host_path;
-    }
+    const char *name = kiln_run_input_name(in->host_path, in->name);
     if (!kiln_run_input_name_ok(name))
         return kiln_error_set(err, KILN_E_USAGE, "", "input name \"%s\" must be one file name",
                               name);

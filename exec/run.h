@@ -33,6 +33,9 @@ typedef enum { KILN_LANG_PYTHON, KILN_LANG_BASH } kiln_run_language;
  * (.kiln), under 256 bytes. (Front ends check a request's names with it
  * before a job starts, to name the member at fault.) */
 int kiln_run_input_name_ok(const char *name);
+/* The name an input gets under /mnt/data: name, else host_path's last
+ * component. */
+const char *kiln_run_input_name(const char *host_path, const char *name);
 
 /* One input file, copied into /mnt/data before the code starts. */
 typedef struct kiln_run_input {

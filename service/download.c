@@ -218,16 +218,10 @@ enum MHD_Result download_content(kiln_req *req)
     kiln_error err;
     int fd = -1;
     memset(&err, 0, sizeof err);
-    switch (kiln_store_open_body(req->srv->store, req->tenant, req->id, &file, &fd, &err)) {
-    case KILN_STORE_OK:
-        break;
-    case KILN_STORE_NOT_FOUND:
-        return http_not_found(req);
-    case KILN_STORE_GONE:
-        return http_gone(req, &file);
-    default:
-        return http_internal(req, err.message);
-    }
+    kiln_store_result r = kiln_store_open_body(req->srv->store, req->tenant, req->id, &file, &fd,
+                                               &err);
+    if (r != KILN_STORE_OK)
+        return http_store_failure(req, r, &file, &err);
     char etag[70], modified[40], disp[KILN_HTTP_DISPOSITION_MAX];
     snprintf(etag, sizeof etag, "\"%s\"", file.sha256);
     /* A created_at no date can show (never stored) leaves modified "":

@@ -525,16 +525,10 @@ enum MHD_Result files_get(kiln_req *req)
     kiln_store_file file;
     kiln_error err;
     memset(&err, 0, sizeof err);
-    switch (kiln_store_get(req->srv->store, req->tenant, req->id, &file, &err)) {
-    case KILN_STORE_OK:
-        return http_json(req, MHD_HTTP_OK, kiln_api_file_json(&file));
-    case KILN_STORE_NOT_FOUND:
-        return http_not_found(req);
-    case KILN_STORE_GONE:
-        return http_gone(req, &file);
-    default:
-        return http_internal(req, err.message);
-    }
+    kiln_store_result r = kiln_store_get(req->srv->store, req->tenant, req->id, &file, &err);
+    if (r != KILN_STORE_OK)
+        return http_store_failure(req, r, &file, &err);
+    return http_json(req, MHD_HTTP_OK, kiln_api_file_json(&file));
 }
 
 enum MHD_Result files_delete(kiln_req *req)
@@ -595,16 +589,9 @@ enum MHD_Result files_link(kiln_req *req)
     kiln_store_file file;
     kiln_error err;
     memset(&err, 0, sizeof err);
-    switch (kiln_store_get(srv->store, req->tenant, req->id, &file, &err)) {
-    case KILN_STORE_OK:
-        break;
-    case KILN_STORE_NOT_FOUND:
-        return http_not_found(req);
-    case KILN_STORE_GONE:
-        return http_gone(req, &file);
-    default:
-        return http_internal(req, err.message);
-    }
+    kiln_store_result sr = kiln_store_get(srv->store, req->tenant, req->id, &file, &err);
+    if (sr != KILN_STORE_OK)
+        return http_store_failure(req, sr, &file, &err);
     int64_t expires = (int64_t)time(NULL) + (int64_t)expires_in;
     if (expires > file.expires_at)
         expires = file.expires_at;

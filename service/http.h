@@ -154,6 +154,10 @@ enum MHD_Result http_internal(kiln_req *req, const char *detail);
 enum MHD_Result http_not_found(kiln_req *req);
 /* 410 for an expired file. */
 enum MHD_Result http_gone(kiln_req *req, const kiln_store_file *file);
+/* The reply to a store lookup that did not find a live file: 404 for
+ * NOT_FOUND, 410 for GONE (file says when), else 500 with err's message. */
+enum MHD_Result http_store_failure(kiln_req *req, kiln_store_result r,
+                                   const kiln_store_file *file, const kiln_error *err);
 /* 413 with details.limit. */
 enum MHD_Result http_too_large(kiln_req *req, uint64_t limit);
 /* A JSON reply with a Location header (201s). */

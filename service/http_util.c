@@ -103,6 +103,16 @@ enum MHD_Result http_gone(kiln_req *req, const kiln_store_file *file)
     return http_error(req, 410, "gone", msg, json_pack("{s:s}", "expired_at", when));
 }
 
+enum MHD_Result http_store_failure(kiln_req *req, kiln_store_result r,
+                                   const kiln_store_file *file, const kiln_error *err)
+{
+    if (r == KILN_STORE_NOT_FOUND)
+        return http_not_found(req);
+    if (r == KILN_STORE_GONE)
+        return http_gone(req, file);
+    return http_internal(req, err->message);
+}
+
 enum MHD_Result http_too_large(kiln_req *req, uint64_t limit)
 {
     char msg[128];
