@@ -50,7 +50,7 @@ SERVICE_OBJS := $(SERVICE_SRCS:%.c=$(BUILD)/%.o) $(SERVE_SRCS:%.c=$(BUILD)/%.o)
 SERVICE_SO := $(dir $(BIN))kiln-service.so
 UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
-TEMPLATES := $(shell find templates -type f) exec/python/kiln.py
+TEMPLATES := $(shell find templates -type f) exec/python/kiln.py exec/python/kiln_session.py
 
 .PHONY: all deps check unit unit-bins e2e asan asan-bins fuzz fuzz-check fuzz-corpus fuzz-targets format format-check bench samples demo serve clean
 all: $(BIN)
@@ -83,6 +83,11 @@ $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -MMD -MP -c -o $@ $<
 
+# The zygote (exec/zygote.c) loads libpython with dlopen: its file name
+# comes from Debian's python3-embed (libpython3.11-dev, in DEB_PKGS).
+PY_EMBED_LIB := $(shell $(PKG_CONFIG) --variable=libdir python3-embed 2>/dev/null)/libpython$(shell $(PKG_CONFIG) --modversion python3-embed 2>/dev/null).so.1.0
+$(BUILD)/exec/zygote.o: CFLAGS += -DKILN_LIBPYTHON='"$(PY_EMBED_LIB)"'
+
 # The templates are pulled in by .incbin, which -MMD cannot see.
 $(BUILD)/common/templates.o: $(TEMPLATES)
 
@@ -104,7 +109,7 @@ DEB_PKGS := build-essential pkg-config libjansson-dev libxlsxwriter-dev libmd4c-
 	time unzip libhpdf-dev libfreetype-dev libpng-dev qpdf python3-pypdf python3-reportlab \
 	fonts-wqy-zenhei python3-fonttools libfribidi-dev libseccomp-dev nettle-dev bubblewrap libsqlite3-dev \
 	libmicrohttpd-dev curl jq wrk nginx-light clang-format \
-	python3-numpy python3-pandas python3-matplotlib python3-pytest-xdist
+	python3-numpy python3-pandas python3-matplotlib python3-pytest-xdist libpython3.11-dev
 deps:
 	@missing=$$(for p in $(DEB_PKGS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null \
 		| grep -q 'install ok installed' || echo $$p; done); \

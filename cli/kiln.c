@@ -26,6 +26,7 @@
 #include "common/version.h"
 #include "contract/job.h"
 #include "contract/limits.h"
+#include "cli/cli.h"
 #include "contract/render_step.h"
 #include "contract/report.h"
 #include "exec/run.h"
@@ -43,6 +44,8 @@ static const char usage_main[] =
     "  validate SPEC          check SPEC and report every error\n"
     "  run [FILE]             run Python or bash code in the sandbox (docs/run.md)\n"
     "  serve [OPTIONS]        run the HTTP service (docs/serve.md)\n"
+    "  session [OPTIONS]      a live sandboxed interpreter over JSON lines on stdin and\n"
+    "                         stdout (docs/session.md)\n"
     "  help [COMMAND]         show help for a command\n"
     "\n"
     "options:\n"
@@ -129,6 +132,19 @@ static const char *limit_placeholder(const kiln_limit_def *d)
     return "N";
 }
 
+size_t kiln_cli_limit_help(char *text, size_t cap)
+{
+    size_t o = 0;
+    for (size_t i = 0; i < KILN_JOB_LIMIT_COUNT && o < cap; i++) {
+        const kiln_limit_def *d = &kiln_limit_defs[i];
+        char flag[48], def[32];
+        snprintf(flag, sizeof flag, "--%s %s", d->flag, limit_placeholder(d));
+        kiln_limit_format(d, d->def, def, sizeof def);
+        o += (size_t)snprintf(text + o, cap - o, "      %-22s %s (%s)\n", flag, d->meaning, def);
+    }
+    return o < cap ? o : cap;
+}
+
 /* kiln run's help: the options, then one line per limit from the table
  * (contract/limits.h), then the exit statuses. Built once. */
 static const char *usage_run(void)
@@ -137,14 +153,8 @@ static const char *usage_run(void)
     if (text[0])
         return text;
     size_t o = (size_t)snprintf(text, sizeof text, "%s", usage_run_options);
-    for (size_t i = 0; i < KILN_JOB_LIMIT_COUNT && o < sizeof text; i++) {
-        const kiln_limit_def *d = &kiln_limit_defs[i];
-        char flag[48], def[32];
-        snprintf(flag, sizeof flag, "--%s %s", d->flag, limit_placeholder(d));
-        kiln_limit_format(d, d->def, def, sizeof def);
-        o += (size_t)snprintf(text + o, sizeof text - o, "      %-22s %s (%s)\n", flag,
-                              d->meaning, def);
-    }
+    if (o < sizeof text)
+        o += kiln_cli_limit_help(text + o, sizeof text - o);
     if (o < sizeof text)
         snprintf(text + o, sizeof text - o, "%s", usage_run_tail);
     return text;
@@ -936,6 +946,8 @@ static int run(int argc, char **argv)
         return cmd_run(argc - 1, argv + 1);
     if (strcmp(cmd, "serve") == 0)
         return cmd_serve(argc - 1, argv + 1);
+    if (strcmp(cmd, "session") == 0)
+        return kiln_session_main(argc - 1, argv + 1);
     if (strcmp(cmd, "help") == 0)
         return cmd_help(argc - 1, argv + 1);
     return usage_error(usage_main, "unknown command '%s'", cmd);

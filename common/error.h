@@ -32,6 +32,8 @@
     X(INPUT, "unreadable_input", 5)    \
     X(WRITE, "write_failed", 6)        \
     X(NOMEM, "out_of_memory", 7)       \
+    X(GONE, "session_gone", 8)         \
+    X(BUSY, "session_busy", 9)         \
     X(INTERNAL, "internal", 70)
 
 /* clang-format off: the enumerators come from the X-macro, which clang-format cannot see */

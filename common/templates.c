@@ -36,6 +36,7 @@ KILN_EMBED(kiln_tpl_pptx_table_styles, "templates/pptx/tableStyles.xml")
 /* Not a template, but embedded the same way: the `import kiln` helper module
  * the sandbox runner writes into each job's root (exec/run.c). */
 KILN_EMBED(kiln_python_kiln_py, "exec/python/kiln.py")
+KILN_EMBED(kiln_python_session_py, "exec/python/kiln_session.py")
 
 static const struct {
     const char *name;
@@ -60,6 +61,7 @@ static const struct {
     {"pptx/viewProps.xml", kiln_tpl_pptx_view_props_start, kiln_tpl_pptx_view_props_end},
     {"pptx/tableStyles.xml", kiln_tpl_pptx_table_styles_start, kiln_tpl_pptx_table_styles_end},
     {"python/kiln.py", kiln_python_kiln_py_start, kiln_python_kiln_py_end},
+    {"python/kiln_session.py", kiln_python_session_py_start, kiln_python_session_py_end},
 };
 
 const char *kiln_template(const char *name, size_t *len)

@@ -87,6 +87,34 @@ static _Noreturn void become_job(const kiln_contain_job *job)
     setup_failed(job, "start the interpreter", errno);
 }
 
+/* A session's init: ready, then PID 1 reaping whatever the interpreter
+ * leaves (its parent, the zygote's child, is outside the namespace, so the
+ * interpreter itself is adopted here) until the supervisor ends the
+ * sandbox. */
+static _Noreturn void hold(const kiln_contain_job *job)
+{
+    close(job->stdout_fd);
+    close(job->stderr_fd);
+    close(job->filter_fd);
+    if (kiln_pid_init_hide_command_line() < 0)
+        setup_failed(job, "hide the host's command line from /proc/1", errno);
+    sigset_t chld;
+    sigemptyset(&chld);
+    sigaddset(&chld, SIGCHLD);
+    sigprocmask(SIG_BLOCK, &chld, NULL);
+    kiln_contain_report r;
+    memset(&r, 0, sizeof r);
+    r.kind = KILN_REPORT_READY;
+    if (write(job->report_fd, &r, sizeof r) != (ssize_t)sizeof r)
+        _exit(127);
+    for (;;) {
+        while (waitpid(-1, NULL, WNOHANG) > 0)
+            ;
+        siginfo_t si;
+        sigwaitinfo(&chld, &si);
+    }
+}
+
 /* Keep only the five pipes the sandbox uses, renumbered 3..7 and
  * close-on-exec, and close every other descriptor the supervisor had: a
  * server's sockets, the job directory's O_PATH descriptor in the
@@ -150,6 +178,11 @@ int kiln_contain(void *arg)
     close(job->go_fd);
     if (unshare(CLONE_NEWCGROUP) < 0)
         setup_failed(job, "enter a cgroup namespace", errno);
+
+    /* 6. A session's sandbox holds no job of its own: its interpreter
+     *    joins from the zygote. Say we are ready, then reap. */
+    if (!job->argv && !job->payload)
+        hold(job);
 
     /* 6. The job's process (it installs the seccomp filter last, just
      *    before exec); this one stays as init. */
@@ -236,7 +269,20 @@ pid_t kiln_contain_spawn(kiln_contain_job *job, const kiln_idmap *map, const kil
 
     /* clone() with fork semantics (no new stack): the child gets a copy of
      * this process, as with fork, but in new namespaces. */
+    /* The user namespace's owner is whoever's euid creates it: for a
+     * session, the zygote's uid, which may then enter it (zygote.c). Only
+     * the effective uid changes, for the clone alone; root's saved uid
+     * brings the capabilities back after. */
+    if (job->userns_owner != 0 && setresuid((uid_t)-1, job->userns_owner, (uid_t)-1) < 0) {
+        kiln_error_set(err, KILN_E_INTERNAL, "", "cannot take the zygote's uid: %s",
+                       strerror(errno));
+        goto close_filter;
+    }
     pid_t pid = (pid_t)syscall(SYS_clone, KILN_SANDBOX_NAMESPACES | SIGCHLD, NULL, NULL, NULL, 0);
+    int clone_errno = errno;
+    if (pid != 0 && job->userns_owner != 0 && setresuid((uid_t)-1, 0, (uid_t)-1) < 0)
+        _exit(127); /* a supervisor that cannot be root again must not go on */
+    errno = clone_errno;
     if (pid < 0) {
         int saved = errno;
         kiln_error_set(err, KILN_E_INTERNAL, "", "cannot create the sandbox's namespaces: %s%s",

@@ -23,6 +23,8 @@
  *   render_job.c  the specs a job saved, each handed to the render step in a
  *                 sandbox of its own
  *   fontcache.c   matplotlib's font list, made once by Kiln's own code
+ *   zygote.c   the warm interpreter sessions are forked from (session.c is
+ *              the supervisor of one session, exec/session.h its face)
  *   result.c   the JSON result
  *
  * None of these print. Functions that run inside the sandbox before exec
@@ -195,6 +197,10 @@ void kiln_stream_feed(kiln_stream *s, const char *data, size_t len);
  * as valid UTF-8 (invalid sequences become U+FFFD, a character cut by the
  * cap is dropped). New reference. */
 json_t *kiln_stream_json(const kiln_stream *s);
+/* The kept bytes from *emitted on, as a JSON string of valid UTF-8, and
+ * *emitted moved past them; NULL when there is nothing (new). Unless
+ * `final`, a character whose rest has not arrived waits for the next. */
+json_t *kiln_stream_take_chunk(const kiln_stream *s, size_t *emitted, int final);
 void kiln_stream_release(kiln_stream *s);
 
 /* ---- collect.c --------------------------------------------------------- */
@@ -269,6 +275,11 @@ typedef struct kiln_contain_job {
      * return value is the process's exit status. */
     int (*payload)(void *arg);
     void *payload_arg;
+    /* HOLD (argv and payload NULL): a session's sandbox. Its init reports
+     * KILN_REPORT_READY once contained and then only reaps: the session's
+     * interpreter joins it from the zygote (zygote.c). */
+    uid_t userns_owner;       /* host euid the user namespace is created as (the
+                                 zygote's, for a session, so it may enter); 0 = root */
     int stdout_fd, stderr_fd; /* the job's streams (pipes to the supervisor) */
     int go_fd;                /* read end: 'g' the maps are written, 'c' we are in the cgroup */
     int filter_fd;            /* read end: the seccomp filter (BPF) from the supervisor */
@@ -282,7 +293,7 @@ typedef struct kiln_contain_report {
     int err_no;      /* SETUP: errno of the failing step */
     char what[160];  /* SETUP: the failing step */
 } kiln_contain_report;
-enum { KILN_REPORT_SETUP = 1, KILN_REPORT_EXITED = 2 };
+enum { KILN_REPORT_SETUP = 1, KILN_REPORT_EXITED = 2, KILN_REPORT_READY = 3 };
 
 /* Entry point of the cloned child (new user, PID, mount, net, IPC, UTS
  * namespaces). Never returns. */
@@ -346,6 +357,60 @@ kiln_status kiln_sandbox_run(kiln_contain_job *job, const kiln_idmap *map, const
 
 /* The embedded exec/python/kiln.py. */
 const char *kiln_python_lib(size_t *len);
+/* The environment of a job's program (NULL-terminated, static); `path` is
+ * its PATH entry (run.c's job_path), NULL for the default. */
+const char *const *kiln_job_environment(const char **path);
+
+/* ---- zygote.c ---------------------------------------------------------- */
+
+/* The zygote's host ids: below KILN_HOST_ID_BASE (user.c), owned by no one.
+ * Every session's user namespace is created as this uid, which is what
+ * lets the zygote's children enter it. */
+#define KILN_ZYGOTE_UID 0x3ffffffeu
+#define KILN_ZYGOTE_GID 0x3ffffffeu
+
+/* The descriptors of a spawn request, in order: the session's namespaces
+ * (entered in this order), then the interpreter's channels. */
+enum {
+    KILN_SPAWN_NS_USER,
+    KILN_SPAWN_NS_MNT,
+    KILN_SPAWN_NS_NET,
+    KILN_SPAWN_NS_IPC,
+    KILN_SPAWN_NS_UTS,
+    KILN_SPAWN_NS_CGROUP,
+    KILN_SPAWN_NS_PID,
+    KILN_SPAWN_NS_COUNT,
+    KILN_SPAWN_CTL = KILN_SPAWN_NS_COUNT, /* read end: requests, the interpreter's fd 3 */
+    KILN_SPAWN_EV,                        /* write end: events, its fd 4 */
+    KILN_SPAWN_OUT,                       /* write end: its stdout */
+    KILN_SPAWN_ERR,                       /* write end: its stderr */
+    KILN_SPAWN_GO,     /* read end: 'g' once in the cgroup, then the seccomp filter */
+    KILN_SPAWN_REPORT, /* write end: the interpreter's host pid (int32) */
+    KILN_SPAWN_FD_COUNT
+};
+
+#define KILN_SPAWN_MAGIC 0x6b7a7931u /* "kzy1" */
+
+typedef struct kiln_spawn_request {
+    uint32_t magic;
+    uint32_t reserved;
+    kiln_run_limits limits; /* the interpreter's rlimits */
+} kiln_spawn_request;
+
+typedef struct kiln_spawn_reply {
+    int32_t pid; /* the zygote's child (to be put in the cgroup), or -1 */
+    int32_t err_no;
+} kiln_spawn_reply;
+
+/* The zygote's body, in a process forked for it by root: sock is a
+ * SOCK_SEQPACKET socketpair end (listening 0; the zygote ends when its
+ * peer does) or a listening socket (1). Returns an exit status. */
+int kiln_zygote_main(int sock, int listening);
+/* One request with its KILN_SPAWN_FD_COUNT descriptors: 0 sent / -1. */
+int kiln_spawn_send(int sock, const kiln_spawn_request *req, const int *fds);
+/* 1 received (fds filled, close-on-exec), 0 end of file, -1 error or a
+ * malformed request (EPROTO; its descriptors closed). */
+int kiln_spawn_recv(int sock, kiln_spawn_request *req, int *fds);
 
 /* ---- render_job.c ------------------------------------------------------ */
 

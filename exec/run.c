@@ -65,6 +65,13 @@ static const char *const job_env[] = {
     NULL,
 };
 
+const char *const *kiln_job_environment(const char **path)
+{
+    if (path)
+        *path = job_env[0];
+    return job_env;
+}
+
 /* 1 when `path` is `dir` or lies below it. */
 static int path_within(const char *path, const char *dir)
 {

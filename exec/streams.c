@@ -89,36 +89,73 @@ static size_t utf8_seq(const unsigned char *s, size_t n, int *kind)
     return need + 1;
 }
 
-json_t *kiln_stream_json(const kiln_stream *s)
+/* The bytes in[0..n) as valid UTF-8, each ill-formed sequence a U+FFFD.
+ * A sequence the end cuts short stops the text when `stop_short` (the cap
+ * cut a character, or its rest is still to come); *used says how far the
+ * text went. NULL when out of memory; else malloc'ed, *len bytes. */
+static char *repair_utf8(const unsigned char *in, size_t n, int stop_short, size_t *used,
+                         size_t *len)
 {
     static const char replacement[3] = {(char)0xEF, (char)0xBF, (char)0xBD}; /* U+FFFD */
-    const unsigned char *in = (const unsigned char *)s->buf;
-    int truncated = s->total > (uint64_t)s->kept;
     /* Each ill-formed byte becomes at most three bytes. */
-    char *text = malloc(s->kept * 3 + 1);
+    char *text = malloc(n * 3 + 1);
     if (!text)
         return NULL;
-    size_t len = 0;
-    for (size_t i = 0; i < s->kept;) {
+    size_t out = 0, i = 0;
+    while (i < n) {
         int kind;
-        size_t n = utf8_seq(in + i, s->kept - i, &kind);
+        size_t k = utf8_seq(in + i, n - i, &kind);
         if (kind == SEQ_VALID) {
-            memcpy(text + len, in + i, n);
-            len += n;
-        } else if (kind == SEQ_INCOMPLETE && truncated) {
-            break; /* a character the cap cut in two: drop what we have of it */
+            memcpy(text + out, in + i, k);
+            out += k;
+        } else if (kind == SEQ_INCOMPLETE && stop_short) {
+            break;
         } else {
-            memcpy(text + len, replacement, sizeof replacement);
-            len += sizeof replacement;
+            memcpy(text + out, replacement, sizeof replacement);
+            out += sizeof replacement;
         }
-        i += n;
+        i += k;
     }
+    *used = i;
+    *len = out;
+    return text;
+}
+
+json_t *kiln_stream_json(const kiln_stream *s)
+{
+    int truncated = s->total > (uint64_t)s->kept;
+    size_t used, len;
+    /* A character the cap cut in two is dropped. */
+    char *text = repair_utf8((const unsigned char *)s->buf, s->kept, truncated, &used, &len);
+    if (!text)
+        return NULL;
     /* jansson (>= 2.7) keeps NUL bytes in a json_stringn string and dumps them
      * as \u0000, so a job's NULs survive as U+0000. */
     json_t *obj = json_pack("{s:s%,s:I,s:b}", "text", text, len, "bytes", (json_int_t)s->total,
                             "truncated", truncated);
     free(text);
     return obj;
+}
+
+json_t *kiln_stream_take_chunk(const kiln_stream *s, size_t *emitted, int final)
+{
+    if (*emitted >= s->kept)
+        return NULL;
+    size_t used, len;
+    /* Until the end, a character split between two reads waits for its
+     * rest; at the end (or at the cap) it is what it is. */
+    int stop_short = !final || s->total > (uint64_t)s->kept;
+    char *text = repair_utf8((const unsigned char *)s->buf + *emitted, s->kept - *emitted,
+                             stop_short, &used, &len);
+    if (!text || used == 0) {
+        free(text);
+        return NULL;
+    }
+    json_t *str = json_stringn(text, len);
+    free(text);
+    if (str)
+        *emitted += used;
+    return str;
 }
 
 void kiln_stream_release(kiln_stream *s)

@@ -25,6 +25,7 @@
 #include <nettle/sha2.h>
 
 #include "service/auth.h"
+#include "../common/fdio.h"
 #include "../common/banned.h"
 
 #define HASH_BYTES SHA256_DIGEST_SIZE
@@ -355,20 +356,6 @@ static int read_full(int fd, unsigned char *buf, size_t n)
     return 0;
 }
 
-static int write_full(int fd, const unsigned char *buf, size_t n)
-{
-    size_t done = 0;
-    while (done < n) {
-        ssize_t w = write(fd, buf + done, n - done);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return -1;
-        done += (size_t)w;
-    }
-    return 0;
-}
-
 /* Read an existing secret. 1 when there is none (ENOENT), 0 when read. */
 static int read_secret(const char *path, unsigned char secret[KILN_AUTH_SECRET_BYTES],
                        kiln_status *st, kiln_error *err)
@@ -447,7 +434,7 @@ static int make_secret(const char *dir, const char *path, kiln_status *st, kiln_
         goto out_wipe;
     }
     /* mkostemp makes 0600 already; fchmod says so whatever the libc. */
-    if (fchmod(fd, 0600) != 0 || write_full(fd, fresh, sizeof fresh) != 0 || fsync(fd) != 0) {
+    if (fchmod(fd, 0600) != 0 || kiln_write_all(fd, fresh, sizeof fresh) != 0 || fsync(fd) != 0) {
         *st = kiln_error_set(err, KILN_E_WRITE, NULL, "cannot write the link secret %s: %s", temp,
                              strerror(errno));
         goto out_unlink;

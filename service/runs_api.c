@@ -45,6 +45,7 @@
 #include "contract/job.h"
 #include "contract/limits.h"
 #include "contract/report.h"
+#include "../common/fdio.h"
 #include "../common/banned.h"
 
 /* The child's stdout is the result JSON: stdout and stderr of the job are
@@ -258,20 +259,6 @@ static void stderr_message(const buffer *b, char *out, size_t cap)
     snprintf(out, cap, "%.*s", (int)len, line);
 }
 
-static int write_all(int fd, const char *p, size_t len)
-{
-    while (len > 0) {
-        ssize_t w = write(fd, p, len);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w < 0)
-            return -1;
-        p += w;
-        len -= (size_t)w;
-    }
-    return 0;
-}
-
 /* A name from the runner's result is relative to out_dir and stays below
  * it: no leading '/', no empty, "." or ".." component. (The runner only
  * lists names it collected that way; this keeps a surprise from reaching
@@ -383,7 +370,7 @@ static int request_memfd(const kiln_job_request *rq, const kiln_api_input *input
     fd = memfd_create("kiln-job-request", MFD_CLOEXEC | MFD_ALLOW_SEALING);
     if (fd < 0)
         goto release;
-    if (write_all(fd, text, strlen(text)) != 0 || lseek(fd, 0, SEEK_SET) != 0 ||
+    if (kiln_write_all(fd, text, strlen(text)) != 0 || lseek(fd, 0, SEEK_SET) != 0 ||
         fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL) != 0) {
         int saved = errno;
         close(fd);

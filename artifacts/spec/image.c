@@ -22,6 +22,7 @@
 #include <zlib.h>
 
 #include "spec_internal.h"
+#include "../../common/base64.h"
 #include "../../common/banned.h"
 
 int kiln_open_beneath(const char *base_dir, const char *rel, char *why, size_t why_cap,
@@ -154,21 +155,6 @@ int kiln_read_fd(kiln_arena *arena, int fd, uint64_t max_bytes, unsigned char **
     return 0;
 }
 
-static int b64val(unsigned char c)
-{
-    if (c >= 'A' && c <= 'Z')
-        return c - 'A';
-    if (c >= 'a' && c <= 'z')
-        return c - 'a' + 26;
-    if (c >= '0' && c <= '9')
-        return c - '0' + 52;
-    if (c == '+' || c == '-')
-        return 62;
-    if (c == '/' || c == '_')
-        return 63;
-    return -1;
-}
-
 int kiln_base64_decode(kiln_arena *arena, const char *in, size_t len, uint64_t max_bytes,
                        unsigned char **out, size_t *out_len, char *why, size_t why_cap)
 {
@@ -180,30 +166,13 @@ int kiln_base64_decode(kiln_arena *arena, const char *in, size_t len, uint64_t m
     unsigned char *buf = kiln_arena_alloc(arena, upper);
     if (!buf)
         return -3;
-    uint32_t acc = 0;
-    int bits = 0, pad = 0;
-    size_t n = 0;
-    for (size_t i = 0; i < len; i++) {
-        unsigned char c = (unsigned char)in[i];
-        if (c == ' ' || c == '\n' || c == '\r' || c == '\t')
-            continue;
-        if (c == '=') {
-            pad++;
-            continue;
-        }
-        int v = b64val(c);
-        if (v < 0 || pad) {
-            snprintf(why, why_cap, "not valid base64 (character %zu)", i + 1);
-            return -1;
-        }
-        acc = (acc << 6) | (uint32_t)v;
-        bits += 6;
-        if (bits >= 8) {
-            bits -= 8;
-            buf[n++] = (unsigned char)(acc >> bits);
-        }
+    size_t n = 0, bad_at = 0;
+    int rc = kiln_base64_decode_into(in, len, buf, &n, &bad_at);
+    if (rc == -1) {
+        snprintf(why, why_cap, "not valid base64 (character %zu)", bad_at + 1);
+        return -1;
     }
-    if (bits >= 6 || pad > 2) {
+    if (rc == -2) {
         snprintf(why, why_cap, "not valid base64 (truncated)");
         return -1;
     }
