@@ -84,6 +84,15 @@ typedef struct cell {
     uint64_t display_bytes, display_count, dropped_displays, dropped_bytes;
 } cell;
 
+/* An execute request waiting for the running cell to end. */
+typedef struct queued_cell {
+    char *code;
+    size_t len;
+    kiln_run_language language;
+    double timeout;
+    json_t *id;
+} queued_cell;
+
 struct kiln_session {
     kiln_run_limits limits;
     double idle_seconds, lifetime_seconds;
@@ -100,6 +109,10 @@ struct kiln_session {
     uint64_t cells;
     int busy;
     cell c;
+    queued_cell queue[KILN_SESSION_QUEUE_MAX];
+    size_t queue_len;
+    char *pending; /* the control pipe's unwritten bytes */
+    size_t pending_len, pending_off;
     json_t *files;   /* the listing after the last cell: [{name, bytes, media_type, sha256}] */
     json_t *ended;   /* {"reason", "message", "at"} once lost or expired */
     json_t *python;  /* the ready frame's "python" */
@@ -522,6 +535,10 @@ kiln_status kiln_session_open(const kiln_session_options *opt, kiln_session **ou
         st = spawn_interpreter(s, err);
     if (st == KILN_E_OK)
         st = start_runtime(s, err);
+    /* From now on the control pipe is written as far as it takes
+     * (flush_control). */
+    if (st == KILN_E_OK)
+        fcntl(s->ctl, F_SETFL, O_NONBLOCK);
     if (st == KILN_E_OK)
         s->files = kiln_session_files(s, err);
     if (st == KILN_E_OK && !s->files)
@@ -581,7 +598,7 @@ const json_t *kiln_session_ended(const kiln_session *s)
 
 int kiln_session_busy(const kiln_session *s)
 {
-    return s->busy;
+    return s->busy || s->queue_len > 0;
 }
 
 static void cell_release(cell *c)
@@ -592,6 +609,13 @@ static void cell_release(cell *c)
     kiln_stream_release(&c->out);
     kiln_stream_release(&c->err);
     memset(c, 0, sizeof *c);
+}
+
+static void queued_release(queued_cell *q)
+{
+    free(q->code);
+    json_decref(q->id);
+    memset(q, 0, sizeof *q);
 }
 
 void kiln_session_close(kiln_session *s)
@@ -614,6 +638,9 @@ void kiln_session_close(kiln_session *s)
         if (fds[i] >= 0)
             close(fds[i]);
     cell_release(&s->c);
+    for (size_t i = 0; i < s->queue_len; i++)
+        queued_release(&s->queue[i]);
+    free(s->pending);
     kiln_cgroup_release(&s->cg);
     kiln_jobdir_release(&s->jd);
     kiln_seccomp_program_release(&s->filter);
@@ -641,43 +668,76 @@ static void emit_new(kiln_session_emit emit, void *arg, json_t *ev)
     json_decref(ev);
 }
 
-kiln_status kiln_session_execute(kiln_session *s, const char *code, size_t len,
-                                 kiln_run_language language, double timeout, json_t *id,
-                                 kiln_session_emit emit, void *arg, kiln_error *err)
+/* Write what is pending on the control pipe, as far as it goes without
+ * blocking: a runtime that does not read (user code holding it) must not
+ * stop the supervisor. -1 when the interpreter is gone. */
+static int flush_control(kiln_session *s)
 {
-    if (s->ended)
-        return kiln_error_set(err, KILN_E_GONE, "", "the session has ended: %s",
-                              json_string_value(json_object_get(s->ended, "message")));
-    if (s->busy)
-        return kiln_error_set(err, KILN_E_BUSY, "", "cell %llu is still running",
-                              (unsigned long long)s->c.number);
-    if (timeout < 0 || (timeout > 0 && timeout > kiln_limit_by_member("wall_seconds")->max))
-        return kiln_error_set(err, KILN_E_USAGE, "/timeout", "timeout must be above 0 and at "
-                                                             "most the wall_seconds limit's "
-                                                             "maximum");
+    while (s->pending_off < s->pending_len) {
+        ssize_t n = write(s->ctl, s->pending + s->pending_off, s->pending_len - s->pending_off);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && errno == EAGAIN)
+            return 0;
+        if (n <= 0)
+            return -1;
+        s->pending_off += (size_t)n;
+    }
+    free(s->pending);
+    s->pending = NULL;
+    s->pending_len = s->pending_off = 0;
+    return 0;
+}
+
+/* The execute request for the next cell, queued on the control pipe. */
+static kiln_status send_execute(kiln_session *s, const queued_cell *q, kiln_error *err)
+{
+    json_t *msg = json_pack("{s:s,s:I,s:s,s:s%}", "op", "execute", "cell",
+                            (json_int_t)(s->cells + 1), "language",
+                            q->language == KILN_LANG_BASH ? "bash" : "python", "code", q->code,
+                            q->len);
+    char *text = msg ? json_dumps(msg, JSON_COMPACT) : NULL;
+    json_decref(msg);
+    if (!text)
+        return kiln_error_set(err, KILN_E_NOMEM, "", "out of memory");
+    size_t len = strlen(text);
+    char *line = realloc(text, len + 2);
+    if (!line) {
+        free(text);
+        return kiln_error_set(err, KILN_E_NOMEM, "", "out of memory");
+    }
+    line[len] = '\n';
+    free(s->pending);
+    s->pending = line;
+    s->pending_len = len + 1;
+    s->pending_off = 0;
+    if (flush_control(s) < 0)
+        return kiln_error_set(err, KILN_E_GONE, "", "the interpreter is gone");
+    return KILN_E_OK;
+}
+
+static kiln_status start_cell(kiln_session *s, const queued_cell *q, kiln_session_emit emit,
+                              void *arg, kiln_error *err)
+{
     cell_release(&s->c);
     cell *c = &s->c;
     kiln_status st = kiln_stream_init(&c->out, s->limits.stream_keep_bytes, err);
     if (st == KILN_E_OK)
         st = kiln_stream_init(&c->err, s->limits.stream_keep_bytes, err);
     c->outputs = json_array();
-    json_t *msg = json_pack("{s:s,s:I,s:s,s:s%}", "op", "execute", "cell",
-                            (json_int_t)(s->cells + 1), "language",
-                            language == KILN_LANG_BASH ? "bash" : "python", "code", code, len);
-    if (st == KILN_E_OK && (!c->outputs || !msg))
+    if (st == KILN_E_OK && !c->outputs)
         st = kiln_error_set(err, KILN_E_NOMEM, "", "out of memory");
     if (st == KILN_E_OK)
-        st = send_request(s, msg, err);
-    json_decref(msg);
+        st = send_execute(s, q, err);
     if (st != KILN_E_OK) {
         cell_release(c);
         return st;
     }
     c->number = ++s->cells;
-    c->id = json_incref(id);
-    c->language = language;
+    c->id = json_incref(q->id);
+    c->language = q->language;
     c->started = now_seconds();
-    c->deadline = c->started + (timeout > 0 ? timeout : s->limits.wall_seconds);
+    c->deadline = c->started + (q->timeout > 0 ? q->timeout : s->limits.wall_seconds);
     c->cpu_limit = s->limits.cpu_seconds;
     kiln_cgroup_usage u;
     memset(&u, 0, sizeof u);
@@ -688,6 +748,75 @@ kiln_status kiln_session_execute(kiln_session *s, const char *code, size_t len,
     s->last_active = c->started;
     emit_new(emit, arg, cell_event(s, "started"));
     return KILN_E_OK;
+}
+
+kiln_status kiln_session_execute(kiln_session *s, const char *code, size_t len,
+                                 kiln_run_language language, double timeout, json_t *id,
+                                 kiln_session_emit emit, void *arg, kiln_error *err)
+{
+    if (s->ended)
+        return kiln_error_set(err, KILN_E_GONE, "", "the session has ended: %s",
+                              json_string_value(json_object_get(s->ended, "message")));
+    if (timeout > s->limits.wall_seconds) {
+        kiln_error_set(err, KILN_E_LIMIT, "/timeout",
+                       "a cell's timeout may be at most the session's wall_seconds limit");
+        err->limit = s->limits.wall_seconds;
+        err->actual = timeout;
+        return KILN_E_LIMIT;
+    }
+    if (s->busy && s->queue_len == KILN_SESSION_QUEUE_MAX)
+        return kiln_error_set(err, KILN_E_BUSY, "",
+                              "cell %llu is running and %d more are waiting",
+                              (unsigned long long)s->c.number, KILN_SESSION_QUEUE_MAX);
+    queued_cell q = {.code = malloc(len + 1), .len = len, .language = language,
+                     .timeout = timeout, .id = json_incref(id)};
+    if (!q.code) {
+        queued_release(&q);
+        return kiln_error_set(err, KILN_E_NOMEM, "", "out of memory");
+    }
+    memcpy(q.code, code, len);
+    q.code[len] = '\0';
+    if (s->busy) {
+        /* One at a time, in order, as a notebook's kernel runs them. */
+        s->queue[s->queue_len++] = q;
+        json_t *ev = json_pack("{s:s,s:i}", "event", "queued", "ahead", (int)s->queue_len);
+        if (ev && id)
+            json_object_set(ev, "id", id);
+        emit_new(emit, arg, ev);
+        return KILN_E_OK;
+    }
+    kiln_status st = start_cell(s, &q, emit, arg, err);
+    queued_release(&q);
+    return st;
+}
+
+/* After a cell: the next one waiting, or, when the session has ended,
+ * each waiting one answered with why it cannot run. */
+static void next_cell(kiln_session *s, kiln_session_emit emit, void *arg)
+{
+    while (s->queue_len > 0 && !s->busy) {
+        queued_cell q = s->queue[0];
+        memmove(s->queue, s->queue + 1, (s->queue_len - 1) * sizeof s->queue[0]);
+        s->queue_len--;
+        kiln_error err;
+        memset(&err, 0, sizeof err);
+        if (s->ended)
+            kiln_error_set(&err, KILN_E_GONE, "", "the session has ended: %s",
+                           json_string_value(json_object_get(s->ended, "message")));
+        if (s->ended || start_cell(s, &q, emit, arg, &err) != KILN_E_OK) {
+            json_t *ev = json_pack("{s:s}", "event", "rejected");
+            json_t *list = kiln_error_list_json(&err);
+            if (ev && list)
+                json_object_update(ev, list);
+            if (ev && q.id)
+                json_object_set(ev, "id", q.id);
+            if (ev && s->ended)
+                json_object_set(ev, "session", s->ended);
+            emit_new(emit, arg, ev);
+            json_decref(list);
+        }
+        queued_release(&q);
+    }
 }
 
 int kiln_session_interrupt(kiln_session *s)
@@ -918,19 +1047,25 @@ static int read_frames(kiln_session *s, kiln_session_emit emit, void *arg)
 
 /* ---- a cell's end ------------------------------------------------------ */
 
+/* The cell's status from what the supervisor saw. A stop the supervisor
+ * asked for names the status only when the cell did stop (the runtime
+ * says "interrupted"): a cell that ended on its own as the signal came is
+ * what it was. */
 static const char *final_status(const kiln_session *s, uint64_t oom_kills)
 {
     const cell *c = &s->c;
+    int oom = oom_kills > c->oom_start;
     if (s->ended)
-        return oom_kills > c->oom_start ? "memory_limit" : "session_lost";
-    if (c->stop == STOP_TIMEOUT)
-        return "timeout";
-    if (c->stop == STOP_OUTPUT)
-        return "output_limit";
-    if (oom_kills > c->oom_start && strcmp(c->runtime_status, "ok") != 0)
-        return "memory_limit";
-    if (c->stop == STOP_USER || strcmp(c->runtime_status, "interrupted") == 0)
+        return oom ? "memory_limit" : "session_lost";
+    if (strcmp(c->runtime_status, "interrupted") == 0) {
+        if (c->stop == STOP_TIMEOUT)
+            return "timeout";
+        if (c->stop == STOP_OUTPUT)
+            return "output_limit";
         return "interrupted";
+    }
+    if (oom && strcmp(c->runtime_status, "ok") != 0)
+        return "memory_limit";
     return c->runtime_status;
 }
 
@@ -1052,6 +1187,7 @@ static void finish_cell(kiln_session *s, kiln_session_emit emit, void *arg)
     s->busy = 0;
     s->last_active = now_seconds();
     emit_new(emit, arg, rec);
+    next_cell(s, emit, arg);
 }
 
 /* ---- the loop ---------------------------------------------------------- */
@@ -1065,6 +1201,8 @@ size_t kiln_session_pollfds(kiln_session *s, struct pollfd *fds, size_t cap)
     for (size_t i = 0; i < sizeof want / sizeof want[0] && n < cap; i++)
         if (want[i] >= 0)
             fds[n++] = (struct pollfd){.fd = want[i], .events = POLLIN};
+    if (s->pending && n < cap)
+        fds[n++] = (struct pollfd){.fd = s->ctl, .events = POLLOUT};
     return n;
 }
 
@@ -1144,6 +1282,8 @@ void kiln_session_dispatch(kiln_session *s, const struct pollfd *fds, size_t n,
             gone |= read_frames(s, emit, arg);
         else if (fds[i].fd == s->interp_pidfd)
             gone = 1;
+        else if (fds[i].fd == s->ctl && flush_control(s) < 0)
+            gone = 1;
     }
     if (gone && !s->ended) {
         /* Whatever it wrote before it went is still read. */
@@ -1154,6 +1294,8 @@ void kiln_session_dispatch(kiln_session *s, const struct pollfd *fds, size_t n,
         check_timers(s, emit, arg);
     if (s->ended && s->busy)
         finish_cell(s, emit, arg);
+    if (s->ended && s->queue_len > 0)
+        next_cell(s, emit, arg);
 }
 
 /* ---- files ------------------------------------------------------------- */

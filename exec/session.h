@@ -41,6 +41,8 @@ typedef struct kiln_session kiln_session;
 #define KILN_SESSION_TABLE_ROWS 1000
 #define KILN_SESSION_FRAME_BYTES (KILN_SESSION_DISPLAY_BYTES + (64u << 10))
 #define KILN_SESSION_BUNDLE_TYPES 16
+/* Execute requests that may wait while a cell runs. */
+#define KILN_SESSION_QUEUE_MAX 16
 
 typedef struct kiln_session_options {
     /* The session's memory, processes, disk (/mnt/data, /tmp), open files
@@ -71,8 +73,10 @@ kiln_status kiln_session_open(const kiln_session_options *opt, kiln_session **ou
  * "python", "started_at", ...}. New reference. */
 json_t *kiln_session_info(const kiln_session *s);
 
-/* Start a cell and emit its "started" event. KILN_E_BUSY when one is
- * running, KILN_E_GONE when the session has ended. timeout 0 =
+/* Start a cell and emit its "started" event, or, while one runs, queue it
+ * (a "queued" event; it starts when those before it have ended).
+ * KILN_E_BUSY when KILN_SESSION_QUEUE_MAX are waiting already, KILN_E_GONE
+ * when the session has ended, KILN_E_LIMIT a timeout over wall_seconds. timeout 0 =
  * limits.wall_seconds. id (borrowed, may be NULL) is echoed in the cell's
  * events. */
 kiln_status kiln_session_execute(kiln_session *s, const char *code, size_t len,
@@ -92,7 +96,7 @@ int kiln_session_timeout_ms(const kiln_session *s);
 void kiln_session_dispatch(kiln_session *s, const struct pollfd *fds, size_t n,
                            kiln_session_emit emit, void *arg);
 
-/* 1 while a cell runs. */
+/* 1 while a cell runs or waits. */
 int kiln_session_busy(const kiln_session *s);
 /* NULL while the session lives; else why it ended, as the object a "lost"
  * event carried ({"reason", "message", "at"}; borrowed). */

@@ -275,7 +275,7 @@ static int keep_only_request_fds(int *fds)
 /* The interpreter, inside every namespace: from here to the user's code
  * is the same order as contain.c's become_job. Never returns. */
 static _Noreturn void become_interpreter(const python_api *py, const int *fds,
-                                         const kiln_run_limits *limits)
+                                         const kiln_run_limits *limits, int ack_fd)
 {
     const char *what = "start the interpreter";
     int devnull = -1;
@@ -289,10 +289,12 @@ static _Noreturn void become_interpreter(const python_api *py, const int *fds,
     int ctl = fcntl(fds[KILN_SPAWN_CTL], F_DUPFD_CLOEXEC, 100);
     int ev = fcntl(fds[KILN_SPAWN_EV], F_DUPFD_CLOEXEC, 100);
     int go = fcntl(fds[KILN_SPAWN_GO], F_DUPFD_CLOEXEC, 100);
-    if (ctl < 0 || ev < 0 || go < 0 || dup3(ctl, 3, O_CLOEXEC) < 0 || dup3(ev, 4, O_CLOEXEC) < 0 ||
-        dup3(go, 5, O_CLOEXEC) < 0)
+    int ack = fcntl(ack_fd, F_DUPFD_CLOEXEC, 100);
+    if (ctl < 0 || ev < 0 || go < 0 || ack < 0 || dup3(ctl, 3, O_CLOEXEC) < 0 ||
+        dup3(ev, 4, O_CLOEXEC) < 0 || dup3(go, 5, O_CLOEXEC) < 0 || dup3(ack, 6, O_CLOEXEC) < 0)
         goto failed;
-    if (syscall(SYS_close_range, 6, ~0u, 0) < 0)
+    ack_fd = 6;
+    if (syscall(SYS_close_range, 7, ~0u, 0) < 0)
         goto failed;
     if (chdir(KILN_JOB_DIR) < 0) {
         what = "enter the job directory";
@@ -300,6 +302,15 @@ static _Noreturn void become_interpreter(const python_api *py, const int *fds,
     }
     if (kiln_rlimits_apply(limits, &what) < 0 || kiln_user_drop(&what) < 0)
         goto failed;
+    /* kiln_user_drop ties us to our parent's death, but our parent (the
+     * zygote's child) ends now on purpose: the sandbox's init adopts us,
+     * and its death takes the whole PID namespace anyway. It waits for this
+     * byte before it ends. */
+    if (prctl(PR_SET_PDEATHSIG, 0, 0, 0, 0) < 0 || write(ack_fd, "a", 1) != 1) {
+        what = "leave the zygote";
+        goto failed;
+    }
+    close(ack_fd);
     if (kiln_seccomp_install(5, &what) < 0)
         goto failed;
     close(5);
@@ -332,11 +343,20 @@ static _Noreturn void enter_session(const python_api *py, int *fds, const kiln_r
         }
         close(fds[i]);
     }
+    int ack[2];
+    if (pipe2(ack, O_CLOEXEC) < 0)
+        _exit(127);
     pid_t child = fork();
     if (child < 0)
         _exit(127);
-    if (child == 0)
-        become_interpreter(py, fds, limits);
+    if (child == 0) {
+        close(ack[0]);
+        become_interpreter(py, fds, limits, ack[1]);
+    }
+    close(ack[1]);
+    char a;
+    if (read(ack[0], &a, 1) != 1)
+        _exit(127); /* it failed, and said why on its stderr */
     int32_t pid = (int32_t)child;
     ssize_t n = write(fds[KILN_SPAWN_REPORT], &pid, sizeof pid);
     _exit(n == (ssize_t)sizeof pid ? 0 : 127);
