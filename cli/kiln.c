@@ -948,6 +948,8 @@ static int run(int argc, char **argv)
         return cmd_serve(argc - 1, argv + 1);
     if (strcmp(cmd, "session") == 0)
         return kiln_session_main(argc - 1, argv + 1);
+    if (strcmp(cmd, "zygote") == 0)
+        return kiln_zygote_command(argc - 1, argv + 1);
     if (strcmp(cmd, "help") == 0)
         return cmd_help(argc - 1, argv + 1);
     return usage_error(usage_main, "unknown command '%s'", cmd);

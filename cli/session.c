@@ -22,6 +22,7 @@
 #include "cli/cli.h"
 #include "common/fdio.h"
 #include "contract/errors.h"
+#include "contract/job.h"
 #include "contract/limits.h"
 #include "contract/render_step.h"
 #include "contract/session.h"
@@ -44,6 +45,9 @@ static const char usage_head[] =
     "      --no-render        leave the specs `import kiln` saves as files, unrendered\n"
     "      --zygote SOCKET    fork the interpreter from a server's warm zygote (kiln\n"
     "                         serve starts one) instead of starting a private one\n"
+    "      --request FILE     the session request as one JSON document (docs/session.md,\n"
+    "                         \"Session requests\") instead of the inputs, timeouts, render\n"
+    "                         and limit options\n"
     "limits (the sandbox's for the whole session; --timeout and --cpu each cell's):\n";
 static const char usage_tail[] =
     "  -h, --help             show this help\n"
@@ -66,7 +70,10 @@ static const char *usage(void)
     return text;
 }
 
-enum { OPT_IDLE = 256, OPT_LIFETIME, OPT_NO_RENDER, OPT_ZYGOTE, OPT_LIMIT = 512 };
+enum { OPT_IDLE = 256, OPT_LIFETIME, OPT_NO_RENDER, OPT_ZYGOTE, OPT_REQUEST, OPT_LIMIT = 512 };
+
+/* The largest session request file: limits, a few paths. */
+#define REQUEST_FILE_MAX (1u << 20)
 
 #define INPUTS_MAX 64
 
@@ -74,6 +81,9 @@ typedef struct session_cli {
     kiln_session_options opt;
     kiln_run_input inputs[INPUTS_MAX];
     char *input_copies[INPUTS_MAX];
+    const char *request_path;
+    json_t *request; /* the --request document, which the inputs borrow from */
+    int flags_given; /* an option --request replaces */
     int stdout_broken;
 } session_cli;
 
@@ -107,6 +117,7 @@ static int parse_args(int argc, char **argv, session_cli *c)
         {"lifetime", required_argument, NULL, OPT_LIFETIME},
         {"no-render", no_argument, NULL, OPT_NO_RENDER},
         {"zygote", required_argument, NULL, OPT_ZYGOTE},
+        {"request", required_argument, NULL, OPT_REQUEST},
         {"help", no_argument, NULL, 'h'},
     };
     size_t nfixed = sizeof fixed / sizeof fixed[0];
@@ -129,6 +140,7 @@ static int parse_args(int argc, char **argv, session_cli *c)
                 return 2;
             }
             kiln_limit_set(&c->opt.limits, d, v);
+            c->flags_given = 1;
             continue;
         }
         switch (ch) {
@@ -146,18 +158,25 @@ static int parse_args(int argc, char **argv, session_cli *c)
                 in->name = colon + 1;
             }
             in->host_path = copy;
+            c->flags_given = 1;
             break;
         }
+        case OPT_REQUEST:
+            c->request_path = optarg;
+            break;
         case OPT_IDLE:
             if (parse_seconds_flag("idle-timeout", optarg, &c->opt.idle_seconds) < 0)
                 return 2;
+            c->flags_given = 1;
             break;
         case OPT_LIFETIME:
             if (parse_seconds_flag("lifetime", optarg, &c->opt.lifetime_seconds) < 0)
                 return 2;
+            c->flags_given = 1;
             break;
         case OPT_NO_RENDER:
             c->opt.render = NULL;
+            c->flags_given = 1;
             break;
         case OPT_ZYGOTE:
             c->opt.zygote_socket = optarg;
@@ -173,7 +192,75 @@ static int parse_args(int argc, char **argv, session_cli *c)
     }
     if (optind < argc)
         return usage_error("unexpected argument: ", argv[optind]);
+    if (c->request_path && c->flags_given)
+        return usage_error("--request is the whole session request: give the inputs, limits, "
+                           "timeouts and render in it, not as options",
+                           "");
     return 0;
+}
+
+/* --request FILE: the session request (contract/job.h) in place of the
+ * options. 0, else the exit status, the errors written as a "failed"
+ * event. */
+static int read_request(session_cli *c, void (*emit)(void *, json_t *))
+{
+    kiln_errors errs;
+    kiln_errors_init(&errs);
+    json_error_t jerr;
+    FILE *f = fopen(c->request_path, "re");
+    char *text = NULL;
+    size_t len = 0;
+    if (f) {
+        text = malloc(REQUEST_FILE_MAX + 1);
+        len = text ? fread(text, 1, REQUEST_FILE_MAX + 1, f) : 0;
+        fclose(f);
+    }
+    int status = 0;
+    if (!text) {
+        fprintf(stderr, "kiln session: cannot read %s\n", c->request_path);
+        free(text);
+        return 5;
+    }
+    if (len > REQUEST_FILE_MAX) {
+        kiln_errors_addf(&errs, KILN_E_INVALID_JOB, "", "a session request is at most %u bytes",
+                         REQUEST_FILE_MAX);
+    } else {
+        c->request = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+        if (!c->request)
+            kiln_errors_addf(&errs, KILN_E_INVALID_JOB, "", "not JSON: %s (line %d)", jerr.text,
+                             jerr.line);
+    }
+    free(text);
+    kiln_session_request rq;
+    kiln_job_parse_options po = {.inputs = KILN_JOB_INPUT_PATHS};
+    if (c->request && kiln_session_request_parse(c->request, &po, &rq, &errs) == KILN_E_OK) {
+        c->opt.limits = rq.limits;
+        c->opt.language = rq.language;
+        c->opt.render = rq.render ? &kiln_render_step : NULL;
+        c->opt.idle_seconds = rq.idle_seconds;
+        c->opt.lifetime_seconds = rq.lifetime_seconds;
+        for (size_t i = 0; i < json_array_size(rq.inputs) && i < INPUTS_MAX; i++) {
+            const json_t *in = json_array_get(rq.inputs, i);
+            c->inputs[i].host_path = json_string_value(json_object_get(in, "path"));
+            c->inputs[i].name = json_string_value(json_object_get(in, "name"));
+            c->opt.input_count = i + 1;
+        }
+        return 0;
+    }
+    json_t *ev = json_pack("{s:s}", "event", "failed");
+    json_t *list = kiln_errors_json(&errs);
+    if (ev && list)
+        json_object_update(ev, list);
+    if (ev)
+        emit(c, ev);
+    json_decref(ev);
+    json_decref(list);
+    for (size_t i = 0; i < errs.count; i++)
+        fprintf(stderr, "kiln session: %s: %s\n",
+                errs.items[i].pointer[0] ? errs.items[i].pointer : "(whole request)",
+                errs.items[i].message);
+    status = 2;
+    return status;
 }
 
 /* Each event on a line of its own, written whole. */
@@ -232,7 +319,7 @@ static int read_requests(line_reader *r, kiln_session *s, session_cli *c)
         size_t end = (size_t)(nl - r->buf);
         size_t len = end - from;
         if (!r->skipping && len > 0 && !(len == 1 && r->buf[from] == '\r'))
-            closing = kiln_session_request(s, r->buf + from, len, emit_line, c);
+            closing = kiln_session_handle_line(s, r->buf + from, len, emit_line, c);
         r->skipping = 0;
         from = start = end + 1;
     }
@@ -240,7 +327,7 @@ static int read_requests(line_reader *r, kiln_session *s, session_cli *c)
     r->len -= from;
     if (r->len > KILN_SESSION_REQUEST_BYTES) {
         if (!r->skipping)
-            kiln_session_request_too_long(emit_line, c);
+            kiln_session_line_too_long(emit_line, c);
         r->skipping = 1;
         r->len = 0;
     }
@@ -314,6 +401,8 @@ int kiln_session_main(int argc, char **argv)
         goto free_inputs;
     /* A reader that goes away is an error on write, not a signal. */
     signal(SIGPIPE, SIG_IGN);
+    if (c.request_path && (status = read_request(&c, emit_line)) != 0)
+        goto free_inputs;
     kiln_session *s = NULL;
     kiln_error err;
     memset(&err, 0, sizeof err);
@@ -340,5 +429,26 @@ int kiln_session_main(int argc, char **argv)
 free_inputs:
     for (size_t i = 0; i < c.opt.input_count; i++)
         free(c.input_copies[i]);
+    json_decref(c.request);
     return status < 0 ? 0 : status;
+}
+
+int kiln_zygote_command(int argc, char **argv)
+{
+    if (argc != 2 || argv[1][0] == '-') {
+        fprintf(stderr,
+                "usage: kiln zygote SOCKET\n"
+                "\n"
+                "Serve warm interpreters to `kiln session --zygote SOCKET` (kiln serve\n"
+                "starts one; docs/session.md). Needs root; it drops it after the imports.\n");
+        return argc == 2 && strcmp(argv[1], "--help") == 0 ? 0 : 2;
+    }
+    kiln_error err;
+    memset(&err, 0, sizeof err);
+    int fd = kiln_zygote_listen(argv[1], &err);
+    if (fd < 0) {
+        fprintf(stderr, "kiln zygote: %s\n", err.message);
+        return kiln_status_exit(err.code);
+    }
+    return kiln_zygote_run(fd);
 }

@@ -351,3 +351,83 @@ json_t *kiln_job_request_json(const kiln_job_request *rq, const char *const *pat
                      "inputs", inputs, "limits", kiln_job_limits_json(&rq->limits), "render",
                      rq->render);
 }
+
+/* idle_timeout and lifetime: seconds above 0, at most 30 days. */
+static double check_session_seconds(const json_t *doc, const char *member, kiln_errors *errs)
+{
+    const json_t *v = optional(doc, member);
+    if (!v)
+        return 0;
+    double d = json_number_value(v);
+    char pointer[64];
+    snprintf(pointer, sizeof pointer, "/%s", member);
+    if (!json_is_number(v) || !(d > 0) || !isfinite(d) || d > KILN_SESSION_SECONDS_MAX) {
+        kiln_errors_addf(errs, KILN_E_INVALID_JOB, pointer,
+                         "%s must be a number of seconds above 0 and at most 30 days", member);
+        return 0;
+    }
+    return d;
+}
+
+kiln_status kiln_session_request_parse(const json_t *doc, const kiln_job_parse_options *opt,
+                                       kiln_session_request *out, kiln_errors *errs)
+{
+    static const char *const members[] = {"language",     "inputs",   "limits", "render",
+                                          "idle_timeout", "lifetime", NULL};
+    memset(out, 0, sizeof *out);
+    kiln_errors_init(errs);
+    if (!json_is_object(doc))
+        return kiln_errors_addf(errs, KILN_E_INVALID_JOB, "",
+                                "a session request is a JSON object");
+    const char *key;
+    json_t *value;
+    json_object_foreach((json_t *)doc, key, value) {
+        size_t i = 0;
+        while (members[i] && strcmp(members[i], key) != 0)
+            i++;
+        if (!members[i]) {
+            char pointer[KILN_POINTER_MAX];
+            member_pointer(pointer, sizeof pointer, "", key);
+            kiln_errors_addf(errs, KILN_E_INVALID_JOB, pointer,
+                             "unknown member (a session request has language, inputs, limits, "
+                             "render, idle_timeout and lifetime)");
+        }
+    }
+    /* The members a job request has are checked as a job request's. */
+    kiln_job_request job;
+    memset(&job, 0, sizeof job);
+    check_language(doc, &job, errs);
+    check_render(doc, &job, errs);
+    check_inputs(doc, opt->inputs, &job, errs);
+    check_limits(doc, opt, &job, errs);
+    out->language = job.language;
+    out->render = job.render;
+    out->inputs = job.inputs;
+    out->limits = job.limits;
+    out->idle_seconds = check_session_seconds(doc, "idle_timeout", errs);
+    out->lifetime_seconds = check_session_seconds(doc, "lifetime", errs);
+    if (errs->count || errs->dropped)
+        return errs->count ? errs->items[0].code : KILN_E_INVALID_JOB;
+    return KILN_E_OK;
+}
+
+json_t *kiln_session_request_json(const kiln_session_request *rq, const char *const *paths,
+                                  const char *const *names, size_t input_count)
+{
+    kiln_job_request job;
+    memset(&job, 0, sizeof job);
+    job.code = "";
+    job.language = rq->language;
+    job.limits = rq->limits;
+    job.render = rq->render;
+    json_t *doc = kiln_job_request_json(&job, paths, names, input_count);
+    if (!doc)
+        return NULL;
+    json_object_del(doc, "code");
+    json_object_del(doc, "args");
+    if (rq->idle_seconds > 0)
+        json_object_set_new(doc, "idle_timeout", json_real(rq->idle_seconds));
+    if (rq->lifetime_seconds > 0)
+        json_object_set_new(doc, "lifetime", json_real(rq->lifetime_seconds));
+    return doc;
+}

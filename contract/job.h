@@ -82,4 +82,34 @@ int kiln_job_check_input_names(const char *const *names, const char *const *memb
 json_t *kiln_job_request_json(const kiln_job_request *rq, const char *const *paths,
                               const char *const *names, size_t input_count);
 
+/*
+ * A session request: what a session runs under. The body of POST
+ * /v1/sessions and the document `kiln session --request FILE` reads
+ * (docs/session.md, "Session requests"):
+ *
+ *   {"language": "python"|"bash", "inputs": [...], "limits": {...},
+ *    "render": true, "idle_timeout": SECONDS, "lifetime": SECONDS}
+ *
+ * language is the cells' default; inputs and limits are a job request's;
+ * idle_timeout and lifetime are the session's (0 when not given: the
+ * session's defaults). Borrows the document as kiln_job_request does.
+ */
+#define KILN_SESSION_SECONDS_MAX (30.0 * 86400)
+
+typedef struct kiln_session_request {
+    kiln_run_language language;
+    const json_t *inputs;
+    kiln_run_limits limits;
+    int render;
+    double idle_seconds, lifetime_seconds;
+} kiln_session_request;
+
+kiln_status kiln_session_request_parse(const json_t *doc, const kiln_job_parse_options *opt,
+                                       kiln_session_request *out, kiln_errors *errs);
+
+/* The document of a session request whose inputs are host paths (as
+ * kiln_job_request_json). A new reference; NULL when out of memory. */
+json_t *kiln_session_request_json(const kiln_session_request *rq, const char *const *paths,
+                                  const char *const *names, size_t input_count);
+
 #endif

@@ -65,8 +65,7 @@ static int only_members(const request *rq, const char *const *allowed)
 {
     const char *key;
     json_t *v;
-    json_object_foreach(rq->msg, key, v)
-    {
+    json_object_foreach(rq->msg, key, v) {
         int ok = strcmp(key, "op") == 0 || strcmp(key, "id") == 0;
         for (size_t i = 0; !ok && allowed[i]; i++)
             ok = strcmp(key, allowed[i]) == 0;
@@ -135,8 +134,8 @@ static void do_execute(kiln_session *s, const request *rq)
     }
     kiln_error err;
     memset(&err, 0, sizeof err);
-    if (kiln_session_execute(s, code, len, lang, timeout, rq->id, rq->emit, rq->arg, &err) !=
-        KILN_E_OK)
+    if (kiln_session_execute(s, code, len, language[0] ? &lang : NULL, timeout, rq->id, rq->emit,
+                             rq->arg, &err) != KILN_E_OK)
         reject(rq, &err, kiln_session_ended(s));
 }
 
@@ -177,8 +176,8 @@ static void do_put(kiln_session *s, const request *rq)
     if (len / 4 * 3 > KILN_SESSION_PUT_BYTES + 3) {
         kiln_error err;
         memset(&err, 0, sizeof err);
-        kiln_error_set(&err, KILN_E_LIMIT, "/content_base64",
-                       "a put carries at most %u bytes", KILN_SESSION_PUT_BYTES);
+        kiln_error_set(&err, KILN_E_LIMIT, "/content_base64", "a put carries at most %u bytes",
+                       KILN_SESSION_PUT_BYTES);
         err.limit = KILN_SESSION_PUT_BYTES;
         err.actual = (double)(len / 4 * 3);
         reject(rq, &err, NULL);
@@ -262,8 +261,8 @@ static void do_simple(kiln_session *s, const request *rq, const char *op)
     send_reply(rq, ev);
 }
 
-int kiln_session_request(kiln_session *s, const char *line, size_t len, kiln_session_emit emit,
-                         void *arg)
+int kiln_session_handle_line(kiln_session *s, const char *line, size_t len,
+                             kiln_session_emit emit, void *arg)
 {
     request rq = {.emit = emit, .arg = arg};
     json_error_t jerr;
@@ -284,8 +283,9 @@ int kiln_session_request(kiln_session *s, const char *line, size_t len, kiln_ses
     if (id && !rq.id)
         reject_with(&rq, KILN_E_USAGE, "/id", "must be a string or an integer");
     else if (!op)
-        reject_with(&rq, KILN_E_USAGE, "/op", "is required: execute, interrupt, files, put, "
-                                              "get, info or close");
+        reject_with(&rq, KILN_E_USAGE, "/op",
+                    "is required: execute, interrupt, files, put, "
+                    "get, info or close");
     else if (strcmp(op, "execute") == 0)
         do_execute(s, &rq);
     else if (strcmp(op, "files") == 0)
@@ -305,7 +305,7 @@ int kiln_session_request(kiln_session *s, const char *line, size_t len, kiln_ses
     return closing;
 }
 
-void kiln_session_request_too_long(kiln_session_emit emit, void *arg)
+void kiln_session_line_too_long(kiln_session_emit emit, void *arg)
 {
     request rq = {.emit = emit, .arg = arg};
     kiln_error err;

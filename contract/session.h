@@ -32,11 +32,11 @@
 /* Handle one request line (not NUL-terminated, without its newline) on a
  * live session: replies and the cell's events go to emit. Returns 1 when
  * the request was "close" (the caller closes the session), else 0. */
-int kiln_session_request(kiln_session *s, const char *line, size_t len, kiln_session_emit emit,
-                         void *arg);
+int kiln_session_handle_line(kiln_session *s, const char *line, size_t len,
+                             kiln_session_emit emit, void *arg);
 
 /* The reply to a request line longer than KILN_SESSION_REQUEST_BYTES (the
  * caller skips it to its newline). */
-void kiln_session_request_too_long(kiln_session_emit emit, void *arg);
+void kiln_session_line_too_long(kiln_session_emit emit, void *arg);
 
 #endif

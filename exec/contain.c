@@ -87,10 +87,14 @@ static _Noreturn void become_job(const kiln_contain_job *job)
     setup_failed(job, "start the interpreter", errno);
 }
 
-/* A session's init: ready, then PID 1 reaping whatever the interpreter
- * leaves (its parent, the zygote's child, is outside the namespace, so the
- * interpreter itself is adopted here) until the supervisor ends the
- * sandbox. */
+/* A session's init: ready, then PID 1 reaping the orphans of the
+ * interpreter's processes until the supervisor ends the sandbox (the
+ * interpreter itself is the zygote's: zygote.c). */
+static void on_child(int sig)
+{
+    (void)sig;
+}
+
 static _Noreturn void hold(const kiln_contain_job *job)
 {
     close(job->stdout_fd);
@@ -98,20 +102,21 @@ static _Noreturn void hold(const kiln_contain_job *job)
     close(job->filter_fd);
     if (kiln_pid_init_hide_command_line() < 0)
         setup_failed(job, "hide the host's command line from /proc/1", errno);
-    sigset_t chld;
-    sigemptyset(&chld);
-    sigaddset(&chld, SIGCHLD);
-    sigprocmask(SIG_BLOCK, &chld, NULL);
+    /* A handler, not a blocked signal: the kernel reaps for an init that
+     * ignores SIGCHLD, and waits at the namespace's end for the processes
+     * an init that blocks it has not reaped. */
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_child;
+    sigaction(SIGCHLD, &sa, NULL);
     kiln_contain_report r;
     memset(&r, 0, sizeof r);
     r.kind = KILN_REPORT_READY;
     if (write(job->report_fd, &r, sizeof r) != (ssize_t)sizeof r)
         _exit(127);
     for (;;) {
-        while (waitpid(-1, NULL, WNOHANG) > 0)
-            ;
-        siginfo_t si;
-        sigwaitinfo(&chld, &si);
+        if (waitpid(-1, NULL, __WALL) < 0 && errno == ECHILD)
+            pause();
     }
 }
 

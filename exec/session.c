@@ -95,6 +95,7 @@ typedef struct queued_cell {
 
 struct kiln_session {
     kiln_run_limits limits;
+    kiln_run_language language;
     double idle_seconds, lifetime_seconds;
     const kiln_run_render_step *render;
     kiln_idmap map;
@@ -113,9 +114,9 @@ struct kiln_session {
     size_t queue_len;
     char *pending; /* the control pipe's unwritten bytes */
     size_t pending_len, pending_off;
-    json_t *files;   /* the listing after the last cell: [{name, bytes, media_type, sha256}] */
-    json_t *ended;   /* {"reason", "message", "at"} once lost or expired */
-    json_t *python;  /* the ready frame's "python" */
+    json_t *files;  /* the listing after the last cell: [{name, bytes, media_type, sha256}] */
+    json_t *ended;  /* {"reason", "message", "at"} once lost or expired */
+    json_t *python; /* the ready frame's "python" */
 };
 
 static double now_seconds(void)
@@ -145,8 +146,9 @@ static kiln_status become_supervisor(kiln_error *err)
     /* As run.c's supervisor: no groups the user namespace would keep, and a
      * mount namespace of our own for the job directory. */
     if (setgroups(0, NULL) < 0)
-        return kiln_error_set(err, KILN_E_INTERNAL, "", "kiln session needs root: cannot drop "
-                                                        "groups (%s)",
+        return kiln_error_set(err, KILN_E_INTERNAL, "",
+                              "kiln session needs root: cannot drop "
+                              "groups (%s)",
                               strerror(errno));
     if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
         return kiln_error_set(err, KILN_E_INTERNAL, "",
@@ -195,7 +197,8 @@ static kiln_status build_sandbox(kiln_session *s, const kiln_session_options *op
     }
     char cg_name[64];
     snprintf(cg_name, sizeof cg_name, "kiln-session-%d", (int)getpid());
-    kiln_cgroup_roots roots = {.fs_root = "/sys/fs/cgroup", .proc_self_cgroup = "/proc/self/cgroup"};
+    kiln_cgroup_roots roots = {.fs_root = "/sys/fs/cgroup",
+                               .proc_self_cgroup = "/proc/self/cgroup"};
     st = kiln_cgroup_create(&s->cg, &roots, cg_name, &s->limits, err);
     if (st != KILN_E_OK)
         return st;
@@ -274,8 +277,8 @@ static kiln_status zygote_connect(kiln_session *s, const char *path, kiln_error 
         int saved = errno;
         if (fd >= 0)
             close(fd);
-        return kiln_error_set(err, KILN_E_INTERNAL, "", "cannot reach the zygote at %s: %s",
-                              path, strerror(saved));
+        return kiln_error_set(err, KILN_E_INTERNAL, "", "cannot reach the zygote at %s: %s", path,
+                              strerror(saved));
     }
     s->zygote_sock = fd;
     return KILN_E_OK;
@@ -305,7 +308,7 @@ static int read_within(int fd, void *buf, size_t len, double seconds)
     return 0;
 }
 
-static const char *const ns_names[KILN_SPAWN_NS_COUNT] = {"user", "mnt", "net", "ipc",
+static const char *const ns_names[KILN_SPAWN_NS_COUNT] = {"user", "mnt",    "net", "ipc",
                                                           "uts",  "cgroup", "pid"};
 
 /* Ask the zygote for an interpreter in our sandbox; fill s's channel ends
@@ -351,8 +354,9 @@ static kiln_status spawn_interpreter(kiln_session *s, kiln_error *err)
     memset(&reply, 0, sizeof reply);
     if (kiln_spawn_send(s->zygote_sock, &req, give) < 0 ||
         read_within(s->zygote_sock, &reply, sizeof reply, START_SECONDS) < 0 || reply.pid <= 0) {
-        st = kiln_error_set(err, KILN_E_INTERNAL, "", "the zygote could not start an "
-                                                      "interpreter%s%s",
+        st = kiln_error_set(err, KILN_E_INTERNAL, "",
+                            "the zygote could not start an "
+                            "interpreter%s%s",
                             reply.err_no ? ": " : "", reply.err_no ? strerror(reply.err_no) : "");
         goto close_fds;
     }
@@ -453,11 +457,10 @@ static json_t *job_env_json(void)
 /* Send the init request and wait for "ready". */
 static kiln_status start_runtime(kiln_session *s, kiln_error *err)
 {
-    json_t *init = json_pack("{s:s,s:o,s:{s:I,s:I,s:I,s:I}}", "op", "init", "env",
-                             job_env_json(), "caps", "display_bytes",
-                             (json_int_t)KILN_SESSION_DISPLAY_BYTES, "display_items",
-                             (json_int_t)KILN_SESSION_DISPLAY_ITEMS, "table_rows",
-                             (json_int_t)KILN_SESSION_TABLE_ROWS, "frame_bytes",
+    json_t *init = json_pack("{s:s,s:o,s:{s:I,s:I,s:I,s:I}}", "op", "init", "env", job_env_json(),
+                             "caps", "display_bytes", (json_int_t)KILN_SESSION_DISPLAY_BYTES,
+                             "display_items", (json_int_t)KILN_SESSION_DISPLAY_ITEMS,
+                             "table_rows", (json_int_t)KILN_SESSION_TABLE_ROWS, "frame_bytes",
                              (json_int_t)KILN_SESSION_FRAME_BYTES);
     if (!init)
         return kiln_error_set(err, KILN_E_NOMEM, "", "out of memory");
@@ -516,9 +519,10 @@ kiln_status kiln_session_open(const kiln_session_options *opt, kiln_session **ou
     s->limits = opt->limits;
     kiln_job_limits_fill(&s->limits);
     s->idle_seconds = opt->idle_seconds > 0 ? opt->idle_seconds : IDLE_DEFAULT_SECONDS;
-    s->lifetime_seconds =
-        opt->lifetime_seconds > 0 ? opt->lifetime_seconds : LIFETIME_DEFAULT_SECONDS;
+    s->lifetime_seconds = opt->lifetime_seconds > 0 ? opt->lifetime_seconds
+                                                    : LIFETIME_DEFAULT_SECONDS;
     s->render = opt->render;
+    s->language = opt->language;
     s->created = s->last_active = now_seconds();
     struct timespec wall;
     clock_gettime(CLOCK_REALTIME, &wall);
@@ -554,7 +558,8 @@ kiln_status kiln_session_open(const kiln_session_options *opt, kiln_session **ou
 
 json_t *kiln_session_info(const kiln_session *s)
 {
-    json_t *info = json_pack("{s:o,s:f,s:f,s:O?,s:I,s:b,s:f}", "limits",
+    json_t *info = json_pack("{s:s,s:o,s:f,s:f,s:O?,s:I,s:b,s:f}", "language",
+                             s->language == KILN_LANG_BASH ? "bash" : "python", "limits",
                              kiln_job_limits_json(&s->limits), "idle_seconds", s->idle_seconds,
                              "lifetime_seconds", s->lifetime_seconds, "python", s->python,
                              "cells", (json_int_t)s->cells, "busy", s->busy, "started_at",
@@ -566,10 +571,18 @@ json_t *kiln_session_info(const kiln_session *s)
 
 /* ---- ending ------------------------------------------------------------ */
 
+/* Killing the PID namespace's init makes the kernel kill every process in
+ * it, and its end waits for theirs; reaped, it no longer holds the cgroup
+ * (a zombie is still listed there on v1), whose kill catches a process
+ * caught mid-fork. */
 static void kill_sandbox(kiln_session *s)
 {
-    if (s->init_pid > 0)
+    if (s->init_pid > 0) {
         kill(s->init_pid, SIGKILL);
+        while (waitpid(s->init_pid, NULL, 0) < 0 && errno == EINTR)
+            ;
+        s->init_pid = 0;
+    }
     if (s->cg.version)
         kiln_cgroup_kill_all(&s->cg);
 }
@@ -627,8 +640,6 @@ void kiln_session_close(kiln_session *s)
         s->ctl = -1;
     }
     kill_sandbox(s);
-    if (s->init_pid > 0)
-        waitpid(s->init_pid, NULL, 0);
     if (s->zygote_pid > 0) {
         kill(s->zygote_pid, SIGKILL);
         waitpid(s->zygote_pid, NULL, 0);
@@ -751,7 +762,7 @@ static kiln_status start_cell(kiln_session *s, const queued_cell *q, kiln_sessio
 }
 
 kiln_status kiln_session_execute(kiln_session *s, const char *code, size_t len,
-                                 kiln_run_language language, double timeout, json_t *id,
+                                 const kiln_run_language *language, double timeout, json_t *id,
                                  kiln_session_emit emit, void *arg, kiln_error *err)
 {
     if (s->ended)
@@ -768,8 +779,11 @@ kiln_status kiln_session_execute(kiln_session *s, const char *code, size_t len,
         return kiln_error_set(err, KILN_E_BUSY, "",
                               "cell %llu is running and %d more are waiting",
                               (unsigned long long)s->c.number, KILN_SESSION_QUEUE_MAX);
-    queued_cell q = {.code = malloc(len + 1), .len = len, .language = language,
-                     .timeout = timeout, .id = json_incref(id)};
+    queued_cell q = {.code = malloc(len + 1),
+                     .len = len,
+                     .language = language ? *language : s->language,
+                     .timeout = timeout,
+                     .id = json_incref(id)};
     if (!q.code) {
         queued_release(&q);
         return kiln_error_set(err, KILN_E_NOMEM, "", "out of memory");
@@ -897,8 +911,7 @@ static json_t *checked_bundle(json_t *data)
         return NULL;
     const char *mime;
     json_t *v;
-    json_object_foreach(data, mime, v)
-    {
+    json_object_foreach(data, mime, v) {
         size_t n = strlen(mime);
         int json_type = strcmp(mime, "application/json") == 0 ||
                         (n > 5 && strcmp(mime + n - 5, "+json") == 0);
@@ -946,7 +959,9 @@ static void take_error(kiln_session *s, json_t *frame, kiln_session_emit emit, v
         return;
     size_t i;
     json_t *line;
-    json_array_foreach(tb, i, line) if (!json_is_string(line)) return;
+    json_array_foreach(tb, i, line)
+        if (!json_is_string(line))
+            return;
     s->c.error = json_pack("{s:s,s:s,s:O}", "ename", ename, "evalue", evalue, "traceback", tb);
     json_t *ev = cell_event(s, "error");
     if (ev && s->c.error)
@@ -966,8 +981,7 @@ static void take_frame(kiln_session *s, const char *line, size_t len, kiln_sessi
     json_t *frame = json_loadb(line, len, JSON_REJECT_DUPLICATES, NULL);
     const char *ev = json_string_value(json_object_get(frame, "ev"));
     json_t *cellno = json_object_get(frame, "cell");
-    if (!ev || !json_is_integer(cellno) ||
-        (uint64_t)json_integer_value(cellno) != s->c.number) {
+    if (!ev || !json_is_integer(cellno) || (uint64_t)json_integer_value(cellno) != s->c.number) {
         json_decref(frame);
         return;
     }
@@ -987,9 +1001,11 @@ static void take_frame(kiln_session *s, const char *line, size_t len, kiln_sessi
                 s->c.runtime_status = statuses[i];
         json_t *dropped = json_object_get(frame, "dropped");
         json_t *d = json_object_get(dropped, "displays"), *b = json_object_get(dropped, "bytes");
-        if (json_is_integer(d) && json_integer_value(d) > 0 && json_integer_value(d) < (1LL << 40))
+        if (json_is_integer(d) && json_integer_value(d) > 0 &&
+            json_integer_value(d) < (1LL << 40))
             s->c.dropped_displays += (uint64_t)json_integer_value(d);
-        if (json_is_integer(b) && json_integer_value(b) > 0 && json_integer_value(b) < (1LL << 50))
+        if (json_is_integer(b) && json_integer_value(b) > 0 &&
+            json_integer_value(b) < (1LL << 50))
             s->c.dropped_bytes += (uint64_t)json_integer_value(b);
         json_decref(frame);
         finish_cell(s, emit, arg);
@@ -1076,13 +1092,11 @@ static json_t *changed_files(json_t *before, json_t *now, json_t *documents)
     json_t *changed = json_array();
     size_t i, j;
     json_t *f, *g;
-    json_array_foreach(now, i, f)
-    {
+    json_array_foreach(now, i, f) {
         const char *name = json_string_value(json_object_get(f, "name"));
         const char *sha = json_string_value(json_object_get(f, "sha256"));
         int same = 0;
-        json_array_foreach(before, j, g)
-        {
+        json_array_foreach(before, j, g) {
             if (json_equal(json_object_get(g, "name"), json_object_get(f, "name"))) {
                 const char *old = json_string_value(json_object_get(g, "sha256"));
                 same = old && sha && strcmp(old, sha) == 0;
@@ -1093,8 +1107,7 @@ static json_t *changed_files(json_t *before, json_t *now, json_t *documents)
             continue;
         json_t *copy = json_deep_copy(f);
         int is_doc = 0;
-        json_array_foreach(documents, j, g)
-        {
+        json_array_foreach(documents, j, g) {
             const char *doc = json_string_value(json_object_get(g, "name"));
             if (doc && name && strcmp(doc, name) == 0 && json_is_true(json_object_get(g, "ok")))
                 is_doc = 1;
@@ -1117,8 +1130,7 @@ static void remove_specs(kiln_session *s, json_t *renders)
         return;
     size_t i;
     json_t *r;
-    json_array_foreach(renders, i, r)
-    {
+    json_array_foreach(renders, i, r) {
         const char *spec = json_string_value(json_object_get(r, "spec"));
         const char *prefix = KILN_SPEC_DIR "/";
         if (spec && strncmp(spec, prefix, strlen(prefix)) == 0 &&
@@ -1145,10 +1157,10 @@ static void finish_cell(kiln_session *s, kiln_session_emit emit, void *arg)
 
     json_t *documents = NULL, *changed = NULL;
     if (!s->ended) {
-        json_t *renders = s->render ? kiln_render_job_specs(&s->jd, &s->map, &s->limits,
-                                                            s->limits.output_file_bytes,
-                                                            s->render)
-                                    : NULL;
+        json_t *renders = s->render
+                              ? kiln_render_job_specs(&s->jd, &s->map, &s->limits,
+                                                      s->limits.output_file_bytes, s->render)
+                              : NULL;
         documents = renders ? renders : json_array();
         if (renders)
             remove_specs(s, renders);
@@ -1371,8 +1383,7 @@ json_t *kiln_session_put(kiln_session *s, const char *name, const void *data, si
     json_t *files = kiln_session_files(s, err);
     size_t i;
     json_t *f;
-    json_array_foreach(files, i, f)
-    {
+    json_array_foreach(files, i, f) {
         const char *n = json_string_value(json_object_get(f, "name"));
         if (n && strcmp(n, name) == 0)
             entry = json_incref(f);

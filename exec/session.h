@@ -51,13 +51,14 @@ typedef struct kiln_session_options {
      * stdout and stderr; the output limits what a `get` returns and what a
      * cell's files may be. 0 = the default. */
     kiln_run_limits limits;
-    double idle_seconds;     /* no cell for this long ends the session; 0 = 20 minutes */
-    double lifetime_seconds; /* the session ends this long after it began; 0 = 12 hours */
+    kiln_run_language language;   /* a cell's when its request does not say */
+    double idle_seconds;          /* no cell for this long ends the session; 0 = 20 minutes */
+    double lifetime_seconds;      /* the session ends this long after it began; 0 = 12 hours */
     const kiln_run_input *inputs; /* copied into /mnt/data before the first cell */
     size_t input_count;
     const kiln_run_render_step *render; /* what to do with the specs `import kiln` saved;
                                            NULL = leave them */
-    const char *zygote_socket; /* a server's shared zygote; NULL = start a private one */
+    const char *zygote_socket;          /* a server's shared zygote; NULL = start a private one */
 } kiln_session_options;
 
 /* Caller's callback for each event. The event is borrowed. */
@@ -75,12 +76,13 @@ json_t *kiln_session_info(const kiln_session *s);
 
 /* Start a cell and emit its "started" event, or, while one runs, queue it
  * (a "queued" event; it starts when those before it have ended).
- * KILN_E_BUSY when KILN_SESSION_QUEUE_MAX are waiting already, KILN_E_GONE
+ * language NULL: the session's. KILN_E_BUSY when KILN_SESSION_QUEUE_MAX
+ * are waiting already, KILN_E_GONE
  * when the session has ended, KILN_E_LIMIT a timeout over wall_seconds. timeout 0 =
  * limits.wall_seconds. id (borrowed, may be NULL) is echoed in the cell's
  * events. */
 kiln_status kiln_session_execute(kiln_session *s, const char *code, size_t len,
-                                 kiln_run_language language, double timeout, json_t *id,
+                                 const kiln_run_language *language, double timeout, json_t *id,
                                  kiln_session_emit emit, void *arg, kiln_error *err);
 
 /* Interrupt the running cell (KeyboardInterrupt; the session survives).
@@ -113,6 +115,13 @@ json_t *kiln_session_put(kiln_session *s, const char *name, const void *data, si
  * *data malloc'ed. */
 kiln_status kiln_session_get(kiln_session *s, const char *name, char **data, size_t *len,
                              kiln_error *err);
+
+/* A server's shared zygote (`kiln zygote SOCKET`, which kiln serve starts):
+ * kiln_zygote_listen binds and listens at path (mode 0600, replacing a
+ * stale socket) and returns the descriptor, or -1 with err; kiln_zygote_main
+ * (exec_internal.h) then serves it. Needs root; the zygote drops it. */
+int kiln_zygote_listen(const char *path, kiln_error *err);
+int kiln_zygote_run(int listen_fd);
 
 /* End the interpreter and the sandbox, remove the cgroup and the job
  * directory, free s. Safe on NULL. */

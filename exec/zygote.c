@@ -45,6 +45,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -52,6 +53,7 @@
 #include "common/fdio.h"
 #include "common/templates.h"
 #include "exec/exec_internal.h"
+#include "exec/session.h"
 #include "../common/banned.h"
 
 #ifndef KILN_LIBPYTHON
@@ -249,8 +251,8 @@ static int single_threaded(void)
  * they are entered: the user namespace first (it gives the capabilities
  * the others need), the PID namespace last (it applies to children only). */
 static const int spawn_ns_types[KILN_SPAWN_NS_COUNT] = {
-    CLONE_NEWUSER, CLONE_NEWNS, CLONE_NEWNET, CLONE_NEWIPC, CLONE_NEWUTS, CLONE_NEWCGROUP,
-    CLONE_NEWPID,
+    CLONE_NEWUSER, CLONE_NEWNS,     CLONE_NEWNET, CLONE_NEWIPC,
+    CLONE_NEWUTS,  CLONE_NEWCGROUP, CLONE_NEWPID,
 };
 
 /* Renumber the request's descriptors to 3.. (their index + 3), close
@@ -303,9 +305,9 @@ static _Noreturn void become_interpreter(const python_api *py, const int *fds,
     if (kiln_rlimits_apply(limits, &what) < 0 || kiln_user_drop(&what) < 0)
         goto failed;
     /* kiln_user_drop ties us to our parent's death, but our parent (the
-     * zygote's child) ends now on purpose: the sandbox's init adopts us,
-     * and its death takes the whole PID namespace anyway. It waits for this
-     * byte before it ends. */
+     * zygote's child) ends now on purpose: the zygote adopts us, and the
+     * death of the session's init takes its whole PID namespace anyway.
+     * Our parent waits for this byte before it ends. */
     if (prctl(PR_SET_PDEATHSIG, 0, 0, 0, 0) < 0 || write(ack_fd, "a", 1) != 1) {
         what = "leave the zygote";
         goto failed;
@@ -327,6 +329,7 @@ failed:
  * PID namespace, tell the supervisor its pid, end. */
 static _Noreturn void enter_session(const python_api *py, int *fds, const kiln_run_limits *limits)
 {
+    signal(SIGCHLD, SIG_DFL);
     if (keep_only_request_fds(fds) < 0)
         _exit(127);
     if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
@@ -336,8 +339,9 @@ static _Noreturn void enter_session(const python_api *py, int *fds, const kiln_r
         _exit(127);
     for (int i = 0; i < KILN_SPAWN_NS_COUNT; i++) {
         if (setns(fds[i], spawn_ns_types[i]) < 0) {
-            dprintf(fds[KILN_SPAWN_ERR], "kiln: the session's interpreter could not enter "
-                                         "its namespaces: %s\n",
+            dprintf(fds[KILN_SPAWN_ERR],
+                    "kiln: the session's interpreter could not enter "
+                    "its namespaces: %s\n",
                     strerror(errno));
             _exit(127);
         }
@@ -386,11 +390,43 @@ static int serve_one(const python_api *py, int conn)
     reply.pid = pid > 0 ? (int32_t)pid : -1;
     reply.err_no = pid > 0 ? 0 : saved;
     ssize_t n = send(conn, &reply, sizeof reply, MSG_NOSIGNAL);
-    /* The child ends as soon as it has forked the interpreter: reap it,
-     * and any earlier one. */
-    while (waitpid(-1, NULL, WNOHANG) > 0)
-        ;
     return n == (ssize_t)sizeof reply ? 1 : -1;
+}
+
+/* Only root (a session's supervisor) may ask for an interpreter: the
+ * socket's directory is root's alone, and the peer's credentials say so
+ * again. */
+static int peer_is_root(int conn)
+{
+    struct ucred cred;
+    socklen_t len = sizeof cred;
+    return getsockopt(conn, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 && cred.uid == 0;
+}
+
+int kiln_zygote_listen(const char *path, kiln_error *err)
+{
+    struct sockaddr_un addr = {.sun_family = AF_UNIX};
+    if (strlen(path) >= sizeof addr.sun_path) {
+        kiln_error_set(err, KILN_E_USAGE, "", "the socket path %s is too long", path);
+        return -1;
+    }
+    memcpy(addr.sun_path, path, strlen(path) + 1);
+    int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        kiln_error_set(err, KILN_E_INTERNAL, "", "cannot make a socket: %s", strerror(errno));
+        return -1;
+    }
+    unlink(path); /* a zygote that died left its socket */
+    mode_t old = umask(0177);
+    int rc = bind(fd, (struct sockaddr *)&addr, sizeof addr);
+    umask(old);
+    if (rc < 0 || listen(fd, 64) < 0) {
+        kiln_error_set(err, KILN_E_INTERNAL, "", "cannot listen at %s: %s", path,
+                       strerror(errno));
+        close(fd);
+        return -1;
+    }
+    return fd;
 }
 
 int kiln_zygote_main(int sock, int listening)
@@ -398,9 +434,7 @@ int kiln_zygote_main(int sock, int listening)
     const char *what = NULL;
     python_api py;
     prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-    /* Its parent's SIGCHLD handling must not reach the zygote's children. */
-    signal(SIGCHLD, SIG_DFL);
-    if (dup3(sock, 3, O_CLOEXEC) < 0 || syscall(SYS_close_range, 4, ~0u, 0) < 0)
+    if ((sock != 3 && dup3(sock, 3, O_CLOEXEC) < 0) || syscall(SYS_close_range, 4, ~0u, 0) < 0)
         return 127;
     sock = 3;
     clearenv();
@@ -419,12 +453,28 @@ int kiln_zygote_main(int sock, int listening)
         errno = EBUSY;
         goto failed;
     }
+    /* The zygote's children end as soon as they have forked an
+     * interpreter, which the kernel then gives to the nearest subreaper
+     * among its ancestors (not to the session's init: the orphan goes by
+     * its parent's PID namespace, the host's). Let that be the zygote, and
+     * let it reap at once: a zombie interpreter would hold its session's
+     * PID namespace open, and its init's end, for as long as no one reaped
+     * it. The interpreter gets SIGCHLD back (enter_session). */
+    signal(SIGCHLD, SIG_IGN);
+    if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0) {
+        what = "become the interpreters' reaper";
+        goto failed;
+    }
     for (;;) {
         int conn = listening ? accept4(sock, NULL, NULL, SOCK_CLOEXEC) : sock;
         if (conn < 0 && errno == EINTR)
             continue;
         if (conn < 0)
             return 1;
+        if (listening && !peer_is_root(conn)) {
+            close(conn);
+            continue;
+        }
         int rc;
         do
             rc = serve_one(&py, conn);
@@ -438,6 +488,11 @@ failed:
     return 127;
 }
 
+int kiln_zygote_run(int listen_fd)
+{
+    return kiln_zygote_main(listen_fd, 1);
+}
+
 /* ---- the request, both sides ------------------------------------------- */
 
 int kiln_spawn_send(int sock, const kiln_spawn_request *req, const int *fds)
@@ -445,8 +500,10 @@ int kiln_spawn_send(int sock, const kiln_spawn_request *req, const int *fds)
     char control[CMSG_SPACE(sizeof(int) * KILN_SPAWN_FD_COUNT)];
     memset(control, 0, sizeof control);
     struct iovec iov = {.iov_base = (void *)req, .iov_len = sizeof *req};
-    struct msghdr msg = {
-        .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control, .msg_controllen = sizeof control};
+    struct msghdr msg = {.msg_iov = &iov,
+                         .msg_iovlen = 1,
+                         .msg_control = control,
+                         .msg_controllen = sizeof control};
     struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
     c->cmsg_level = SOL_SOCKET;
     c->cmsg_type = SCM_RIGHTS;
@@ -463,8 +520,10 @@ int kiln_spawn_recv(int sock, kiln_spawn_request *req, int *fds)
 {
     char control[CMSG_SPACE(sizeof(int) * KILN_SPAWN_FD_COUNT)];
     struct iovec iov = {.iov_base = req, .iov_len = sizeof *req};
-    struct msghdr msg = {
-        .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control, .msg_controllen = sizeof control};
+    struct msghdr msg = {.msg_iov = &iov,
+                         .msg_iovlen = 1,
+                         .msg_control = control,
+                         .msg_controllen = sizeof control};
     ssize_t n;
     do
         n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
