@@ -76,6 +76,8 @@ typedef struct cell {
     double started, deadline, cpu_limit, stop_at;
     uint64_t cpu_start, oom_start;
     stop_reason stop;
+    int running;        /* the runtime's "running" frame came: SIGINT reaches the cell */
+    int signal_pending; /* a stop waits for it */
     kiln_stream out, err;
     size_t out_emitted, err_emitted;
     json_t *outputs; /* display and result bundles, in order */
@@ -833,6 +835,19 @@ static void next_cell(kiln_session *s, kiln_session_emit emit, void *arg)
     }
 }
 
+/* SIGINT reaches the cell only once the runtime has said it is running the
+ * user's code (its "running" frame): before that, the runtime ignores the
+ * signal, and the interrupt would be lost while the cell goes on. So a stop
+ * asked for before waits for that frame (take_frame). The grace period
+ * runs from the asking either way. */
+static void signal_cell(kiln_session *s)
+{
+    if (s->c.running)
+        kill(s->interp_pid, SIGINT);
+    else
+        s->c.signal_pending = 1;
+}
+
 int kiln_session_interrupt(kiln_session *s)
 {
     if (!s->busy || s->ended)
@@ -841,7 +856,7 @@ int kiln_session_interrupt(kiln_session *s)
         s->c.stop = STOP_USER;
         s->c.stop_at = now_seconds() + INTERRUPT_GRACE_SECONDS;
     }
-    kill(s->interp_pid, SIGINT);
+    signal_cell(s);
     return 1;
 }
 
@@ -851,7 +866,7 @@ static void stop_cell(kiln_session *s, stop_reason why)
         return;
     s->c.stop = why;
     s->c.stop_at = now_seconds() + INTERRUPT_GRACE_SECONDS;
-    kill(s->interp_pid, SIGINT);
+    signal_cell(s);
 }
 
 /* ---- the streams ------------------------------------------------------- */
@@ -988,7 +1003,13 @@ static void take_frame(kiln_session *s, const char *line, size_t len, kiln_sessi
     /* What came before this frame on stdout and stderr came before it. */
     drain_stream(s, 0, emit, arg);
     drain_stream(s, 1, emit, arg);
-    if (strcmp(ev, "display") == 0 || strcmp(ev, "result") == 0) {
+    if (strcmp(ev, "running") == 0) {
+        s->c.running = 1;
+        if (s->c.signal_pending) {
+            s->c.signal_pending = 0;
+            kill(s->interp_pid, SIGINT);
+        }
+    } else if (strcmp(ev, "display") == 0 || strcmp(ev, "result") == 0) {
         take_display(s, frame, ev, len, emit, arg);
     } else if (strcmp(ev, "error") == 0) {
         take_error(s, frame, emit, arg);
@@ -1380,6 +1401,8 @@ json_t *kiln_session_put(kiln_session *s, const char *name, const void *data, si
             err->limit = (double)s->limits.job_dir_bytes;
         goto close_dir;
     }
+    /* The listing a cell's changes are judged against takes the put file
+     * in: a cell reports what it changed, not what was put. */
     json_t *files = kiln_session_files(s, err);
     size_t i;
     json_t *f;
@@ -1388,7 +1411,10 @@ json_t *kiln_session_put(kiln_session *s, const char *name, const void *data, si
         if (n && strcmp(n, name) == 0)
             entry = json_incref(f);
     }
-    json_decref(files);
+    if (files) {
+        json_decref(s->files);
+        s->files = files;
+    }
     if (!entry && err)
         kiln_error_set(err, KILN_E_INTERNAL, "", "%s was written but is not listed", name);
 close_dir:
