@@ -25,6 +25,7 @@
  *   fontcache.c   matplotlib's font list, made once by Kiln's own code
  *   zygote.c   the warm interpreter sessions are forked from (session.c is
  *              the supervisor of one session, exec/session.h its face)
+ *   frames.c   a session's event channel, read as untrusted input
  *   result.c   the JSON result
  *
  * None of these print. Functions that run inside the sandbox before exec
@@ -360,6 +361,51 @@ const char *kiln_python_lib(size_t *len);
 /* The environment of a job's program (NULL-terminated, static); `path` is
  * its PATH entry (run.c's job_path), NULL for the default. */
 const char *const *kiln_job_environment(const char **path);
+
+/* ---- frames.c ---------------------------------------------------------- */
+
+/* Lines of at most max bytes from a byte stream; longer ones are skipped
+ * to their newline and counted. The buffer grows to max + 64 KiB at most. */
+typedef struct kiln_frame_reader {
+    char *buf;
+    size_t len, cap, max;
+    int skipping;       /* inside a line over max */
+    uint64_t oversized; /* lines skipped */
+} kiln_frame_reader;
+
+typedef void (*kiln_frame_line_fn)(void *arg, const char *line, size_t len);
+
+void kiln_frame_reader_init(kiln_frame_reader *r, size_t max);
+/* Take data; each complete line (without its newline) goes to line(). 0,
+ * or -1 when out of memory (what was fed is dropped). */
+int kiln_frame_reader_feed(kiln_frame_reader *r, const char *data, size_t len,
+                           kiln_frame_line_fn line, void *arg);
+void kiln_frame_reader_release(kiln_frame_reader *r);
+
+typedef enum {
+    KILN_FRAME_NONE,    /* not a frame of the cell: ignored */
+    KILN_FRAME_RUNNING, /* the runtime runs the user's code now */
+    KILN_FRAME_DISPLAY,
+    KILN_FRAME_RESULT,
+    KILN_FRAME_ERROR,
+    KILN_FRAME_DONE,
+} kiln_frame_kind;
+
+/* A checked frame. Every pointer is borrowed from root. */
+typedef struct kiln_frame {
+    kiln_frame_kind kind;
+    json_t *root;                             /* owned: kiln_frame_release */
+    json_t *data, *metadata;                  /* DISPLAY, RESULT: a bundle; an object or NULL */
+    const char *ename, *evalue;               /* ERROR */
+    json_t *traceback;                        /* ERROR: an array of strings */
+    const char *status;                       /* DONE: "ok", "error" or "interrupted" (static) */
+    uint64_t dropped_displays, dropped_bytes; /* DONE: what the runtime left out */
+} kiln_frame;
+
+/* One line as a frame of cell `cell`; KILN_FRAME_NONE (nothing held) for
+ * anything else. */
+kiln_frame_kind kiln_frame_parse(const char *line, size_t len, uint64_t cell, kiln_frame *f);
+void kiln_frame_release(kiln_frame *f);
 
 /* ---- zygote.c ---------------------------------------------------------- */
 

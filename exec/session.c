@@ -60,15 +60,6 @@ typedef enum {
     STOP_OUTPUT,  /* stdout + stderr passed stream_kill_bytes */
 } stop_reason;
 
-/* The event pipe's reader: complete lines up to KILN_SESSION_FRAME_BYTES;
- * a longer one is skipped to its newline and counted. */
-typedef struct frame_reader {
-    char *buf;
-    size_t len, cap;
-    int skipping;
-    uint64_t oversized;
-} frame_reader;
-
 typedef struct cell {
     uint64_t number;
     json_t *id; /* the request's, or NULL */
@@ -107,7 +98,7 @@ struct kiln_session {
     pid_t init_pid, zygote_pid, interp_pid;
     int init_report, zygote_sock, interp_pidfd;
     int ctl, ev, out, err; /* our ends */
-    frame_reader frames;
+    kiln_frame_reader frames;
     double created, last_active, created_wall;
     uint64_t cells;
     int busy;
@@ -518,6 +509,7 @@ kiln_status kiln_session_open(const kiln_session_options *opt, kiln_session **ou
     s->jd.fd = -1;
     s->init_report = s->zygote_sock = s->interp_pidfd = -1;
     s->ctl = s->ev = s->out = s->err = -1;
+    kiln_frame_reader_init(&s->frames, KILN_SESSION_FRAME_BYTES);
     s->limits = opt->limits;
     kiln_job_limits_fill(&s->limits);
     s->idle_seconds = opt->idle_seconds > 0 ? opt->idle_seconds : IDLE_DEFAULT_SECONDS;
@@ -657,7 +649,7 @@ void kiln_session_close(kiln_session *s)
     kiln_cgroup_release(&s->cg);
     kiln_jobdir_release(&s->jd);
     kiln_seccomp_program_release(&s->filter);
-    free(s->frames.buf);
+    kiln_frame_reader_release(&s->frames);
     json_decref(s->files);
     json_decref(s->ended);
     json_decref(s->python);
@@ -917,33 +909,13 @@ static int drain_stream(kiln_session *s, int is_err, kiln_session_emit emit, voi
 
 /* ---- frames ------------------------------------------------------------ */
 
-/* A MIME bundle from an untrusted frame: an object of MIME type -> string
- * (or, for JSON types, any JSON value). NULL when it is not one. */
-static json_t *checked_bundle(json_t *data)
-{
-    if (!json_is_object(data) || json_object_size(data) == 0 ||
-        json_object_size(data) > KILN_SESSION_BUNDLE_TYPES)
-        return NULL;
-    const char *mime;
-    json_t *v;
-    json_object_foreach(data, mime, v) {
-        size_t n = strlen(mime);
-        int json_type = strcmp(mime, "application/json") == 0 ||
-                        (n > 5 && strcmp(mime + n - 5, "+json") == 0);
-        if (n == 0 || n > 127 || !strchr(mime, '/') || (!json_type && !json_is_string(v)))
-            return NULL;
-    }
-    return data;
-}
-
-static void take_display(kiln_session *s, json_t *frame, const char *kind, size_t frame_len,
+/* A display or result frame: the cell's event, kept for its record, when
+ * the cell's caps have room for it. */
+static void take_display(kiln_session *s, const kiln_frame *f, size_t frame_len,
                          kiln_session_emit emit, void *arg)
 {
     cell *c = &s->c;
-    json_t *data = checked_bundle(json_object_get(frame, "data"));
-    json_t *metadata = json_object_get(frame, "metadata");
-    if (!data)
-        return;
+    const char *kind = f->kind == KILN_FRAME_DISPLAY ? "display" : "result";
     if (c->display_count >= KILN_SESSION_DISPLAY_ITEMS ||
         c->display_bytes + frame_len > KILN_SESSION_DISPLAY_BYTES) {
         c->dropped_displays++;
@@ -955,29 +927,24 @@ static void take_display(kiln_session *s, json_t *frame, const char *kind, size_
     json_t *ev = cell_event(s, kind);
     if (!ev)
         return;
-    json_object_set(ev, "data", data);
-    json_object_set_new(ev, "metadata",
-                        json_is_object(metadata) ? json_incref(metadata) : json_object());
-    json_t *kept = json_pack("{s:s,s:O,s:O}", "type", kind, "data", data, "metadata",
-                             json_object_get(ev, "metadata"));
+    json_t *metadata = f->metadata ? json_incref(f->metadata) : json_object();
+    json_object_set(ev, "data", f->data);
+    json_object_set(ev, "metadata", metadata);
+    json_t *kept = json_pack("{s:s,s:O,s:O}", "type", kind, "data", f->data, "metadata",
+                             metadata);
+    json_decref(metadata);
     if (kept)
         json_array_append_new(c->outputs, kept);
     emit_new(emit, arg, ev);
 }
 
-static void take_error(kiln_session *s, json_t *frame, kiln_session_emit emit, void *arg)
+/* The cell's exception: the first error frame (a cell raises once). */
+static void take_error(kiln_session *s, const kiln_frame *f, kiln_session_emit emit, void *arg)
 {
-    const char *ename = json_string_value(json_object_get(frame, "ename"));
-    const char *evalue = json_string_value(json_object_get(frame, "evalue"));
-    json_t *tb = json_object_get(frame, "traceback");
-    if (!ename || !evalue || !json_is_array(tb) || s->c.error)
+    if (s->c.error)
         return;
-    size_t i;
-    json_t *line;
-    json_array_foreach(tb, i, line)
-        if (!json_is_string(line))
-            return;
-    s->c.error = json_pack("{s:s,s:s,s:O}", "ename", ename, "evalue", evalue, "traceback", tb);
+    s->c.error = json_pack("{s:s,s:s,s:O}", "ename", f->ename, "evalue", f->evalue, "traceback",
+                           f->traceback);
     json_t *ev = cell_event(s, "error");
     if (ev && s->c.error)
         json_object_update(ev, s->c.error);
@@ -986,99 +953,67 @@ static void take_error(kiln_session *s, json_t *frame, kiln_session_emit emit, v
 
 static void finish_cell(kiln_session *s, kiln_session_emit emit, void *arg);
 
-/* One line from the event pipe. Anything that is not a well-formed frame of
- * the running cell is ignored: only the cell's own outputs can come of it. */
-static void take_frame(kiln_session *s, const char *line, size_t len, kiln_session_emit emit,
-                       void *arg)
+typedef struct frame_sink {
+    kiln_session *s;
+    kiln_session_emit emit;
+    void *arg;
+} frame_sink;
+
+/* One line from the event pipe (frames.c says what counts as a frame). */
+static void take_frame(void *arg, const char *line, size_t len)
 {
-    if (!s->busy)
+    frame_sink *sink = arg;
+    kiln_session *s = sink->s;
+    kiln_frame f;
+    if (!s->busy || kiln_frame_parse(line, len, s->c.number, &f) == KILN_FRAME_NONE)
         return;
-    json_t *frame = json_loadb(line, len, JSON_REJECT_DUPLICATES, NULL);
-    const char *ev = json_string_value(json_object_get(frame, "ev"));
-    json_t *cellno = json_object_get(frame, "cell");
-    if (!ev || !json_is_integer(cellno) || (uint64_t)json_integer_value(cellno) != s->c.number) {
-        json_decref(frame);
-        return;
-    }
     /* What came before this frame on stdout and stderr came before it. */
-    drain_stream(s, 0, emit, arg);
-    drain_stream(s, 1, emit, arg);
-    if (strcmp(ev, "running") == 0) {
+    drain_stream(s, 0, sink->emit, sink->arg);
+    drain_stream(s, 1, sink->emit, sink->arg);
+    switch (f.kind) {
+    case KILN_FRAME_RUNNING:
         s->c.running = 1;
         if (s->c.signal_pending) {
             s->c.signal_pending = 0;
             kill(s->interp_pid, SIGINT);
         }
-    } else if (strcmp(ev, "display") == 0 || strcmp(ev, "result") == 0) {
-        take_display(s, frame, ev, len, emit, arg);
-    } else if (strcmp(ev, "error") == 0) {
-        take_error(s, frame, emit, arg);
-    } else if (strcmp(ev, "done") == 0) {
-        static const char *const statuses[] = {"ok", "error", "interrupted"};
-        const char *st = json_string_value(json_object_get(frame, "status"));
-        s->c.runtime_status = "error";
-        for (size_t i = 0; st && i < sizeof statuses / sizeof statuses[0]; i++)
-            if (strcmp(st, statuses[i]) == 0)
-                s->c.runtime_status = statuses[i];
-        json_t *dropped = json_object_get(frame, "dropped");
-        json_t *d = json_object_get(dropped, "displays"), *b = json_object_get(dropped, "bytes");
-        if (json_is_integer(d) && json_integer_value(d) > 0 &&
-            json_integer_value(d) < (1LL << 40))
-            s->c.dropped_displays += (uint64_t)json_integer_value(d);
-        if (json_is_integer(b) && json_integer_value(b) > 0 &&
-            json_integer_value(b) < (1LL << 50))
-            s->c.dropped_bytes += (uint64_t)json_integer_value(b);
-        json_decref(frame);
-        finish_cell(s, emit, arg);
+        break;
+    case KILN_FRAME_DISPLAY:
+    case KILN_FRAME_RESULT:
+        take_display(s, &f, len, sink->emit, sink->arg);
+        break;
+    case KILN_FRAME_ERROR:
+        take_error(s, &f, sink->emit, sink->arg);
+        break;
+    case KILN_FRAME_DONE:
+        s->c.runtime_status = f.status;
+        s->c.dropped_displays += f.dropped_displays;
+        s->c.dropped_bytes += f.dropped_bytes;
+        kiln_frame_release(&f);
+        finish_cell(s, sink->emit, sink->arg);
         return;
+    case KILN_FRAME_NONE:
+        break;
     }
-    json_decref(frame);
+    kiln_frame_release(&f);
 }
 
 /* Read the event pipe; complete lines go to take_frame. 1 at end of file. */
 static int read_frames(kiln_session *s, kiln_session_emit emit, void *arg)
 {
-    frame_reader *r = &s->frames;
+    frame_sink sink = {s, emit, arg};
+    char buf[65536];
     for (;;) {
-        if (r->cap - r->len < 65536 && r->cap < KILN_SESSION_FRAME_BYTES + 65536) {
-            size_t cap = r->cap ? r->cap * 2 : 65536 * 2;
-            if (cap > KILN_SESSION_FRAME_BYTES + 65536)
-                cap = KILN_SESSION_FRAME_BYTES + 65536;
-            char *grown = realloc(r->buf, cap);
-            if (!grown)
-                return 0; /* try again on the next poll */
-            r->buf = grown;
-            r->cap = cap;
-        }
-        ssize_t n = read(s->ev, r->buf + r->len, r->cap - r->len);
+        ssize_t n = read(s->ev, buf, sizeof buf);
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0)
             return n == 0;
-        size_t start = r->len;
-        r->len += (size_t)n;
-        size_t from = 0;
-        for (;;) {
-            char *nl = memchr(r->buf + start, '\n', r->len - start);
-            if (!nl)
-                break;
-            size_t end = (size_t)(nl - r->buf);
-            if (!r->skipping)
-                take_frame(s, r->buf + from, end - from, emit, arg);
-            r->skipping = 0;
-            from = start = end + 1;
-        }
-        memmove(r->buf, r->buf + from, r->len - from);
-        r->len -= from;
-        /* A line longer than a frame may be is skipped to its end. */
-        if (r->len > KILN_SESSION_FRAME_BYTES) {
-            r->len = 0;
-            if (!r->skipping)
-                r->oversized++;
-            r->skipping = 1;
-            if (s->busy)
-                s->c.dropped_displays++;
-        }
+        uint64_t before = s->frames.oversized;
+        if (kiln_frame_reader_feed(&s->frames, buf, (size_t)n, take_frame, &sink) < 0)
+            return 0; /* out of memory: these bytes are lost, the cell's caps stand */
+        if (s->busy)
+            s->c.dropped_displays += s->frames.oversized - before;
     }
 }
 
