@@ -28,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -582,13 +583,18 @@ static void kill_sandbox(kiln_session *s)
 }
 
 /* The session is over: record why, kill what is left, tell the caller. */
-static void end_session(kiln_session *s, const char *reason, const char *message,
+static void end_session(kiln_session *s, const char *reason, const char *message, json_t *detail,
                         kiln_session_emit emit, void *arg)
 {
-    if (s->ended)
+    if (s->ended) {
+        json_decref(detail);
         return;
+    }
     s->ended = json_pack("{s:s,s:s,s:o}", "reason", reason, "message", message, "at",
                          utc_now_json());
+    if (s->ended && detail)
+        json_object_update(s->ended, detail);
+    json_decref(detail);
     kill_sandbox(s);
     if (emit && s->ended) {
         json_t *ev = json_pack("{s:s,s:O}", "event", "lost", "session", s->ended);
@@ -1196,13 +1202,13 @@ static void check_timers(kiln_session *s, kiln_session_emit emit, void *arg)
 {
     double now = now_seconds();
     if (now >= s->created + s->lifetime_seconds) {
-        end_session(s, "lifetime", "the session reached its maximum lifetime", emit, arg);
+        end_session(s, "lifetime", "the session reached its maximum lifetime", NULL, emit, arg);
         return;
     }
     if (!s->busy) {
         if (now >= s->last_active + s->idle_seconds)
-            end_session(s, "idle_timeout", "the session was idle for its idle timeout", emit,
-                        arg);
+            end_session(s, "idle_timeout", "the session was idle for its idle timeout", NULL,
+                        emit, arg);
         return;
     }
     cell *c = &s->c;
@@ -1211,7 +1217,7 @@ static void check_timers(kiln_session *s, kiln_session_emit emit, void *arg)
             end_session(s, "unresponsive",
                         "the cell did not stop within the grace period after an interrupt, so "
                         "the session was killed",
-                        emit, arg);
+                        NULL, emit, arg);
         return;
     }
     kiln_cgroup_usage u;
@@ -1222,17 +1228,67 @@ static void check_timers(kiln_session *s, kiln_session_emit emit, void *arg)
 }
 
 /* The interpreter has gone: out of memory, killed or exited. */
+/* How the interpreter ended, from its pidfd (Linux 6.15's PIDFD_GET_INFO
+ * with PIDFD_INFO_EXIT, declared here for older headers): the zygote,
+ * not we, reaps it. 0 with *wait_status, or -1 where the kernel cannot
+ * say. */
+struct kiln_pidfd_info {
+    uint64_t mask, cgroupid;
+    uint32_t pid, tgid, ppid, ruid, rgid, euid, egid, suid, sgid, fsuid, fsgid;
+    int32_t exit_code;
+};
+#define KILN_PIDFD_GET_INFO _IOWR(0xFF, 11, struct kiln_pidfd_info)
+#define KILN_PIDFD_INFO_EXIT (1ull << 3)
+
+static int interpreter_status(const kiln_session *s, int *wait_status)
+{
+    struct kiln_pidfd_info info;
+    memset(&info, 0, sizeof info);
+    info.mask = KILN_PIDFD_INFO_EXIT;
+    if (ioctl(s->interp_pidfd, KILN_PIDFD_GET_INFO, &info) < 0 ||
+        !(info.mask & KILN_PIDFD_INFO_EXIT))
+        return -1;
+    *wait_status = info.exit_code;
+    return 0;
+}
+
+/* The interpreter has gone: out of memory, killed, crashed or exited. */
 static void interpreter_gone(kiln_session *s, kiln_session_emit emit, void *arg)
 {
     kiln_cgroup_usage u;
     memset(&u, 0, sizeof u);
     kiln_cgroup_read_usage(&s->cg, &u);
-    int oom = u.oom_kills > (s->busy ? s->c.oom_start : 0);
-    end_session(s, oom ? "memory_limit" : "interpreter_exited",
-                oom ? "the interpreter was killed for using more than the session's memory "
-                      "limit"
-                    : "the interpreter ended",
-                emit, arg);
+    int oom = u.oom_kills > (s->busy ? s->c.oom_start : 0), status = 0;
+    int known = interpreter_status(s, &status) == 0;
+    char message[160];
+    const char *reason = "interpreter_exited";
+    if (oom) {
+        reason = "memory_limit";
+        snprintf(message, sizeof message,
+                 "the interpreter was killed for using more than the session's memory limit");
+    } else if (known && WIFSIGNALED(status) && WTERMSIG(status) == SIGSYS) {
+        reason = "seccomp_violation";
+        snprintf(message, sizeof message,
+                 "the interpreter was killed for a system call the sandbox forbids (SIGSYS)");
+    } else if (known && WIFSIGNALED(status)) {
+        reason = "interpreter_killed";
+        snprintf(message, sizeof message, "the interpreter was killed by SIG%s",
+                 sigabbrev_np(WTERMSIG(status)) ? sigabbrev_np(WTERMSIG(status)) : "?");
+    } else if (known) {
+        snprintf(message, sizeof message, "the interpreter exited with status %d",
+                 WEXITSTATUS(status));
+    } else {
+        snprintf(message, sizeof message, "the interpreter ended");
+    }
+    json_t *detail = NULL;
+    if (known && WIFSIGNALED(status) && sigabbrev_np(WTERMSIG(status))) {
+        char name[16];
+        snprintf(name, sizeof name, "SIG%s", sigabbrev_np(WTERMSIG(status)));
+        detail = json_pack("{s:s}", "signal", name);
+    } else if (known && WIFEXITED(status)) {
+        detail = json_pack("{s:i}", "exit_code", WEXITSTATUS(status));
+    }
+    end_session(s, reason, message, detail, emit, arg);
 }
 
 void kiln_session_dispatch(kiln_session *s, const struct pollfd *fds, size_t n,

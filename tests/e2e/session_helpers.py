@@ -135,7 +135,7 @@ class Zygote:
     """A shared zygote (`kiln zygote SOCKET`) in a root-only directory."""
 
     def __init__(self):
-        self.dir = tempfile.mkdtemp(prefix="kiln-test-zygote-")
+        self.dir = tempfile.mkdtemp(prefix="kt-zygote-")
         os.chmod(self.dir, 0o700)
         self.path = os.path.join(self.dir, "zygote.sock")
         self.p = subprocess.Popen([str(KILN_BIN), "zygote", self.path], stderr=subprocess.PIPE)
