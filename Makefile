@@ -109,7 +109,8 @@ DEB_PKGS := build-essential pkg-config libjansson-dev libxlsxwriter-dev libmd4c-
 	time unzip libhpdf-dev libfreetype-dev libpng-dev qpdf python3-pypdf python3-reportlab \
 	fonts-wqy-zenhei python3-fonttools libfribidi-dev libseccomp-dev nettle-dev bubblewrap libsqlite3-dev \
 	libmicrohttpd-dev curl jq wrk nginx-light clang-format \
-	python3-numpy python3-pandas python3-matplotlib python3-pytest-xdist libpython3.11-dev
+	python3-numpy python3-pandas python3-matplotlib python3-pytest-xdist libpython3.11-dev \
+	python3-ipykernel python3-jupyter-client
 deps:
 	@missing=$$(for p in $(DEB_PKGS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null \
 		| grep -q 'install ok installed' || echo $$p; done); \
@@ -291,7 +292,7 @@ bench/node_modules: bench/package.json
 	npm ci --prefix bench --no-audit --no-fund
 	@touch $@
 
-# BENCH=xlsx|docx|pdf|pptx|run|serve|scale runs one benchmark (bench/run.py); the default
+# BENCH=xlsx|docx|pdf|pptx|run|serve|scale|session runs one benchmark (bench/run.py); the default
 # runs them all (run only as root; serve starts `kiln serve` and nginx under wrk).
 bench: $(BIN) samples bench/node_modules
 	KILN_BIN=$(BIN) KILN_LIB=$(BUILD)/libkiln.a $(PYTHON) bench/run.py $(BENCH)

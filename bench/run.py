@@ -967,12 +967,14 @@ def run_pptx(args):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("workload", nargs="?",
-                    choices=("xlsx", "docx", "pdf", "pptx", "all", "run", "serve", "scale"),
+                    choices=("xlsx", "docx", "pdf", "pptx", "all", "run", "serve", "scale",
+                             "session"),
                     default="all",
                     help="which benchmark to run (default: all, the four document formats; "
                          "run: the sandbox of `kiln run` against bare python3 and bubblewrap, "
                          "needs root; serve: `kiln serve` under wrk beside nginx; scale: a "
-                         "million paragraphs and a million inline rows in each format)")
+                         "million paragraphs and a million inline rows in each format; session: "
+                         "kiln session beside a Jupyter kernel, needs root)")
     ap.add_argument("--rows", type=int, default=200_000, help="xlsx: rows of the big dataset")
     ap.add_argument("--small-rows", type=int, default=50_000, help="xlsx: rows of the small one")
     ap.add_argument("--sections", type=int, default=60,
@@ -996,6 +998,16 @@ def main():
                          "ReportLab (pdf)")
     ap.add_argument("--no-node", action="store_true",
                     help="skip the npm packages: docx (docx) and pptxgenjs (pptx)")
+    ap.add_argument("--session-runs", type=int, default=50,
+                    help="session: new sessions timed for (a)")
+    ap.add_argument("--jupyter-runs", type=int, default=10,
+                    help="session: new Jupyter kernels timed for (a)")
+    ap.add_argument("--session-cells", type=int, default=200,
+                    help="session: round trips timed for (b)")
+    ap.add_argument("--pandas-cells", type=int, default=20,
+                    help="session: groupby cells timed for (c)")
+    ap.add_argument("--pss-counts", default="1,10,50",
+                    help="session: how many sessions are open for each PSS figure of (d)")
     args = ap.parse_args()
     if args.workload in ("xlsx", "all") and not 0 < args.small_rows < args.rows:
         ap.error("need 0 < --small-rows < --rows")
@@ -1010,6 +1022,9 @@ def main():
     if args.workload == "scale":
         from scale import run_scale
         return run_scale(args)
+    if args.workload == "session":
+        from session_bench import run_session
+        return run_session(args)
     status = 0
     if args.workload in ("xlsx", "all"):
         status |= run_xlsx(args)
