@@ -214,6 +214,10 @@ def test_memory_limit_ends_the_session_with_a_reason(zygote):
 
 
 def test_memory_limit_of_a_subprocess_keeps_the_session(zygote):
+    if SANITIZED:
+        # the kernel kills the largest process of the cgroup: under ASan that can be the
+        # instrumented interpreter (its shadow memory) rather than the cell's subprocess
+        pytest.skip("which process the OOM killer picks is ASan's memory, not Kiln's")
     with session(zygote, "--memory", "192M", "--timeout", "30") as s:
         cell_ok(s.execute("v = 5")[0])
         rec, _ = s.execute("python3 -c 'x = bytearray(400 << 20); print(len(x))'", language="bash")
@@ -251,7 +255,8 @@ def test_killed_interpreter_is_session_lost_never_a_fresh_one(zygote):
     events = s.until(lambda e: e.get("id") == "long" and e["event"] == "cell")
     assert events[-1]["status"] == "session_lost", events[-1]
     lost = [e for e in events if e["event"] == "lost"]
-    assert lost and lost[0]["session"]["reason"] == "interpreter_exited"
+    assert lost and lost[0]["session"]["reason"] == "interpreter_killed", lost
+    assert lost[0]["session"]["signal"] == "SIGKILL"
     ev = s.request("execute", code="print(q)")
     assert ev["errors"][0]["code"] == "session_gone"
     assert s.close() == 8
