@@ -118,8 +118,8 @@ static int bundle_ok(const json_t *data)
     json_object_foreach((json_t *)data, mime, v) {
         size_t n = strlen(mime);
         const char *slash = strchr(mime, '/');
-        int json_type =
-            strcmp(mime, "application/json") == 0 || (n > 5 && strcmp(mime + n - 5, "+json") == 0);
+        int json_type = strcmp(mime, "application/json") == 0 ||
+                        (n > 5 && strcmp(mime + n - 5, "+json") == 0);
         if (n < 3 || n > 127 || !slash || slash == mime || !slash[1] || strchr(slash + 1, '/'))
             return 0;
         for (const char *p = mime; *p; p++)
@@ -137,7 +137,9 @@ static int traceback_ok(const json_t *tb)
         return 0;
     size_t i;
     json_t *line;
-    json_array_foreach(tb, i, line) if (!json_is_string(line)) return 0;
+    json_array_foreach(tb, i, line)
+        if (!json_is_string(line))
+            return 0;
     return 1;
 }
 
