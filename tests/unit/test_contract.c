@@ -425,6 +425,54 @@ static void test_job_request_defaults_and_round_trip(void **state)
     json_decref(doc);
 }
 
+/* A session request: a job request's language, inputs, limits and render,
+ * checked as a job request's are, and the session's own idle_timeout and
+ * lifetime; written for a `kiln session` child and read back, the same. */
+static void test_session_request(void **state)
+{
+    (void)state;
+    json_t *doc = json_loads("{\"code\": \"x\", \"language\": \"perl\", \"idle_timeout\": 0,"
+                             " \"lifetime\": 1e9, \"limits\": {\"disk_bytes\": \"1G\"}}",
+                             0, NULL);
+    kiln_job_parse_options opt = {.inputs = KILN_JOB_INPUT_IDS};
+    kiln_session_request rq;
+    kiln_errors errs;
+    assert_int_equal(kiln_session_request_parse(doc, &opt, &rq, &errs), KILN_E_INVALID_JOB);
+    test_dump_errors(&errs);
+    assert_true(has_error(&errs, "/code", "invalid_run", "unknown member"));
+    assert_true(has_error(&errs, "/language", "invalid_run", "python or bash"));
+    assert_true(has_error(&errs, "/idle_timeout", "invalid_run", "30 days"));
+    assert_true(has_error(&errs, "/lifetime", "invalid_run", "30 days"));
+    assert_true(has_error(&errs, "/limits/disk_bytes", "invalid_run", "positive"));
+    assert_int_equal(errs.count, 5);
+    json_decref(doc);
+
+    doc = json_loads("{\"language\": \"bash\", \"inputs\": [\"f1\"], \"render\": false,"
+                     " \"idle_timeout\": 90.5, \"limits\": {\"memory_bytes\": 536870912}}",
+                     0, NULL);
+    assert_int_equal(kiln_session_request_parse(doc, &opt, &rq, &errs), KILN_E_OK);
+    assert_int_equal(rq.language, KILN_LANG_BASH);
+    assert_int_equal(rq.render, 0);
+    assert_true(rq.idle_seconds == 90.5 && rq.lifetime_seconds == 0);
+    assert_int_equal(rq.limits.memory_bytes, 512u << 20);
+    assert_true(rq.limits.wall_seconds == 60);
+    const char *paths[] = {"/proc/self/fd/4"}, *names[] = {"in.csv"};
+    json_t *child = kiln_session_request_json(&rq, paths, names, 1);
+    assert_non_null(child);
+    kiln_job_parse_options copt = {.inputs = KILN_JOB_INPUT_PATHS};
+    kiln_session_request back;
+    assert_int_equal(kiln_session_request_parse(child, &copt, &back, &errs), KILN_E_OK);
+    assert_memory_equal(&back.limits, &rq.limits, sizeof rq.limits);
+    assert_int_equal(back.language, rq.language);
+    assert_int_equal(back.render, rq.render);
+    assert_true(back.idle_seconds == rq.idle_seconds && back.lifetime_seconds == 0);
+    assert_string_equal(json_string_value(
+                            json_object_get(json_array_get(back.inputs, 0), "name")),
+                        "in.csv");
+    json_decref(child);
+    json_decref(doc);
+}
+
 /* A limit above the server's maximum says both exactly, seconds with their
  * fraction, and shows a size as the docs do. */
 static void test_limit_exceeded_is_exact(void **state)
@@ -492,6 +540,7 @@ int main(void)
         cmocka_unit_test(test_render_result_and_warnings),
         cmocka_unit_test(test_job_request_errors_name_their_pointers),
         cmocka_unit_test(test_job_request_defaults_and_round_trip),
+        cmocka_unit_test(test_session_request),
         cmocka_unit_test(test_limit_exceeded_is_exact),
         cmocka_unit_test(test_pointers_of_odd_member_names),
     };
