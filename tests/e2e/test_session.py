@@ -422,3 +422,83 @@ def test_help_and_usage_errors():
     for args in (["--bogus"], ["--timeout", "abc"], ["extra"], ["--request", "x.json", "--memory", "1G"]):
         p = subprocess.run([str(KILN_BIN), "session"] + args, capture_output=True, timeout=10, input=b"")
         assert p.returncode == 2, (args, p)
+
+
+def test_a_cell_cannot_reach_the_zygote(zygote, request):
+    """The zygote every session is forked from is no process a cell can see, signal,
+    trace or read."""
+    zpid = None
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                cmd = open("/proc/%s/cmdline" % pid, "rb").read().split(b"\0")
+            except OSError:
+                continue
+            if len(cmd) > 2 and cmd[1] == b"zygote" and cmd[2] == zygote.encode():
+                zpid = int(pid)
+    assert zpid, "the test's zygote is not running"
+    with session(zygote) as s:
+        code = (
+            "import os, ctypes, signal\n"
+            "zp = %d\n"
+            "libc = ctypes.CDLL(None, use_errno=True)\n"
+            "try:\n    os.kill(zp, 0); print('signal reached')\n"
+            "except OSError as e: print('kill', e.errno)\n"
+            "print(os.path.exists('/proc/%%d' %% zp))\n"
+            "try:\n    open('/proc/%%d/mem' %% zp, 'rb'); print('mem opened')\n"
+            "except OSError as e: print('mem', e.errno)\n"
+            "print(os.getppid())\n" % zpid)
+        out = stdout(cell_ok(s.execute(code)[0])).split()
+        assert out == ["kill", "3", "False", "mem", "2", "0"], out
+
+
+def test_forged_frames_describe_only_the_cells_own_outputs(zygote):
+    """User code writing to the event channel itself (the runtime's write end of it, which
+    the cell finds among its descriptors): frames of other cells, bad
+    types and garbage are nothing; an over-long line is skipped and counted; a forged
+    file listing is not believed (the supervisor walks /mnt/data itself)."""
+    with session(zygote) as s:
+        cell_ok(s.execute("x = 1")[0])
+        code = (
+            "import os, json, fcntl\n"
+            "def writable_pipe(f):\n"
+            "    try:\n"
+            "        return (int(f) > 2 and os.readlink('/proc/self/fd/' + f).startswith('pipe:') and\n"
+            "                fcntl.fcntl(int(f), fcntl.F_GETFL) & os.O_ACCMODE == os.O_WRONLY)\n"
+            "    except OSError:\n"
+            "        return False\n"
+            "ev = [int(f) for f in os.listdir('/proc/self/fd') if writable_pipe(f)][0]\n"
+            "def w(o): os.write(ev, (o if isinstance(o, str) else json.dumps(o)).encode() + b'\\n')\n"
+            "w({'ev': 'done', 'cell': 99, 'status': 'ok'})\n"
+            "w({'ev': 'display', 'cell': 2, 'data': {'text/plain': 1}})\n"
+            "w({'ev': 'display', 'cell': 2, 'data': {'no-slash': 'x'}})\n"
+            "w({'ev': 'display', 'cell': 2, 'data': {'text/plain': 'forged but mine'},"
+            " 'files': [{'name': '/etc/shadow'}]})\n"
+            "w('{not json')\n"
+            "os.write(ev, b'{\"ev\": \"display\", \"cell\": 2, \"data\": {\"text/plain\": \"' + b'x' * (40 << 20) + b'\"}}\\n')\n"
+            "w({'ev': 'error', 'cell': 2, 'ename': 5, 'evalue': 'x', 'traceback': []})\n"
+            "print('after')\n")
+        rec, events = s.execute(code)
+        assert rec["status"] == "ok", rec
+        shown = [e for e in events if e["event"] == "display"]
+        assert [e["data"] for e in shown] == [{"text/plain": "forged but mine"}], shown
+        assert rec["files"] == [] and rec["error"] is None
+        assert rec["dropped"]["displays"] >= 1
+        assert stdout(rec) == "after\n"
+        # the session and its numbering go on
+        rec = cell_ok(s.execute("print(x)")[0])
+        assert stdout(rec) == "1\n" and rec["execution_count"] == 3
+
+
+def test_many_sessions_at_once(zygote):
+    sessions = [session(zygote) for _ in range(6)]
+    try:
+        for i, s in enumerate(sessions):
+            s.send(op="execute", id="set", code="import os\nme = %d\nopen('me', 'w').write(str(me))" % i)
+        for s in sessions:
+            assert s.until(lambda e: e.get("id") == "set" and e["event"] == "cell")[-1]["status"] == "ok"
+        for i, s in enumerate(sessions):
+            assert stdout(cell_ok(s.execute("print(me, open('me').read())")[0])) == "%d %d\n" % (i, i)
+    finally:
+        for s in sessions:
+            s.close()
