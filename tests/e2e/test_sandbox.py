@@ -47,7 +47,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import KILN_BIN, REPO, describe
+from conftest import KILN_BIN, REPO, SANITIZED, describe
 
 MiB = 1 << 20
 GiB = 1 << 30
@@ -2389,6 +2389,11 @@ def run_in_session(ctx, zygote, code, language="python", args=()):
 @pytest.mark.parametrize("case", [c for c in CASES if c["id"] in SESSION_CASE_IDS],
                          ids=[c["id"] for c in CASES if c["id"] in SESSION_CASE_IDS])
 def test_sandbox_case_in_a_session(case, tmp_path, kiln_bin, session_zygote):
+    if SANITIZED:
+        # The sandbox is the same code as kiln run's (its table runs under ASan), and
+        # test_session.py drives the session's own C under ASan; here the probes are the
+        # kernel's answers, which the plain build's run (make e2e) has checked.
+        pytest.skip("the attack table in a session runs in the plain build (make e2e)")
     before = Snapshot()
     ctx = Ctx(tmp_path)
     failure = None
