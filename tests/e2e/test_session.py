@@ -502,3 +502,102 @@ def test_many_sessions_at_once(zygote):
     finally:
         for s in sessions:
             s.close()
+
+
+# --------------------------------------------------------------------------- rich results
+
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def test_figures_become_png_and_a_native_chart(zygote, tmp_path, kiln_bin):
+    code = ("import matplotlib.pyplot as plt\n"
+            "fig, ax = plt.subplots()\n"
+            "ax.bar(['North', 'South', 'East'], [3, 5, 2], label='Q2')\n"
+            "ax.set_title('Sales')\nax.set_ylabel('units')\n"
+            "plt.show()\n"
+            "fig2, ax2 = plt.subplots()\n"
+            "ax2.plot([1, 2, 3], [4.5, 5.0, 6.25], label='trend')\n")
+    with session(zygote) as s:
+        rec = cell_ok(s.execute(code)[0])
+        shown = [o for o in rec["outputs"] if o["type"] == "display"]
+        assert len(shown) == 2, rec["outputs"]
+        for o in shown:
+            assert base64.b64decode(o["data"]["image/png"])[:8] == PNG_MAGIC
+            assert o["data"]["text/plain"].startswith("<Figure size")
+        bar = shown[0]["data"]["application/vnd.kiln.chart+json"]
+        assert bar["kind"] == "column" and bar["title"] == "Sales", bar
+        assert bar["categories"] == ["North", "South", "East"]
+        assert bar["series"][0]["values"] == [3, 5, 2] and bar["series"][0]["name"] == "Q2"
+        line = shown[1]["data"]["application/vnd.kiln.chart+json"]
+        assert line["kind"] in ("line", "scatter") and line["series"][0]["values"] == [4.5, 5.0, 6.25], line
+        # shown or left open, each figure is closed after the cell
+        assert stdout(cell_ok(s.execute("print(plt.get_fignums())")[0])) == "[]\n"
+    # the chart model is Kiln's: it renders as a native chart
+    spec = {"slides": [{"layout": "chart", "title": "Sales", "chart": bar},
+                       {"layout": "chart", "title": "Trend", "chart": line}]}
+    (tmp_path / "deck.json").write_text(json.dumps(spec))
+    p = subprocess.run([str(KILN_BIN), "render", str(tmp_path / "deck.json"), "-o",
+                        str(tmp_path / "deck.pptx")], capture_output=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    if not SANITIZED:
+        assert_ooxml_ok(tmp_path / "deck.pptx")
+
+
+def test_dataframes_as_html_and_table_schema(zygote):
+    with session(zygote) as s:
+        rec = cell_ok(s.execute("import pandas as pd\n"
+                                "df = pd.DataFrame({'region': ['N', 'S', 'E'], 'units': [3, 5, 2],"
+                                " 'price': [1.5, None, 2.25]})\ndf")[0])
+        result = [o for o in rec["outputs"] if o["type"] == "result"]
+        assert len(result) == 1
+        data = result[0]["data"]
+        assert "<table" in data["text/html"] and "region" in data["text/plain"]
+        table = data["application/vnd.dataresource+json"]
+        names = [f["name"] for f in table["schema"]["fields"]]
+        assert names == ["index", "region", "units", "price"], names
+        assert table["data"][1] == {"index": 1, "region": "S", "units": 5, "price": None}
+        assert table["total_rows"] == 3 and table["truncated"] is False
+        rec = cell_ok(s.execute("big = pd.DataFrame({'v': range(5000)})\ndisplay(big)\n'done'")[0])
+        big = [o for o in rec["outputs"] if o["type"] == "display"][0]["data"]
+        t = big["application/vnd.dataresource+json"]
+        assert len(t["data"]) == 1000 and t["total_rows"] == 5000 and t["truncated"] is True
+
+
+def test_results_displays_and_tracebacks(zygote):
+    with session(zygote) as s:
+        rec = cell_ok(s.execute("class R:\n"
+                                "    def _repr_html_(self): return '<b>r</b>'\n"
+                                "    def _repr_markdown_(self): return '**r**'\n"
+                                "    def __repr__(self): return 'R()'\n"
+                                "display(R())\n"
+                                "display({'a': 1}, raw=False)\n"
+                                "41 + 1")[0])
+        kinds = [(o["type"], sorted(o["data"])) for o in rec["outputs"]]
+        assert kinds[0] == ("display", ["text/html", "text/markdown", "text/plain"]), kinds
+        assert rec["outputs"][-1]["type"] == "result" and rec["outputs"][-1]["data"]["text/plain"] == "42"
+        rec, _ = s.execute("def f():\n    return 1 / 0\n\nf()")
+        err = rec["error"]
+        assert rec["status"] == "error" and err["ename"] == "ZeroDivisionError"
+        text = "\n".join(err["traceback"])
+        assert "<cell" in text and "return 1 / 0" in text and "kiln_session" not in text, text
+        rec, _ = s.execute("print(\n")
+        assert rec["status"] == "error" and rec["error"]["ename"] == "SyntaxError"
+        rec, _ = s.execute("import sys\nsys.exit(3)")
+        assert rec["status"] == "error" and rec["error"]["ename"] == "SystemExit"
+        assert stdout(cell_ok(s.execute("print('alive')")[0])) == "alive\n"
+
+
+def test_ten_thousand_figures_and_a_huge_display_are_capped(zygote):
+    with session(zygote, "--memory", "2G", "--timeout", "120") as s:
+        t0 = time.monotonic()
+        rec = cell_ok(s.execute("import matplotlib.pyplot as plt\n"
+                                "for i in range(10000):\n    plt.figure()\n", wait=180)[0])
+        shown = [o for o in rec["outputs"] if o["type"] == "display"]
+        assert len(shown) <= 200 and rec["dropped"]["displays"] >= 10000 - 200, rec["dropped"]
+        assert time.monotonic() - t0 < 120
+        rec = cell_ok(s.execute("display('x' * (300 << 20))\nprint('after')", wait=120)[0])
+        assert stdout(rec) == "after\n"
+        # 300 MB of text is over the cell's 32 MiB of displays: left out, and counted
+        assert rec["outputs"] == [] and rec["dropped"]["displays"] == 1, rec["dropped"]
+        assert rec["dropped"]["bytes"] >= 300 << 20
