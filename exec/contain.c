@@ -150,9 +150,16 @@ int kiln_contain(void *arg)
     kiln_contain_job *job = arg;
     const char *what = NULL;
 
-    /* 0. Nothing of the supervisor's open files comes along. */
+    /* 0. Nothing of the supervisor's open files comes along, its standard
+     *    input and output included (a session's supervisor speaks to its
+     *    client on them: the sandbox must not hold them open). */
     if (keep_only_own_descriptors(job) < 0)
         setup_failed(job, "close the supervisor's descriptors", errno);
+    int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+    if (devnull < 0 || dup2(devnull, 0) < 0 || dup2(devnull, 1) < 0 || dup2(devnull, 2) < 0)
+        setup_failed(job, "connect the init's standard input and output", errno);
+    if (devnull > 2)
+        close(devnull);
 
     /* 1. Die with the supervisor, and wait until it has written our id
      *    maps. */
@@ -163,9 +170,16 @@ int kiln_contain(void *arg)
         _exit(127); /* the supervisor gave up on us */
 
     /* 2. Become uid 0 of the new user namespace (mapped to an unprivileged
-     *    host uid) with its capabilities, for the steps below only. */
+     *    host uid) with its capabilities, for the steps below only. A change
+     *    of credentials clears the parent-death signal: it is set again,
+     *    and a supervisor already gone ends us here. */
+    pid_t supervisor = getppid();
     if (setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0)
         setup_failed(job, "become root of the user namespace", errno);
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
+        setup_failed(job, "set the parent-death signal", errno);
+    if (getppid() != supervisor)
+        _exit(127);
 
     /* 3. UTS and network: our own host name; no interface but loopback. */
     if (kiln_uts_set(&what) < 0 || kiln_net_check_isolated(&what) < 0)

@@ -447,8 +447,13 @@ int kiln_zygote_main(int sock, int listening)
     clearenv();
     for (size_t i = 0; zygote_env[i]; i++)
         putenv((char *)zygote_env[i]);
+    pid_t parent = getppid();
     if (private_mounts(&what) < 0 || drop_privileges(&what) < 0 || python_load(&py, &what) < 0)
         goto failed;
+    /* Dropping the ids cleared the parent-death signal: the zygote ends
+     * with whoever started it (a server killed with SIGKILL included). */
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0 || getppid() != parent)
+        return 127;
     py.initialize_ex(1);
     if (py.run_simple_string_flags(zygote_prelude, NULL) != 0) {
         what = "import the session modules";
