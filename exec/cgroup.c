@@ -457,7 +457,8 @@ static kiln_status limit_error(kiln_cgroup *cg, const char *dir, const char *fil
 }
 
 /* Groups a killed supervisor could not remove. Kiln names its groups
- * "kiln-PID", "kiln-PID-render-N" and "kiln-PID-fonts" after the supervisor's pid; when that
+ * "kiln-PID", "kiln-PID-render-N", "kiln-PID-fonts" and "kiln-PID-session" after the
+ * supervisor's pid; when that
  * process is gone, so is the sandbox (its init dies with the supervisor),
  * the group is empty and rmdir succeeds. A live process with a reused pid
  * keeps its namesake; a group still in use refuses rmdir. */
@@ -474,7 +475,8 @@ static void sweep_stale(const char *parent)
             continue;
         char *end;
         long pid = strtol(de->d_name + 5, &end, 10);
-        if ((*end != '\0' && strncmp(end, "-render-", 8) != 0 && strcmp(end, "-fonts") != 0) ||
+        if ((*end != '\0' && strncmp(end, "-render-", 8) != 0 && strcmp(end, "-fonts") != 0 &&
+             strcmp(end, "-session") != 0) ||
             pid <= 0 || pid > INT_MAX)
             continue;
         if (kill((pid_t)pid, 0) == 0 || errno != ESRCH)

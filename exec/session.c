@@ -190,7 +190,7 @@ static kiln_status build_sandbox(kiln_session *s, const kiln_session_options *op
             return st;
     }
     char cg_name[64];
-    snprintf(cg_name, sizeof cg_name, "kiln-session-%d", (int)getpid());
+    snprintf(cg_name, sizeof cg_name, "kiln-%d-session", (int)getpid());
     kiln_cgroup_roots roots = {.fs_root = "/sys/fs/cgroup",
                                .proc_self_cgroup = "/proc/self/cgroup"};
     st = kiln_cgroup_create(&s->cg, &roots, cg_name, &s->limits, err);

@@ -241,7 +241,7 @@ class Snapshot:
 
 
 _DIR_PID = re.compile(r"^kiln-job-(\d+)-")
-_CG_PID = re.compile(r"^kiln-(?:session-)?(\d+)(-|$)")
+_CG_PID = re.compile(r"^kiln-(\d+)(-|$)")
 
 
 def _ours(left, sups):

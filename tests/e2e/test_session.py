@@ -601,3 +601,27 @@ def test_ten_thousand_figures_and_a_huge_display_are_capped(zygote):
         # 300 MB of text is over the cell's 32 MiB of displays: left out, and counted
         assert rec["outputs"] == [] and rec["dropped"]["displays"] == 1, rec["dropped"]
         assert rec["dropped"]["bytes"] >= 300 << 20
+
+
+def _session_cgroups(pid):
+    import glob
+    return glob.glob("/sys/fs/cgroup/**/kiln-%d-session" % pid, recursive=True)
+
+
+def test_sigkill_of_kiln_session_leaves_nothing_running(zygote):
+    """The supervisor killed outright: its sandbox (init and interpreter) dies with it, and
+    the cgroup it could not remove is swept by the next session."""
+    s = session(zygote)
+    cell_ok(s.execute("import subprocess\np = subprocess.Popen(['sleep', '300'])")[0])
+    pid = s.p.pid
+    assert _session_cgroups(pid), "no cgroup named for the session"
+    assert _interpreter_pids(s)
+    s.p.kill()
+    s.p.wait()
+    end = time.monotonic() + 10
+    while _interpreter_pids(s) and time.monotonic() < end:
+        time.sleep(0.05)
+    assert not _interpreter_pids(s), "processes of the killed session's sandbox are still running"
+    with session(zygote) as t:
+        cell_ok(t.execute("pass")[0])
+    assert not _session_cgroups(pid), _session_cgroups(pid)
