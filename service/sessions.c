@@ -46,6 +46,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -104,6 +105,10 @@ typedef struct svc_session {
     char id[KILN_STORE_ID_LEN + 1];
     char tenant[KILN_AUTH_TENANT_MAX + 1]; /* "" while pooled */
     kiln_api_spawned sp;
+    /* The child's end is watched on a pidfd, not on its stdout's end: the
+     * sandbox's init inherits the pipes, and outlives a supervisor killed
+     * with SIGKILL. */
+    int pidfd;
     int ready;  /* its "ready" came */
     int pooled; /* in the pool, nobody's yet */
     kiln_run_limits limits;
@@ -138,6 +143,9 @@ struct kiln_sessions {
     kiln_api_spawned zygote;
     int zygote_up;
     double zygote_restart_at;
+    double zygote_backoff; /* seconds before the next start after a death; doubles */
+    double zygote_started_mono;
+    int unavailable; /* not root: no sandbox, so no zygote and no sessions (503) */
     char zygote_dir[PATH_MAX];
     char zygote_socket[PATH_MAX + 16];
 };
@@ -300,18 +308,39 @@ static void reply_req(kiln_req *req, int status, json_t *body)
 static void reply_errors(kiln_req *req, const json_t *ev)
 {
     const json_t *errors = json_object_get(ev, "errors");
-    const char *code = json_string_value(json_object_get(json_array_get(errors, 0), "code"));
-    const char *message = json_string_value(
-        json_object_get(json_array_get(errors, 0), "message"));
-    json_t *details = json_pack("{s:O}", "errors", errors ? errors : json_array());
+    const json_t *first = json_array_get(errors, 0);
+    const char *code = json_string_value(json_object_get(first, "code"));
+    const char *message = json_string_value(json_object_get(first, "message"));
+    int status = http_contract_status(code);
+    /* The reply's code is the API's (the contract's codes are in
+     * details.errors); a session's own two are both. */
+    const char *api_code = status == 409   ? "session_busy"
+                           : status == 410 ? "session_gone"
+                           : status == 413 ? "too_large"
+                           : status == 404 ? "not_found"
+                           : status == 422 ? "invalid_request"
+                                           : "internal";
+    json_t *more = json_object_get(ev, "more_errors");
+    json_t *details = json_pack("{s:O, s:I}", "errors", errors ? errors : json_array(),
+                                "more_errors",
+                                json_is_integer(more) ? json_integer_value(more) : 0);
     if (json_object_get(ev, "session"))
         json_object_set(details, "session", json_object_get(ev, "session"));
-    reply_req(req, http_contract_status(code),
-              kiln_api_error(code ? code : "internal",
-                             message ? message
-                                     : "The session refused "
-                                       "the request.",
+    reply_req(req, status,
+              kiln_api_error(api_code, message ? message : "The session refused the request.",
                              details));
+}
+
+/* 422 for one member at fault, in the shape of every 422 (details.errors
+ * with its JSON Pointer, more_errors). */
+static enum MHD_Result reply_invalid(kiln_req *req, const char *code, const char *pointer,
+                                     const char *why)
+{
+    char msg[KILN_MESSAGE_MAX];
+    snprintf(msg, sizeof msg, "%s %s.", pointer[0] ? pointer : "The request", why);
+    return http_error(req, 422, code, msg,
+                      json_pack("{s:[{s:s, s:s, s:s}], s:i}", "errors", "code", code, "pointer",
+                                pointer, "message", why, "more_errors", 0));
 }
 
 /* 410 for a session that is over: when and why. */
@@ -495,7 +524,9 @@ static void session_dead(kiln_sessions *m, svc_session *s)
         close(s->sp.in_fd);
     close(s->sp.out_fd);
     close(s->sp.err_fd);
-    s->sp.in_fd = s->sp.out_fd = s->sp.err_fd = -1;
+    if (s->pidfd >= 0)
+        close(s->pidfd);
+    s->sp.in_fd = s->sp.out_fd = s->sp.err_fd = s->pidfd = -1;
     /* The group too: nothing the child started outlives it. Its pid is
      * not reaped yet, so it names no other process. */
     kill(-s->sp.pid, SIGKILL);
@@ -605,18 +636,18 @@ static svc_session *spawn_session(kiln_sessions *m, kiln_session_request *rq,
     fds[0] = fd;
     for (size_t i = 0; i < n; i++)
         fds[1 + i] = inputs[i].fd;
-    char *argv[] = {(char *)m->srv->api.kiln_exe,
-                    "session",
-                    "--request",
-                    "/proc/self/fd/3",
-                    "--zygote",
-                    m->zygote_socket,
-                    NULL};
+    /* While the shared zygote starts (the server's first second or two,
+     * or after it died), a session starts a private one: slower, never
+     * refused. */
+    char *argv[] = {
+        (char *)m->srv->api.kiln_exe,     "session",        "--request", "/proc/self/fd/3",
+        m->zygote_up ? "--zygote" : NULL, m->zygote_socket, NULL};
     if (kiln_api_spawn(&m->srv->api, argv, fds, n + 1, 1, &s->sp, reply) != 0)
         goto fail;
     fcntl(s->sp.in_fd, F_SETFL, O_NONBLOCK);
     fcntl(s->sp.out_fd, F_SETFL, O_NONBLOCK);
     fcntl(s->sp.err_fd, F_SETFL, O_NONBLOCK);
+    s->pidfd = (int)syscall(SYS_pidfd_open, s->sp.pid, 0);
     close(fd);
     free(fds);
     s->limits = rq->limits;
@@ -666,6 +697,7 @@ static void zygote_start(kiln_sessions *m)
         fcntl(m->zygote.out_fd, F_SETFL, O_NONBLOCK);
         fcntl(m->zygote.err_fd, F_SETFL, O_NONBLOCK);
         m->zygote_up = 0;
+        m->zygote_started_mono = mono_now();
         http_event(m->srv, "zygote_started",
                    json_pack("{s:i, s:s}", "pid", (int)m->zygote.pid, "socket",
                              m->zygote_socket));
@@ -689,7 +721,14 @@ static void zygote_reap(kiln_sessions *m, int restart)
                              WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status)));
     m->zygote.pid = 0;
     m->zygote_up = 0;
-    m->zygote_restart_at = mono_now() + ZYGOTE_RESTART_SECONDS;
+    /* One that died soon after its start is failing, not unlucky: wait
+     * longer each time (to a minute) rather than spin. */
+    double now = mono_now();
+    if (now - m->zygote_started_mono > 60 || m->zygote_backoff <= 0)
+        m->zygote_backoff = ZYGOTE_RESTART_SECONDS;
+    else if (m->zygote_backoff < 60)
+        m->zygote_backoff *= 2;
+    m->zygote_restart_at = now + m->zygote_backoff;
 }
 
 /* ---- reading events ---- */
@@ -851,7 +890,19 @@ static void handle_event(kiln_sessions *m, svc_session *s, json_t *ev)
     }
     if (strcmp(name, "failed") == 0) {
         waiter *w = waiter_find(s, 0);
-        if (w && w->kind == W_CREATE) {
+        const json_t *first = json_array_get(json_object_get(ev, "errors"), 0);
+        const char *code = json_string_value(json_object_get(first, "code"));
+        const char *why = json_string_value(json_object_get(first, "message"));
+        if (w && w->kind == W_CREATE && http_contract_status(code) == 500) {
+            /* The sandbox or the zygote failed: the server's trouble. */
+            http_event(m->srv, "session_failed",
+                       json_pack("{s:s, s:s}", "session", s->id, "message", why ? why : "?"));
+            reply_req(w->req, 503,
+                      kiln_api_error("session_unavailable", "The session could not be started.",
+                                     json_pack("{s:s}", "reason", why ? why : "unknown")));
+            waiter_unlink(s, w);
+            waiter_free(w);
+        } else if (w && w->kind == W_CREATE) {
             reply_errors(w->req, ev);
             waiter_unlink(s, w);
             waiter_free(w);
@@ -1076,7 +1127,7 @@ static void *manager_main(void *arg)
         double next = check_clocks(m);
         size_t count = 3;
         for (svc_session *s = m->list; s; s = s->next)
-            count += 3;
+            count += 4;
         if (count > cap) {
             struct pollfd *f = realloc(fds, count * sizeof *f);
             svc_session **o = realloc(owner, count * sizeof *o);
@@ -1106,6 +1157,8 @@ static void *manager_main(void *arg)
             /* Its input only while a request line waits (poll skips -1). */
             fds[n] = (struct pollfd){.fd = s->out_len > s->out_off ? s->sp.in_fd : -1,
                                      .events = POLLOUT};
+            owner[n++] = s;
+            fds[n] = (struct pollfd){.fd = s->pidfd, .events = POLLIN};
             owner[n++] = s;
         }
         int timeout = (int)(next * 1000) + 1;
@@ -1139,7 +1192,7 @@ static void *manager_main(void *arg)
             i += 2;
         }
         /* A session the loop ends is freed: walk a snapshot by pointer. */
-        for (; i + 2 < n; i += 3) {
+        for (; i + 3 < n; i += 4) {
             svc_session *s = owner[i];
             int alive = 0;
             for (svc_session *t = m->list; t; t = t->next)
@@ -1150,8 +1203,13 @@ static void *manager_main(void *arg)
                 read_stderr(s->sp.err_fd, s->err_tail, &s->err_len);
             if (fds[i + 2].revents)
                 flush_out(s);
-            if (fds[i].revents && read_events(m, s) < 0)
+            if (fds[i].revents && read_events(m, s) < 0) {
                 session_dead(m, s);
+            } else if (fds[i + 3].revents) {
+                /* It exited: what it wrote before is read first. */
+                read_events(m, s);
+                session_dead(m, s);
+            }
         }
     }
     pthread_mutex_unlock(&m->lock);
@@ -1249,6 +1307,14 @@ kiln_status kiln_sessions_start(kiln_server *srv, kiln_error *err)
     }
     srv->sessions = m;
     end_previous(m);
+    /* A sandbox needs root (as a run's does): without it no zygote is
+     * started, and a session route says why (503 sandbox_unavailable). */
+    if (geteuid() != 0) {
+        m->unavailable = 1;
+        http_event(srv, "sessions_unavailable",
+                   json_pack("{s:s}", "message", "sessions need root (namespaces, cgroups)"));
+        return KILN_E_OK;
+    }
     if (pthread_create(&m->thread, NULL, manager_main, m) != 0)
         return kiln_error_set(err, KILN_E_INTERNAL, NULL, "cannot start the sessions thread");
     m->started = 1;
@@ -1506,8 +1572,8 @@ static enum MHD_Result session_create(kiln_req *req, json_t *body)
         snprintf(s->status, sizeof s->status, "ready");
     session_save(m, s);
     http_event(srv, "session_created",
-               json_pack("{s:s, s:s, s:b}", "session", s->id, "tenant", s->tenant, "pooled",
-                         pooled));
+               json_pack("{s:s, s:s, s:b, s:i}", "session", s->id, "tenant", s->tenant, "pooled",
+                         pooled, "pid", (int)s->sp.pid));
     waiter *w = NULL;
     if (!s->ready || (pooled && n_in)) {
         w = waiter_add(s, W_CREATE, 0, req);
@@ -1613,13 +1679,10 @@ static enum MHD_Result session_cell(kiln_req *req, svc_session *s, json_t *body)
         pointer = "code";
     }
     if (bad) {
-        char ptr[300], msg[400];
+        char ptr[300];
         snprintf(ptr, sizeof ptr, "/%s", pointer);
-        snprintf(msg, sizeof msg, "%s %s.", ptr, bad);
         pthread_mutex_unlock(&m->lock);
-        return http_error(req, 422, "invalid_cell", msg,
-                          json_pack("{s:[{s:s, s:s, s:s}]}", "errors", "code", "invalid_cell",
-                                    "pointer", ptr, "message", bad));
+        return reply_invalid(req, "invalid_cell", ptr, bad);
     }
     if (s->cells_open >= CELLS_OPEN_MAX) {
         pthread_mutex_unlock(&m->lock);
@@ -1682,17 +1745,14 @@ static enum MHD_Result session_put(kiln_req *req, svc_session *s, json_t *body)
             pthread_mutex_unlock(&m->lock);
             char ptr[300];
             snprintf(ptr, sizeof ptr, "/%s", key);
-            return http_error(req, 422, "invalid_request",
-                              "A member a files request does not take.",
-                              json_pack("{s:s}", "pointer", ptr));
+            return reply_invalid(req, "invalid_request", ptr,
+                                 "is not a member of a files request");
         }
     }
     if (!file_id || (namev && !json_is_string(namev))) {
         pthread_mutex_unlock(&m->lock);
-        return http_error(req, 422, "invalid_request",
-                          !file_id ? "file_id must be a stored file's id."
-                                   : "name must be a string.",
-                          json_pack("{s:s}", "pointer", !file_id ? "/file_id" : "/name"));
+        return reply_invalid(req, "invalid_request", !file_id ? "/file_id" : "/name",
+                             !file_id ? "must be a stored file's id" : "must be a string");
     }
     kiln_store_file file;
     int fd = -1;
@@ -1710,10 +1770,9 @@ static enum MHD_Result session_put(kiln_req *req, svc_session *s, json_t *body)
     if (!kiln_run_input_name_ok(name)) {
         close(fd);
         pthread_mutex_unlock(&m->lock);
-        return http_error(req, 422, "invalid_request",
-                          "The name cannot be a file's in /mnt/data (one path component, no "
-                          "control characters).",
-                          json_pack("{s:s}", "pointer", namev ? "/name" : "/file_id"));
+        return reply_invalid(req, "invalid_request", namev ? "/name" : "/file_id",
+                             "cannot be a file's name in /mnt/data (one path component, no "
+                             "control characters)");
     }
     json_int_t rid = ++m->next_rid;
     json_t *put = put_request(rid, name, fd);
@@ -1787,6 +1846,10 @@ enum MHD_Result sessions_request(kiln_req *req)
         return http_error(req, MHD_HTTP_SERVICE_UNAVAILABLE, "sessions_disabled",
                           "Sessions are turned off on this server (kiln serve --sessions off).",
                           NULL);
+    if (m->unavailable)
+        return http_error(req, MHD_HTTP_SERVICE_UNAVAILABLE, "sandbox_unavailable",
+                          "The sandbox for sessions cannot be set up on this server.",
+                          json_pack("{s:s}", "reason", "kiln serve is not running as root"));
     int post = strcmp(req->method, "POST") == 0;
     int del = strcmp(req->method, "DELETE") == 0;
     json_t *body = NULL;
