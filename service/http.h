@@ -8,6 +8,7 @@
  *   files_api.c    POST/GET /v1/files, GET/DELETE /v1/files/{id}, links.
  *   download.c     GET/HEAD /v1/files/{id}/content.
  *   job_requests.c POST /v1/render and /v1/runs through the job pool.
+ *   sessions.c     /v1/sessions: `kiln session` children, their zygote and pool.
  *
  * A request's life: server.c makes a kiln_req on the access handler's
  * first call (route, auth, early refusals), the route's body callback eats
