@@ -89,7 +89,20 @@ int kiln_api_spawn(const kiln_api_ctx *ctx, char *const argv[], const int *fds, 
                    int with_stdin, kiln_api_spawned *sp, kiln_api_reply *reply);
 
 /* text in a sealed memfd named name (offset 0, close-on-exec): the fd, or
- * -1 with errno. */
+ * -1 with errno. kiln_api_doc_memfd: doc (stolen; NULL = out of memory)
+ * as compact JSON, the same way. */
 int kiln_api_sealed_memfd(const char *name, const char *text);
+int kiln_api_doc_memfd(const char *name, json_t *doc);
+
+/* How a child's request document names its inputs: paths[i]
+ * "/proc/self/fd/<4+i>" (the descriptor it inherits) and names[i] the
+ * stored filename (borrowed from inputs). 0, or -1 with errno. */
+typedef struct kiln_api_input_refs {
+    char (*paths)[32];
+    const char **path_ptrs;
+    const char **names;
+} kiln_api_input_refs;
+int kiln_api_input_refs_make(const kiln_api_input *inputs, size_t n, kiln_api_input_refs *r);
+void kiln_api_input_refs_free(kiln_api_input_refs *r);
 
 #endif

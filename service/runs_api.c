@@ -353,40 +353,58 @@ int kiln_api_sealed_memfd(const char *name, const char *text)
     return fd;
 }
 
+int kiln_api_doc_memfd(const char *name, json_t *doc)
+{
+    char *text = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
+    json_decref(doc);
+    if (!text) {
+        errno = ENOMEM;
+        return -1;
+    }
+    int fd = kiln_api_sealed_memfd(name, text);
+    free(text);
+    return fd;
+}
+
+int kiln_api_input_refs_make(const kiln_api_input *inputs, size_t n, kiln_api_input_refs *r)
+{
+    r->paths = calloc(n + 1, sizeof *r->paths);
+    r->path_ptrs = calloc(n + 1, sizeof *r->path_ptrs);
+    r->names = calloc(n + 1, sizeof *r->names);
+    if (!r->paths || !r->path_ptrs || !r->names) {
+        kiln_api_input_refs_free(r);
+        errno = ENOMEM;
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        snprintf(r->paths[i], sizeof r->paths[i], "/proc/self/fd/%zu", 4 + i);
+        r->path_ptrs[i] = r->paths[i];
+        r->names[i] = inputs[i].file.filename;
+    }
+    return 0;
+}
+
+void kiln_api_input_refs_free(kiln_api_input_refs *r)
+{
+    free(r->paths);
+    free(r->path_ptrs);
+    free(r->names);
+    memset(r, 0, sizeof *r);
+}
+
 /* The job document for the child, in a sealed memfd: the request as
  * checked, inputs as the descriptors 4.. they will be. The fd, or -1 with
  * errno. */
 static int request_memfd(const kiln_job_request *rq, const kiln_api_input *inputs,
                          size_t input_count)
 {
-    char(*paths)[32] = calloc(input_count + 1, sizeof *paths);
-    const char **path_ptrs = calloc(input_count + 1, sizeof *path_ptrs);
-    const char **names = calloc(input_count + 1, sizeof *names);
-    int fd = -1;
-    char *text = NULL;
-    json_t *doc = NULL;
-    if (!paths || !path_ptrs || !names) {
-        errno = ENOMEM;
-        goto release;
-    }
-    for (size_t i = 0; i < input_count; i++) {
-        snprintf(paths[i], sizeof paths[i], "/proc/self/fd/%zu", 4 + i);
-        path_ptrs[i] = paths[i];
-        names[i] = inputs[i].file.filename;
-    }
-    doc = kiln_job_request_json(rq, path_ptrs, names, input_count);
-    text = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
-    if (!text) {
-        errno = ENOMEM;
-        goto release;
-    }
-    fd = kiln_api_sealed_memfd("kiln-job-request", text);
-release:
-    free(text);
-    json_decref(doc);
-    free(names);
-    free(path_ptrs);
-    free(paths);
+    kiln_api_input_refs refs;
+    if (kiln_api_input_refs_make(inputs, input_count, &refs) != 0)
+        return -1;
+    int fd = kiln_api_doc_memfd("kiln-job-request",
+                                kiln_job_request_json(rq, refs.path_ptrs, refs.names,
+                                                      input_count));
+    kiln_api_input_refs_free(&refs);
     return fd;
 }
 

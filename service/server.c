@@ -162,41 +162,35 @@ kiln_route http_route_of(const char *url, char *id_seg, size_t cap)
         return ROUTE_FILES;
     if (strcmp(url, "/v1/sessions") == 0)
         return ROUTE_SESSIONS;
-    if (strncmp(url, "/v1/sessions/", 13) == 0) {
-        const char *seg = url + 13, *slash = strchr(seg, '/');
+    static const struct {
+        const char *prefix, *rest;
+        kiln_route route;
+    } below[] = {
+        {"/v1/files/", "", ROUTE_FILE},
+        {"/v1/files/", "/content", ROUTE_CONTENT},
+        {"/v1/files/", "/link", ROUTE_LINK},
+        {"/v1/sessions/", "", ROUTE_SESSION},
+        {"/v1/sessions/", "/cells", ROUTE_SESSION_CELLS},
+        {"/v1/sessions/", "/interrupt", ROUTE_SESSION_INTERRUPT},
+        {"/v1/sessions/", "/files", ROUTE_SESSION_FILES},
+    };
+    /* PREFIX{id}REST: the id segment is whatever lies between. */
+    for (size_t i = 0; i < sizeof below / sizeof below[0]; i++) {
+        size_t plen = strlen(below[i].prefix);
+        if (strncmp(url, below[i].prefix, plen) != 0)
+            continue;
+        const char *seg = url + plen, *slash = strchr(seg, '/');
         size_t n = slash ? (size_t)(slash - seg) : strlen(seg);
         if (n == 0)
             return ROUTE_OTHER;
+        if (strcmp(slash ? slash : "", below[i].rest) != 0)
+            continue;
         if (n < cap) {
             memcpy(id_seg, seg, n);
             id_seg[n] = '\0';
         }
-        if (!slash)
-            return ROUTE_SESSION;
-        if (strcmp(slash, "/cells") == 0)
-            return ROUTE_SESSION_CELLS;
-        if (strcmp(slash, "/interrupt") == 0)
-            return ROUTE_SESSION_INTERRUPT;
-        if (strcmp(slash, "/files") == 0)
-            return ROUTE_SESSION_FILES;
-        return ROUTE_OTHER;
+        return below[i].route;
     }
-    if (strncmp(url, "/v1/files/", 10) != 0)
-        return ROUTE_OTHER;
-    const char *seg = url + 10, *slash = strchr(seg, '/');
-    size_t n = slash ? (size_t)(slash - seg) : strlen(seg);
-    if (n == 0)
-        return ROUTE_OTHER;
-    if (n < cap) {
-        memcpy(id_seg, seg, n);
-        id_seg[n] = '\0';
-    }
-    if (!slash)
-        return ROUTE_FILE;
-    if (strcmp(slash, "/content") == 0)
-        return ROUTE_CONTENT;
-    if (strcmp(slash, "/link") == 0)
-        return ROUTE_LINK;
     return ROUTE_OTHER;
 }
 

@@ -593,31 +593,14 @@ static void session_dead(kiln_sessions *m, svc_session *s)
  * timeout and lifetime (the service keeps the real ones). */
 static int session_memfd(kiln_session_request *rq, const kiln_api_input *inputs, size_t n)
 {
-    char(*paths)[32] = calloc(n + 1, sizeof *paths);
-    const char **path_ptrs = calloc(n + 1, sizeof *path_ptrs);
-    const char **names = calloc(n + 1, sizeof *names);
-    int fd = -1;
-    json_t *doc = NULL;
-    char *text = NULL;
-    if (!paths || !path_ptrs || !names)
-        goto release;
-    for (size_t i = 0; i < n; i++) {
-        snprintf(paths[i], sizeof paths[i], "/proc/self/fd/%zu", 4 + i);
-        path_ptrs[i] = paths[i];
-        names[i] = inputs[i].file.filename;
-    }
+    kiln_api_input_refs refs;
+    if (kiln_api_input_refs_make(inputs, n, &refs) != 0)
+        return -1;
     rq->idle_seconds = KILN_SESSION_SECONDS_MAX;
     rq->lifetime_seconds = KILN_SESSION_SECONDS_MAX;
-    doc = kiln_session_request_json(rq, path_ptrs, names, n);
-    text = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
-    if (text)
-        fd = kiln_api_sealed_memfd("kiln-session-request", text);
-release:
-    free(text);
-    json_decref(doc);
-    free(names);
-    free(path_ptrs);
-    free(paths);
+    int fd = kiln_api_doc_memfd("kiln-session-request",
+                                kiln_session_request_json(rq, refs.path_ptrs, refs.names, n));
+    kiln_api_input_refs_free(&refs);
     return fd;
 }
 
