@@ -146,6 +146,9 @@ struct kiln_sessions {
     double zygote_backoff; /* seconds before the next start after a death; doubles */
     double zygote_started_mono;
     int unavailable; /* not root: no sandbox, so no zygote and no sessions (503) */
+    /* A pooled session that died before it was ready delays the refill
+     * (doubling, to 30 s) rather than spin on a failing start. */
+    double pool_retry_at, pool_backoff;
     char zygote_dir[PATH_MAX];
     char zygote_socket[PATH_MAX + 16];
 };
@@ -569,6 +572,12 @@ static void session_dead(kiln_sessions *m, svc_session *s)
     }
     if (s->ended)
         fail_waiters(s);
+    if (s->pooled && !s->ready) {
+        m->pool_backoff = m->pool_backoff > 0 ? m->pool_backoff * 2 : 1.0;
+        if (m->pool_backoff > 30)
+            m->pool_backoff = 30;
+        m->pool_retry_at = mono_now() + m->pool_backoff;
+    }
     while (s->waiters) {
         waiter *w = s->waiters;
         s->waiters = w->next;
@@ -864,6 +873,8 @@ static void handle_event(kiln_sessions *m, svc_session *s, json_t *ev)
         return;
     if (strcmp(name, "ready") == 0) {
         s->ready = 1;
+        if (s->pooled)
+            m->pool_backoff = 0;
         if (!s->pooled)
             snprintf(s->status, sizeof s->status, "ready");
         waiter *w = waiter_find(s, 0);
@@ -1102,7 +1113,7 @@ static void *manager_main(void *arg)
             zygote_start(m);
         if (m->zygote.pid > 0 && !m->zygote_up)
             m->zygote_up = access(m->zygote_socket, F_OK) == 0;
-        if (m->zygote_up) {
+        if (m->zygote_up && now >= m->pool_retry_at) {
             unsigned target = m->srv->opt.session_pool;
             for (int n = pool_count(m, 0); n < (int)target; n++)
                 spawn_pooled(m);

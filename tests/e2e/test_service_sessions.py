@@ -375,6 +375,20 @@ def test_sigkill_of_the_child_is_410(srv):
     assert ended["reason"] == "session_lost" and "signal 9" in ended["message"], ended
 
 
+def test_zygote_restarts(srv):
+    """The shared zygote killed: the server starts another, and sessions keep working."""
+    [first] = log_events(srv, "zygote_started")[-1:]
+    os.kill(first["pid"], signal.SIGKILL)
+    wait_for(lambda: any(e["pid"] != first["pid"] for e in log_events(srv, "zygote_started")),
+             what="a new zygote")
+    assert [e for e in log_events(srv, "zygote_exited") if e["pid"] == first["pid"]]
+    sid = create(srv)["id"]
+    assert cell(srv, sid, "print(2 + 2)")["stdout"]["text"] == "4\n"
+    wait_for(lambda: metric(srv, "kiln_session_pool_ready") == 2, what="the pool from the new zygote")
+    sid = create(srv)["id"]
+    assert cell(srv, sid, "import numpy\nprint(int(numpy.arange(4).sum()))")["stdout"]["text"] == "6\n"
+
+
 # =========================================================================== settings, restart
 
 def test_server_restart_is_410_and_keeps_files(serve_factory):
