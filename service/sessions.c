@@ -376,9 +376,12 @@ static json_t *session_json(const svc_session *s)
                           "idle_timeout", s->idle_seconds, "lifetime", s->lifetime_seconds,
                           "limits", limits ? limits : json_object(), "cells", s->cells, "ended",
                           s->ended ? s->ended : json_null());
-    if (o && !s->ended)
+    if (o && !s->ended) {
         json_object_set_new(o, "idle_expires_at",
                             utc_json(idle_at < expires ? idle_at : expires));
+        json_object_set_new(o, "cells_waiting",
+                            json_integer(s->cells_open > 1 ? s->cells_open - 1 : 0));
+    }
     return o;
 }
 
@@ -849,9 +852,10 @@ static void cell_ended(kiln_sessions *m, svc_session *s, waiter *w, const json_t
     }
     if (!s->ended)
         snprintf(s->status, sizeof s->status, "%s", s->cells_open ? "busy" : "ready");
-    session_save(m, s);
+    /* The reply first: the record's commit (an fsync) need not delay it. */
     if (w->pending == 0)
         finish_cell(m, s, w);
+    session_save(m, s);
 }
 
 static void created(kiln_sessions *m, svc_session *s, waiter *w)
@@ -1244,6 +1248,7 @@ static void end_previous(kiln_sessions *m)
         json_object_del(o, "_tenant");
         json_object_set_new(o, "status", json_string("lost"));
         json_object_del(o, "idle_expires_at");
+        json_object_del(o, "cells_waiting");
         json_object_set_new(o, "ended",
                             json_pack("{s:s, s:s, s:o}", "reason", "server_restart", "message",
                                       "The server restarted: the session's interpreter is gone "
