@@ -60,7 +60,13 @@ static const char usage_serve[] =
     "      --max-connections N     open connections at most (1000)\n"
     "      --max-connections-per-ip N  open connections from one address (64; 0 = no limit)\n"
     "      --public-url URL        base URL of signed links (default: the request's Host)\n"
-    "The most a POST /v1/runs may ask for, and what it gets when it asks for nothing\n"
+    "      --sessions on|off       serve /v1/sessions (on)\n"
+    "      --max-sessions N        sessions open at once on the server (64)\n"
+    "      --max-sessions-per-tenant N  sessions open at once of one tenant (16)\n"
+    "      --session-pool N        ready sessions kept for POST /v1/sessions (2; 0 = none)\n"
+    "      --session-idle-timeout DURATION  a session's idle timeout unless it asks (20m)\n"
+    "      --session-lifetime DURATION  a session's longest (and default) lifetime (12h)\n"
+    "The most a POST /v1/runs or /v1/sessions may ask for, and what it gets when it asks for nothing\n"
     "(kiln run's limit flags with run- before them; defaults: kiln run's, docs/run.md):\n";
 static const char usage_serve_tail[] =
     "      --hash-key              read a key on standard input, print its hash, exit\n"
@@ -109,6 +115,12 @@ enum {
     S_MAX_CONN,
     S_MAX_PER_IP,
     S_PUBLIC_URL,
+    S_SESSIONS,
+    S_MAX_SESSIONS,
+    S_MAX_SESSIONS_TENANT,
+    S_SESSION_POOL,
+    S_SESSION_IDLE,
+    S_SESSION_LIFETIME,
     /* then a --run-FLAG per run limit, in the table's order */
     S_RUN_FIRST,
     S__COUNT = S_RUN_FIRST + KILN_JOB_LIMIT_COUNT
@@ -136,6 +148,13 @@ static struct setting settings[S__COUNT] = {
                       .max = 1000000,
                       .zero_ok = 1},
     [S_PUBLIC_URL] = {.name = "public-url", .kind = K_URL, .max = 0},
+    [S_SESSIONS] = {.name = "sessions", .kind = K_STR, .max = 0},
+    [S_MAX_SESSIONS] = {.name = "max-sessions", .kind = K_COUNT, .max = 100000},
+    [S_MAX_SESSIONS_TENANT] = {.name = "max-sessions-per-tenant", .kind = K_COUNT, .max = 100000},
+    [S_SESSION_POOL] = {.name = "session-pool", .kind = K_COUNT, .max = 1000, .zero_ok = 1},
+    /* a session request's own idle_timeout and lifetime go to 30 days */
+    [S_SESSION_IDLE] = {.name = "session-idle-timeout", .kind = K_DURATION, .max = 30 * 86400},
+    [S_SESSION_LIFETIME] = {.name = "session-lifetime", .kind = K_DURATION, .max = 30 * 86400},
 };
 
 /* The --run-* settings: kiln run's limit flags with run- before them,
@@ -666,6 +685,11 @@ static int parse_setting(struct setting *s, uint64_t *out, char *host, size_t ho
         break;
     }
     case K_STR:
+        if (s == &settings[S_SESSIONS] && strcmp(s->value, "on") != 0 &&
+            strcmp(s->value, "off") != 0) {
+            status = bad_value(s, "expected on or off");
+            return status;
+        }
         break;
     }
     *out = v;
@@ -723,6 +747,24 @@ static void apply_setting(int i, const struct setting *s, uint64_t v, kiln_serve
         break;
     case S_PUBLIC_URL:
         opt->public_url = s->value;
+        break;
+    case S_SESSIONS:
+        opt->sessions_enabled = strcmp(s->value, "on") == 0;
+        break;
+    case S_MAX_SESSIONS:
+        opt->max_sessions = (unsigned)v;
+        break;
+    case S_MAX_SESSIONS_TENANT:
+        opt->max_sessions_per_tenant = (unsigned)v;
+        break;
+    case S_SESSION_POOL:
+        opt->session_pool = (unsigned)v;
+        break;
+    case S_SESSION_IDLE:
+        opt->session_idle = (unsigned)v;
+        break;
+    case S_SESSION_LIFETIME:
+        opt->session_lifetime = (unsigned)v;
         break;
     default:
         break;

@@ -165,9 +165,13 @@ void kiln_metrics_request(kiln_metrics *m, const char *method, const char *route
 void kiln_metrics_run(kiln_metrics *m, const char *outcome);
 /* One render done: format and its result ("ok", "error", "client_abort"). */
 void kiln_metrics_render(kiln_metrics *m, const char *format, const char *result);
+/* One session cell done: its status ("ok", "timeout", ...) and the time
+ * from its request to its record (files stored). */
+void kiln_metrics_cell(kiln_metrics *m, const char *outcome, double seconds);
 /* The exposition text (new, malloc'd, NUL-terminated): the counters and
  * histograms above plus the gauges passed in. */
 char *kiln_metrics_text(kiln_metrics *m, uint64_t bytes_stored, unsigned jobs_running,
-                        unsigned jobs_queued, size_t *len);
+                        unsigned jobs_queued, unsigned sessions_open, unsigned sessions_pool,
+                        size_t *len);
 
 #endif

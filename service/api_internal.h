@@ -8,6 +8,7 @@
 
 #include <jansson.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 #include "service/api.h"
 #include "service/store.h"
@@ -64,5 +65,44 @@ void kiln_api_rmtree(const char *path);
  * only a run refuses it as an input (runs_api.c says why).
  */
 const char *kiln_api_check_filename(const char *s, size_t len);
+
+/* ---- children (runs_api.c) ----
+ * Every `kiln run` and `kiln session` child is the kiln executable with a
+ * filtered environment, in a process group of its own, its descriptors
+ * 3.. the ones given (a request in a sealed memfd, inputs). */
+typedef struct kiln_api_child {
+    struct kiln_api_child *next;
+    pid_t pid;
+} kiln_api_child;
+
+typedef struct kiln_api_spawned {
+    kiln_api_child *entry; /* NULL, or put on the runs' list (kiln_api_kill_runs) */
+    pid_t pid;
+    int in_fd;  /* its stdin's write end, when asked for (else -1: /dev/null) */
+    int out_fd; /* its stdout's and stderr's read ends */
+    int err_fd;
+    int refused; /* not started: the server is shutting down (reply 503) */
+} kiln_api_spawned;
+
+/* Start ctx->kiln_exe with argv: 0, or -1 with reply set. */
+int kiln_api_spawn(const kiln_api_ctx *ctx, char *const argv[], const int *fds, size_t nfds,
+                   int with_stdin, kiln_api_spawned *sp, kiln_api_reply *reply);
+
+/* text in a sealed memfd named name (offset 0, close-on-exec): the fd, or
+ * -1 with errno. kiln_api_doc_memfd: doc (stolen; NULL = out of memory)
+ * as compact JSON, the same way. */
+int kiln_api_sealed_memfd(const char *name, const char *text);
+int kiln_api_doc_memfd(const char *name, json_t *doc);
+
+/* How a child's request document names its inputs: paths[i]
+ * "/proc/self/fd/<4+i>" (the descriptor it inherits) and names[i] the
+ * stored filename (borrowed from inputs). 0, or -1 with errno. */
+typedef struct kiln_api_input_refs {
+    char (*paths)[32];
+    const char **path_ptrs;
+    const char **names;
+} kiln_api_input_refs;
+int kiln_api_input_refs_make(const kiln_api_input *inputs, size_t n, kiln_api_input_refs *r);
+void kiln_api_input_refs_free(kiln_api_input_refs *r);
 
 #endif

@@ -8,6 +8,7 @@
  *   files_api.c    POST/GET /v1/files, GET/DELETE /v1/files/{id}, links.
  *   download.c     GET/HEAD /v1/files/{id}/content.
  *   job_requests.c POST /v1/render and /v1/runs through the job pool.
+ *   sessions.c     /v1/sessions: `kiln session` children, their zygote and pool.
  *
  * A request's life: server.c makes a kiln_req on the access handler's
  * first call (route, auth, early refusals), the route's body callback eats
@@ -62,6 +63,8 @@ struct kiln_server {
      * --header-timeout / --request-timeout (server.c). */
     struct kiln_reaper *reaper;
 
+    struct kiln_sessions *sessions; /* sessions.c; NULL when they are off */
+
     pthread_mutex_t jobs_lock; /* guards jobs: NULL once shutdown began */
     kiln_jobs *jobs;
 
@@ -80,6 +83,11 @@ typedef enum {
     ROUTE_LINK,    /* /v1/files/{id}/link */
     ROUTE_RENDER,  /* /v1/render */
     ROUTE_RUNS,    /* /v1/runs */
+    ROUTE_SESSIONS,          /* /v1/sessions */
+    ROUTE_SESSION,           /* /v1/sessions/{id} */
+    ROUTE_SESSION_CELLS,     /* /v1/sessions/{id}/cells */
+    ROUTE_SESSION_INTERRUPT, /* /v1/sessions/{id}/interrupt */
+    ROUTE_SESSION_FILES,     /* /v1/sessions/{id}/files */
     ROUTE_HEALTHZ,
     ROUTE_METRICS,
 } kiln_route;
@@ -158,6 +166,11 @@ enum MHD_Result http_gone(kiln_req *req, const kiln_store_file *file);
  * NOT_FOUND, 410 for GONE (file says when), else 500 with err's message. */
 enum MHD_Result http_store_failure(kiln_req *req, kiln_store_result r,
                                    const kiln_store_file *file, const kiln_error *err);
+/* The HTTP status of a contract error code (common/error.h's names, and
+ * the service's own): the one table where a session's codes meet HTTP.
+ * session_busy 409, session_gone 410, a usage, invalid or limit error 422,
+ * unreadable_input 422, too_large 413, anything else 500. */
+int http_contract_status(const char *code);
 /* 413 with details.limit. */
 enum MHD_Result http_too_large(kiln_req *req, uint64_t limit);
 /* A JSON reply with a Location header (201s). */
@@ -288,5 +301,10 @@ enum MHD_Result jobs_request(kiln_req *req);
 void jobs_drop_gone(kiln_server *srv);
 /* kiln_jobs_shutdown's cancel: queued jobs answer 503. */
 void jobs_cancel(void *arg);
+
+/* ---- sessions.c ---- */
+/* Every /v1/sessions route, on its last call; a request that waits on a
+ * session is suspended and, once answered, queued from req->reply. */
+enum MHD_Result sessions_request(kiln_req *req);
 
 #endif

@@ -113,6 +113,23 @@ enum MHD_Result http_store_failure(kiln_req *req, kiln_store_result r,
     return http_internal(req, err->message);
 }
 
+int http_contract_status(const char *code)
+{
+    static const struct {
+        const char *code;
+        int status;
+    } table[] = {
+        {"session_busy", 409},     {"session_gone", 410},     {"usage", 422},
+        {"invalid_run", 422},      {"invalid_session", 422},  {"invalid_cell", 422},
+        {"limit_exceeded", 422},   {"unreadable_input", 422}, {"too_large", 413},
+        {"not_found", 404},        {"gone", 410},
+    };
+    for (size_t i = 0; code && i < sizeof table / sizeof table[0]; i++)
+        if (strcmp(code, table[i].code) == 0)
+            return table[i].status;
+    return 500;
+}
+
 enum MHD_Result http_too_large(kiln_req *req, uint64_t limit)
 {
     char msg[128];

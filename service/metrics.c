@@ -49,6 +49,8 @@ struct kiln_metrics {
     struct family bytes;    /* route */
     struct family runs;     /* outcome */
     struct family renders;  /* format, result */
+    struct family cells;    /* outcome */
+    struct histogram cell_latency;
     struct histogram *hist;
     size_t n_hist, cap_hist;
     uint64_t dropped;
@@ -74,6 +76,7 @@ void kiln_metrics_free(kiln_metrics *m)
     free(m->bytes.items);
     free(m->runs.items);
     free(m->renders.items);
+    free(m->cells.items);
     free(m->hist);
     pthread_mutex_destroy(&m->lock);
     free(m);
@@ -200,6 +203,24 @@ void kiln_metrics_render(kiln_metrics *m, const char *format, const char *result
     pthread_mutex_unlock(&m->lock);
 }
 
+void kiln_metrics_cell(kiln_metrics *m, const char *outcome, double seconds)
+{
+    pthread_mutex_lock(&m->lock);
+    struct counter *c = counter_get(m, &m->cells, outcome, NULL, NULL);
+    if (c)
+        c->value++;
+    struct histogram *h = &m->cell_latency;
+    for (size_t b = 0; b < N_BUCKETS; b++) {
+        if (seconds <= buckets[b]) {
+            h->counts[b]++;
+            break;
+        }
+    }
+    h->count++;
+    h->sum += seconds;
+    pthread_mutex_unlock(&m->lock);
+}
+
 /* ---- the exposition text ---- */
 
 struct text {
@@ -267,7 +288,8 @@ static void put_float(struct text *t, double v)
 }
 
 char *kiln_metrics_text(kiln_metrics *m, uint64_t bytes_stored, unsigned jobs_running,
-                        unsigned jobs_queued, size_t *len)
+                        unsigned jobs_queued, unsigned sessions_open, unsigned sessions_pool,
+                        size_t *len)
 {
     struct text t = {.buf = malloc(4096), .cap = 4096};
     if (!t.buf)
@@ -334,6 +356,32 @@ char *kiln_metrics_text(kiln_metrics *m, uint64_t bytes_stored, unsigned jobs_ru
         put(&t, "} %llu\n", (unsigned long long)m->renders.items[i].value);
     }
 
+    put_header(&t, "kiln_session_cells_total", "counter",
+               "Session cells finished, by the cell's status.");
+    for (size_t i = 0; i < m->cells.n; i++) {
+        put(&t, "kiln_session_cells_total{");
+        put_label(&t, "outcome", m->cells.items[i].a, 1);
+        put(&t, "} %llu\n", (unsigned long long)m->cells.items[i].value);
+    }
+    put_header(&t, "kiln_session_cell_duration_seconds", "histogram",
+               "Time from a cell's request to its record, its files stored.");
+    {
+        const struct histogram *h = &m->cell_latency;
+        uint64_t cum = 0;
+        for (size_t b = 0; b < N_BUCKETS; b++) {
+            cum += h->counts[b];
+            put(&t, "kiln_session_cell_duration_seconds_bucket{le=\"");
+            put_float(&t, buckets[b]);
+            put(&t, "\"} %llu\n", (unsigned long long)cum);
+        }
+        put(&t, "kiln_session_cell_duration_seconds_bucket{le=\"+Inf\"} %llu\n",
+            (unsigned long long)h->count);
+        put(&t, "kiln_session_cell_duration_seconds_sum ");
+        put_float(&t, h->sum);
+        put(&t, "\nkiln_session_cell_duration_seconds_count %llu\n",
+            (unsigned long long)h->count);
+    }
+
     put_header(&t, "kiln_metrics_dropped_total", "counter",
                "Metric updates dropped because a family reached its series limit.");
     put(&t, "kiln_metrics_dropped_total %llu\n", (unsigned long long)m->dropped);
@@ -345,6 +393,10 @@ char *kiln_metrics_text(kiln_metrics *m, uint64_t bytes_stored, unsigned jobs_ru
     put(&t, "kiln_jobs_running %u\n", jobs_running);
     put_header(&t, "kiln_jobs_queued", "gauge", "Renders and runs waiting for a worker.");
     put(&t, "kiln_jobs_queued %u\n", jobs_queued);
+    put_header(&t, "kiln_sessions_open", "gauge", "Sessions open (a tenant's, not pooled).");
+    put(&t, "kiln_sessions_open %u\n", sessions_open);
+    put_header(&t, "kiln_session_pool_ready", "gauge", "Ready sessions waiting in the pool.");
+    put(&t, "kiln_session_pool_ready %u\n", sessions_pool);
 
     if (t.failed) {
         free(t.buf);

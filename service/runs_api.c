@@ -65,10 +65,7 @@ static void effective_max(const kiln_api_ctx *ctx, kiln_run_limits *max)
 
 /* ---- children in flight ---- */
 
-typedef struct child {
-    struct child *next;
-    pid_t pid;
-} child;
+typedef kiln_api_child child;
 
 static pthread_mutex_t children_lock = PTHREAD_MUTEX_INITIALIZER;
 static child *children;
@@ -340,49 +337,74 @@ static int store_outputs(const kiln_api_ctx *ctx, const char *tenant, const char
     return 0;
 }
 
-/* The job document for the child, in a sealed memfd at offset 0: the
- * request as checked, inputs as the descriptors 4.. they will be. The fd,
- * or -1 with errno. */
-static int request_memfd(const kiln_job_request *rq, const kiln_api_input *inputs,
-                         size_t input_count)
+/* text in a sealed memfd at offset 0: the fd, or -1 with errno. */
+int kiln_api_sealed_memfd(const char *name, const char *text)
 {
-    char(*paths)[32] = calloc(input_count + 1, sizeof *paths);
-    const char **path_ptrs = calloc(input_count + 1, sizeof *path_ptrs);
-    const char **names = calloc(input_count + 1, sizeof *names);
-    int fd = -1;
-    char *text = NULL;
-    json_t *doc = NULL;
-    if (!paths || !path_ptrs || !names) {
-        errno = ENOMEM;
-        goto release;
-    }
-    for (size_t i = 0; i < input_count; i++) {
-        snprintf(paths[i], sizeof paths[i], "/proc/self/fd/%zu", 4 + i);
-        path_ptrs[i] = paths[i];
-        names[i] = inputs[i].file.filename;
-    }
-    doc = kiln_job_request_json(rq, path_ptrs, names, input_count);
-    text = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
-    if (!text) {
-        errno = ENOMEM;
-        goto release;
-    }
-    fd = memfd_create("kiln-job-request", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    int fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
     if (fd < 0)
-        goto release;
+        return -1;
     if (kiln_write_all(fd, text, strlen(text)) != 0 || lseek(fd, 0, SEEK_SET) != 0 ||
         fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL) != 0) {
         int saved = errno;
         close(fd);
-        fd = -1;
         errno = saved;
+        return -1;
     }
-release:
-    free(text);
+    return fd;
+}
+
+int kiln_api_doc_memfd(const char *name, json_t *doc)
+{
+    char *text = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
     json_decref(doc);
-    free(names);
-    free(path_ptrs);
-    free(paths);
+    if (!text) {
+        errno = ENOMEM;
+        return -1;
+    }
+    int fd = kiln_api_sealed_memfd(name, text);
+    free(text);
+    return fd;
+}
+
+int kiln_api_input_refs_make(const kiln_api_input *inputs, size_t n, kiln_api_input_refs *r)
+{
+    r->paths = calloc(n + 1, sizeof *r->paths);
+    r->path_ptrs = calloc(n + 1, sizeof *r->path_ptrs);
+    r->names = calloc(n + 1, sizeof *r->names);
+    if (!r->paths || !r->path_ptrs || !r->names) {
+        kiln_api_input_refs_free(r);
+        errno = ENOMEM;
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        snprintf(r->paths[i], sizeof r->paths[i], "/proc/self/fd/%zu", 4 + i);
+        r->path_ptrs[i] = r->paths[i];
+        r->names[i] = inputs[i].file.filename;
+    }
+    return 0;
+}
+
+void kiln_api_input_refs_free(kiln_api_input_refs *r)
+{
+    free(r->paths);
+    free(r->path_ptrs);
+    free(r->names);
+    memset(r, 0, sizeof *r);
+}
+
+/* The job document for the child, in a sealed memfd: the request as
+ * checked, inputs as the descriptors 4.. they will be. The fd, or -1 with
+ * errno. */
+static int request_memfd(const kiln_job_request *rq, const kiln_api_input *inputs,
+                         size_t input_count)
+{
+    kiln_api_input_refs refs;
+    if (kiln_api_input_refs_make(inputs, input_count, &refs) != 0)
+        return -1;
+    int fd = kiln_api_doc_memfd("kiln-job-request",
+                                kiln_job_request_json(rq, refs.path_ptrs, refs.names,
+                                                      input_count));
+    kiln_api_input_refs_free(&refs);
     return fd;
 }
 
@@ -393,34 +415,28 @@ typedef struct run_child {
     int refused;        /* not started: the server is shutting down */
 } run_child;
 
-/* Start `kiln run --request /proc/self/fd/3 -o OUT_DIR` with descriptors
- * 0 /dev/null, 1 and 2 pipes, 3 the request, 4.. the inputs. 0, or -1
- * with reply set. */
-static int spawn_run(const kiln_api_ctx *ctx, int request_fd, const kiln_api_input *inputs,
-                     size_t input_count, const char *out_dir, run_child *rc,
-                     kiln_api_reply *reply)
+int kiln_api_spawn(const kiln_api_ctx *ctx, char *const argv[], const int *fds, size_t nfds,
+                   int with_stdin, kiln_api_spawned *sp, kiln_api_reply *reply)
 {
-    char *argv[] = {(char *)ctx->kiln_exe, "run", "--request", "/proc/self/fd/3", "-o",
-                    (char *)out_dir,       NULL};
-    int out_pipe[2] = {-1, -1}, err_pipe[2] = {-1, -1}, result = -1;
-    size_t nfds = input_count + 1; /* the request, then the inputs */
-    int *high = calloc(nfds, sizeof *high);
+    int in_pipe[2] = {-1, -1}, out_pipe[2] = {-1, -1}, err_pipe[2] = {-1, -1}, result = -1;
+    int *high = calloc(nfds + 1, sizeof *high);
     size_t duped = 0;
     char **env = child_env();
-    rc->out_fd = rc->err_fd = -1;
+    sp->in_fd = sp->out_fd = sp->err_fd = -1;
+    sp->refused = 0;
     if (!high || !env) {
         kiln_api_reply_internal(reply, "out of memory");
         goto release;
     }
-    if (pipe2(out_pipe, O_CLOEXEC) != 0 || pipe2(err_pipe, O_CLOEXEC) != 0) {
+    if (pipe2(out_pipe, O_CLOEXEC) != 0 || pipe2(err_pipe, O_CLOEXEC) != 0 ||
+        (with_stdin && pipe2(in_pipe, O_CLOEXEC) != 0)) {
         kiln_api_reply_internal(reply, "cannot make pipes: %s", strerror(errno));
         goto release;
     }
     /* Each descriptor is first moved above the range it goes to, so no
      * dup2 below overwrites another's source. */
     for (; duped < nfds; duped++) {
-        int src = duped == 0 ? request_fd : inputs[duped - 1].fd;
-        high[duped] = fcntl(src, F_DUPFD_CLOEXEC, (int)(3 + nfds));
+        high[duped] = fcntl(fds[duped], F_DUPFD_CLOEXEC, (int)(3 + nfds));
         if (high[duped] < 0) {
             kiln_api_reply_internal(reply, "cannot duplicate a descriptor: %s", strerror(errno));
             goto release;
@@ -429,7 +445,10 @@ static int spawn_run(const kiln_api_ctx *ctx, int request_fd, const kiln_api_inp
     posix_spawn_file_actions_t fa;
     posix_spawnattr_t attr;
     posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    if (with_stdin)
+        posix_spawn_file_actions_adddup2(&fa, in_pipe[0], 0);
+    else
+        posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
     posix_spawn_file_actions_adddup2(&fa, out_pipe[1], 1);
     posix_spawn_file_actions_adddup2(&fa, err_pipe[1], 2);
     for (size_t i = 0; i < nfds; i++)
@@ -450,18 +469,19 @@ static int spawn_run(const kiln_api_ctx *ctx, int request_fd, const kiln_api_inp
     int spawn_rc = 0;
     pthread_mutex_lock(&children_lock);
     if (children_killed) {
-        rc->refused = 1;
+        sp->refused = 1;
     } else {
-        spawn_rc = posix_spawn(&rc->entry.pid, ctx->kiln_exe, &fa, &attr, argv, env);
-        if (spawn_rc == 0) {
-            rc->entry.next = children;
-            children = &rc->entry;
+        spawn_rc = posix_spawn(&sp->pid, ctx->kiln_exe, &fa, &attr, argv, env);
+        if (spawn_rc == 0 && sp->entry) {
+            sp->entry->pid = sp->pid;
+            sp->entry->next = children;
+            children = sp->entry;
         }
     }
     pthread_mutex_unlock(&children_lock);
     posix_spawn_file_actions_destroy(&fa);
     posix_spawnattr_destroy(&attr);
-    if (rc->refused) {
+    if (sp->refused) {
         kiln_api_reply_error(reply, 503, "unavailable", "The server is shutting down.", NULL);
         goto release;
     }
@@ -469,12 +489,15 @@ static int spawn_run(const kiln_api_ctx *ctx, int request_fd, const kiln_api_inp
         kiln_api_reply_internal(reply, "cannot start %s: %s", ctx->kiln_exe, strerror(spawn_rc));
         goto release;
     }
-    rc->out_fd = out_pipe[0];
-    rc->err_fd = err_pipe[0];
-    out_pipe[0] = err_pipe[0] = -1;
+    sp->in_fd = in_pipe[1];
+    sp->out_fd = out_pipe[0];
+    sp->err_fd = err_pipe[0];
+    in_pipe[1] = out_pipe[0] = err_pipe[0] = -1;
     result = 0;
 release:
     for (int k = 0; k < 2; k++) {
+        if (in_pipe[k] >= 0)
+            close(in_pipe[k]);
         if (out_pipe[k] >= 0)
             close(out_pipe[k]);
         if (err_pipe[k] >= 0)
@@ -484,6 +507,33 @@ release:
         close(high[duped]);
     free(high);
     free(env);
+    return result;
+}
+
+/* Start `kiln run --request /proc/self/fd/3 -o OUT_DIR` with descriptors
+ * 0 /dev/null, 1 and 2 pipes, 3 the request, 4.. the inputs. 0, or -1
+ * with reply set. */
+static int spawn_run(const kiln_api_ctx *ctx, int request_fd, const kiln_api_input *inputs,
+                     size_t input_count, const char *out_dir, run_child *rc,
+                     kiln_api_reply *reply)
+{
+    char *argv[] = {(char *)ctx->kiln_exe, "run", "--request", "/proc/self/fd/3", "-o",
+                    (char *)out_dir,       NULL};
+    size_t nfds = input_count + 1; /* the request, then the inputs */
+    int *fds = calloc(nfds, sizeof *fds);
+    if (!fds) {
+        kiln_api_reply_internal(reply, "out of memory");
+        return -1;
+    }
+    fds[0] = request_fd;
+    for (size_t i = 0; i < input_count; i++)
+        fds[1 + i] = inputs[i].fd;
+    kiln_api_spawned sp = {.entry = &rc->entry};
+    int result = kiln_api_spawn(ctx, argv, fds, nfds, 0, &sp, reply);
+    free(fds);
+    rc->refused = sp.refused;
+    rc->out_fd = sp.out_fd;
+    rc->err_fd = sp.err_fd;
     return result;
 }
 

@@ -30,6 +30,7 @@
 
 #include "service/http.h"
 #include "service/json_budget.h"
+#include "service/sessions.h"
 #include "../common/banned.h"
 
 /* A JSON body over this leaves glibc's heap holding its parse tree's pages
@@ -48,6 +49,8 @@ void kiln_server_options_init(kiln_server_options *opt)
      * for these 0 is a setting of its own ("no limit", "nothing waits"). */
     opt->max_connections_per_ip = KILN_SERVER_DEFAULT_MAX_PER_IP;
     opt->queue_max = KILN_SERVER_DEFAULT_QUEUE;
+    opt->sessions_enabled = 1;
+    opt->session_pool = KILN_SERVER_DEFAULT_SESSION_POOL;
 }
 
 static unsigned cpu_count(void)
@@ -73,6 +76,16 @@ static const char *route_name(kiln_route r)
         return "/v1/render";
     case ROUTE_RUNS:
         return "/v1/runs";
+    case ROUTE_SESSIONS:
+        return "/v1/sessions";
+    case ROUTE_SESSION:
+        return "/v1/sessions/{id}";
+    case ROUTE_SESSION_CELLS:
+        return "/v1/sessions/{id}/cells";
+    case ROUTE_SESSION_INTERRUPT:
+        return "/v1/sessions/{id}/interrupt";
+    case ROUTE_SESSION_FILES:
+        return "/v1/sessions/{id}/files";
     case ROUTE_HEALTHZ:
         return "/healthz";
     case ROUTE_METRICS:
@@ -97,6 +110,15 @@ const char *http_route_allow(kiln_route r)
         return "POST";
     case ROUTE_RUNS:
         return "POST";
+    case ROUTE_SESSIONS:
+        return "GET, POST";
+    case ROUTE_SESSION:
+        return "GET, DELETE";
+    case ROUTE_SESSION_CELLS:
+    case ROUTE_SESSION_INTERRUPT:
+        return "POST";
+    case ROUTE_SESSION_FILES:
+        return "GET, POST";
     case ROUTE_HEALTHZ:
         return "GET, HEAD";
     case ROUTE_METRICS:
@@ -138,22 +160,37 @@ kiln_route http_route_of(const char *url, char *id_seg, size_t cap)
         return ROUTE_RUNS;
     if (strcmp(url, "/v1/files") == 0)
         return ROUTE_FILES;
-    if (strncmp(url, "/v1/files/", 10) != 0)
-        return ROUTE_OTHER;
-    const char *seg = url + 10, *slash = strchr(seg, '/');
-    size_t n = slash ? (size_t)(slash - seg) : strlen(seg);
-    if (n == 0)
-        return ROUTE_OTHER;
-    if (n < cap) {
-        memcpy(id_seg, seg, n);
-        id_seg[n] = '\0';
+    if (strcmp(url, "/v1/sessions") == 0)
+        return ROUTE_SESSIONS;
+    static const struct {
+        const char *prefix, *rest;
+        kiln_route route;
+    } below[] = {
+        {"/v1/files/", "", ROUTE_FILE},
+        {"/v1/files/", "/content", ROUTE_CONTENT},
+        {"/v1/files/", "/link", ROUTE_LINK},
+        {"/v1/sessions/", "", ROUTE_SESSION},
+        {"/v1/sessions/", "/cells", ROUTE_SESSION_CELLS},
+        {"/v1/sessions/", "/interrupt", ROUTE_SESSION_INTERRUPT},
+        {"/v1/sessions/", "/files", ROUTE_SESSION_FILES},
+    };
+    /* PREFIX{id}REST: the id segment is whatever lies between. */
+    for (size_t i = 0; i < sizeof below / sizeof below[0]; i++) {
+        size_t plen = strlen(below[i].prefix);
+        if (strncmp(url, below[i].prefix, plen) != 0)
+            continue;
+        const char *seg = url + plen, *slash = strchr(seg, '/');
+        size_t n = slash ? (size_t)(slash - seg) : strlen(seg);
+        if (n == 0)
+            return ROUTE_OTHER;
+        if (strcmp(slash ? slash : "", below[i].rest) != 0)
+            continue;
+        if (n < cap) {
+            memcpy(id_seg, seg, n);
+            id_seg[n] = '\0';
+        }
+        return below[i].route;
     }
-    if (!slash)
-        return ROUTE_FILE;
-    if (strcmp(slash, "/content") == 0)
-        return ROUTE_CONTENT;
-    if (strcmp(slash, "/link") == 0)
-        return ROUTE_LINK;
     return ROUTE_OTHER;
 }
 
@@ -476,9 +513,11 @@ static enum MHD_Result reply_metrics(kiln_req *req)
     if (srv->jobs)
         kiln_jobs_counts(srv->jobs, &running, &queued);
     pthread_mutex_unlock(&srv->jobs_lock);
+    unsigned open = 0, pool = 0;
+    kiln_sessions_counts(srv, &open, &pool);
     size_t len = 0;
     char *text = kiln_metrics_text(srv->metrics, kiln_store_bytes(srv->store), running, queued,
-                                   &len);
+                                   open, pool, &len);
     if (!text)
         return http_internal(req, "cannot build the metrics text: out of memory");
     struct MHD_Response *resp = MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
@@ -540,8 +579,9 @@ static enum MHD_Result begin(kiln_req *req)
     if (req->route == ROUTE_HEALTHZ || req->route == ROUTE_METRICS)
         return MHD_YES;
 
+    int session_route = req->route >= ROUTE_SESSIONS && req->route <= ROUTE_SESSION_FILES;
     int has_id = req->route == ROUTE_FILE || req->route == ROUTE_CONTENT ||
-                 req->route == ROUTE_LINK;
+                 req->route == ROUTE_LINK || (session_route && req->route != ROUTE_SESSIONS);
     int id_ok = has_id && kiln_api_valid_id(seg);
     /* A valid id is exactly KILN_STORE_ID_LEN characters; the precision
      * only tells the compiler so. */
@@ -569,6 +609,24 @@ static enum MHD_Result begin(kiln_req *req)
     case ROUTE_FILES:
         if (strcmp(req->method, "POST") == 0)
             return files_upload_begin(req);
+        break;
+    case ROUTE_SESSIONS:
+    case ROUTE_SESSION:
+    case ROUTE_SESSION_CELLS:
+    case ROUTE_SESSION_INTERRUPT:
+    case ROUTE_SESSION_FILES:
+        if (strcmp(req->method, "POST") != 0)
+            break;
+        if (atomic_load(&srv->stopping))
+            return http_error(req, MHD_HTTP_SERVICE_UNAVAILABLE, "unavailable",
+                              "The server is shutting down.", NULL);
+        if (request_has_body(req) && !http_content_type_is(req, "application/json"))
+            return http_error(req, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type",
+                              "The body must be JSON (Content-Type: application/json).", NULL);
+        req->body = BODY_BUFFER;
+        req->limit = srv->opt.max_request_bytes;
+        if (http_content_length(req, &clen) && clen > req->limit)
+            return http_too_large(req, req->limit);
         break;
     case ROUTE_RENDER:
     case ROUTE_RUNS:
@@ -613,6 +671,9 @@ static enum MHD_Result body_data(kiln_req *req, const char *data, size_t size)
 
 static enum MHD_Result finish(kiln_req *req)
 {
+    if ((req->job == JOB_WAITING || req->job == JOB_DONE) && req->route >= ROUTE_SESSIONS &&
+        req->route <= ROUTE_SESSION_FILES)
+        return sessions_request(req);
     if (req->job == JOB_WAITING || req->job == JOB_DONE)
         return jobs_request(req);
     if (req->body == BODY_UPLOAD || req->body == BODY_MULTIPART)
@@ -638,6 +699,12 @@ static enum MHD_Result finish(kiln_req *req)
     case ROUTE_RENDER:
     case ROUTE_RUNS:
         return jobs_request(req);
+    case ROUTE_SESSIONS:
+    case ROUTE_SESSION:
+    case ROUTE_SESSION_CELLS:
+    case ROUTE_SESSION_INTERRUPT:
+    case ROUTE_SESSION_FILES:
+        return sessions_request(req);
     default:
         return http_not_found(req);
     }
@@ -903,6 +970,14 @@ static void apply_defaults(kiln_server_options *o)
         o->max_connections = KILN_SERVER_DEFAULT_MAX_CONNECTIONS;
     if (!o->data_dir)
         o->data_dir = "kiln-data";
+    if (!o->max_sessions)
+        o->max_sessions = KILN_SERVER_DEFAULT_MAX_SESSIONS;
+    if (!o->max_sessions_per_tenant)
+        o->max_sessions_per_tenant = KILN_SERVER_DEFAULT_MAX_SESSIONS_PER_TENANT;
+    if (!o->session_idle)
+        o->session_idle = KILN_SERVER_DEFAULT_SESSION_IDLE;
+    if (!o->session_lifetime)
+        o->session_lifetime = KILN_SERVER_DEFAULT_SESSION_LIFETIME;
 }
 
 static void server_free(kiln_server *srv)
@@ -914,6 +989,7 @@ static void server_free(kiln_server *srv)
         pthread_mutex_unlock(&srv->sweep_lock);
         pthread_join(srv->sweeper, NULL);
     }
+    kiln_sessions_stop(srv);
     reaper_free(srv);
     if (srv->jobs)
         kiln_jobs_shutdown(srv->jobs, jobs_cancel);
@@ -1010,6 +1086,8 @@ kiln_status kiln_server_start(kiln_server **out, const kiln_server_options *opt,
     }
     srv->sweeper_started = 1;
     if ((st = reaper_start(srv, err)) != KILN_E_OK)
+        goto free_server;
+    if ((st = kiln_sessions_start(srv, err)) != KILN_E_OK)
         goto free_server;
 
     struct sockaddr_storage ss;
@@ -1131,6 +1209,10 @@ void kiln_server_stop(kiln_server *srv)
         pthread_mutex_destroy(&d.lock);
         pthread_cond_destroy(&d.done_cond);
     }
+
+    /* Sessions end: their waiting requests are answered (503/410), their
+     * streams closed, every child and the zygote killed. */
+    kiln_sessions_stop(srv);
 
     /* Requests still in flight (a download, the replies just resumed)
      * finish until the deadline, and for a second at least. */

@@ -35,6 +35,11 @@
 #define KILN_SERVER_DEFAULT_REQUEST_TIMEOUT 300
 #define KILN_SERVER_LINK_DEFAULT_SECONDS 3600
 #define KILN_SERVER_LINK_MAX_SECONDS 604800 /* 7 days */
+#define KILN_SERVER_DEFAULT_MAX_SESSIONS 64
+#define KILN_SERVER_DEFAULT_MAX_SESSIONS_PER_TENANT 16
+#define KILN_SERVER_DEFAULT_SESSION_POOL 2
+#define KILN_SERVER_DEFAULT_SESSION_IDLE (20 * 60)
+#define KILN_SERVER_DEFAULT_SESSION_LIFETIME (12 * 3600)
 
 /* One line (a JSON object, no newline) for the log. Called from any of the
  * server's threads, possibly at once: the callback serialises. */
@@ -68,7 +73,14 @@ typedef struct kiln_server_options {
                                         kiln_server_options_init) */
     const char *public_url;  /* base of signed links ("https://kiln.example"); NULL = Host */
     const char *kiln_exe;    /* the kiln executable, for `kiln run` children */
-    kiln_run_limits run_max; /* the most a run may ask for (zeros = kiln run's defaults) */
+    kiln_run_limits run_max; /* the most a run or session may ask for (zeros = kiln run's
+                                defaults) */
+    int sessions_enabled;    /* /v1/sessions on (kiln_server_options_init: 1) */
+    unsigned max_sessions;   /* open at once on the server; 0 = default */
+    unsigned max_sessions_per_tenant; /* ... of one tenant; 0 = default */
+    unsigned session_pool;   /* ready sessions kept (0 = none: the init sets the default) */
+    unsigned session_idle;   /* seconds: a session's idle timeout when it asks none; 0 = 20 min */
+    unsigned session_lifetime; /* seconds: the longest (and default) lifetime; 0 = 12 h */
     kiln_server_log_fn log;  /* may be NULL: nothing is logged */
     void *log_arg;
     /* Called once the data directory is this server's (its lock taken),

@@ -124,7 +124,16 @@ static const char SCHEMA[] =
     "  expired INTEGER NOT NULL DEFAULT 0,"
     "  source TEXT);"
     "CREATE INDEX IF NOT EXISTS files_tenant ON files (tenant, created_at);"
-    "CREATE INDEX IF NOT EXISTS files_expiry ON files (expired, expires_at);";
+    "CREATE INDEX IF NOT EXISTS files_expiry ON files (expired, expires_at);"
+    /* A session of the service (sessions.c): its object as JSON, kept so
+     * that after a restart it answers 410 with why, not 404. */
+    "CREATE TABLE IF NOT EXISTS sessions ("
+    "  id TEXT NOT NULL UNIQUE,"
+    "  tenant TEXT NOT NULL,"
+    "  created_at INTEGER NOT NULL,"
+    "  ended INTEGER NOT NULL DEFAULT 0,"
+    "  object TEXT NOT NULL);"
+    "CREATE INDEX IF NOT EXISTS sessions_tenant ON sessions (tenant, created_at);";
 /* user_version 1 had no source column; 2 adds it (NULL in the rows of 1:
  * nobody knows any more how those came to be). */
 #define SCHEMA_VERSION 2
@@ -1357,4 +1366,105 @@ uint64_t kiln_store_bytes(kiln_store *store)
     sqlite3_finalize(st);
     reader_give(reader);
     return total;
+}
+
+/* ---- sessions ---- */
+
+int kiln_store_new_id(char out[KILN_STORE_ID_LEN + 1])
+{
+    return random_hex(out);
+}
+
+kiln_store_result kiln_store_session_put(kiln_store *store, const char *tenant, const char *id,
+                                         int64_t created_at, int ended, const char *object,
+                                         kiln_error *err)
+{
+    if (!valid_id(id) || !valid_tenant(tenant))
+        return KILN_STORE_NOT_FOUND;
+    kiln_store_result r = KILN_STORE_OK;
+    pthread_mutex_lock(&store->wlock);
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(store->wdb,
+                           "INSERT INTO sessions (id, tenant, created_at, ended, object) "
+                           "VALUES (?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET "
+                           "ended = excluded.ended, object = excluded.object",
+                           -1, &st, NULL) != SQLITE_OK) {
+        r = db_fail(store->wdb, err, "session");
+        goto cleanup_unlock;
+    }
+    sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, tenant, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 3, created_at);
+    sqlite3_bind_int(st, 4, ended != 0);
+    sqlite3_bind_text(st, 5, object, -1, SQLITE_STATIC);
+    if (sqlite3_step(st) != SQLITE_DONE)
+        r = db_fail(store->wdb, err, "session");
+    sqlite3_finalize(st);
+cleanup_unlock:
+    pthread_mutex_unlock(&store->wlock);
+    return r;
+}
+
+kiln_store_result kiln_store_session_get(kiln_store *store, const char *tenant, const char *id,
+                                         char **object, kiln_error *err)
+{
+    *object = NULL;
+    if (!valid_id(id) || !valid_tenant(tenant))
+        return KILN_STORE_NOT_FOUND;
+    kiln_store_result r = KILN_STORE_NOT_FOUND;
+    pthread_mutex_lock(&store->wlock);
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(store->wdb,
+                           "SELECT object FROM sessions WHERE id = ? AND tenant = ?", -1, &st,
+                           NULL) != SQLITE_OK) {
+        r = db_fail(store->wdb, err, "session");
+        goto cleanup_unlock;
+    }
+    sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, tenant, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+        const unsigned char *text = sqlite3_column_text(st, 0);
+        *object = strdup(text ? (const char *)text : "{}");
+        r = *object ? KILN_STORE_OK : db_fail(store->wdb, err, "out of memory");
+    } else if (rc != SQLITE_DONE) {
+        r = db_fail(store->wdb, err, "session");
+    }
+    sqlite3_finalize(st);
+cleanup_unlock:
+    pthread_mutex_unlock(&store->wlock);
+    return r;
+}
+
+kiln_store_result kiln_store_session_list(kiln_store *store, const char *tenant, int live_only,
+                                          void (*fn)(const char *id, const char *tenant,
+                                                     const char *object, void *arg),
+                                          void *arg, kiln_error *err)
+{
+    if (tenant && !valid_tenant(tenant))
+        return KILN_STORE_OK;
+    kiln_store_result r = KILN_STORE_OK;
+    pthread_mutex_lock(&store->wlock);
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(store->wdb,
+                           "SELECT id, tenant, object FROM sessions WHERE (?1 IS NULL OR "
+                           "tenant = ?1) AND (?2 = 0 OR ended = 0) "
+                           "ORDER BY created_at DESC, id LIMIT 1000",
+                           -1, &st, NULL) != SQLITE_OK) {
+        r = db_fail(store->wdb, err, "sessions");
+        goto cleanup_unlock;
+    }
+    if (tenant)
+        sqlite3_bind_text(st, 1, tenant, -1, SQLITE_STATIC);
+    sqlite3_bind_int(st, 2, live_only != 0);
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+        fn((const char *)sqlite3_column_text(st, 0), (const char *)sqlite3_column_text(st, 1),
+           (const char *)sqlite3_column_text(st, 2), arg);
+    if (rc != SQLITE_DONE)
+        r = db_fail(store->wdb, err, "sessions");
+    sqlite3_finalize(st);
+cleanup_unlock:
+    pthread_mutex_unlock(&store->wlock);
+    return r;
 }

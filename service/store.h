@@ -162,4 +162,27 @@ kiln_store_result kiln_store_sweep(kiln_store *store, int64_t now, uint64_t *rem
 /* Bytes of all live bodies (for /metrics). */
 uint64_t kiln_store_bytes(kiln_store *store);
 
+/* ---- sessions (the service's, sessions.c) ----
+ * A session's object (JSON text) by id and tenant, so a session outlives
+ * the process that ran it as a record: after a restart it answers 410.
+ * Another tenant's session is NOT_FOUND, as a file is. */
+
+/* 128 random bits in hex, as a file id: 0, or -1. */
+int kiln_store_new_id(char out[KILN_STORE_ID_LEN + 1]);
+/* Insert or replace the session's object; ended marks a session that is
+ * over (kiln_store_session_list's live_only leaves it out). */
+kiln_store_result kiln_store_session_put(kiln_store *store, const char *tenant, const char *id,
+                                         int64_t created_at, int ended, const char *object,
+                                         kiln_error *err);
+/* The object (malloc'd text in *object): OK or NOT_FOUND. */
+kiln_store_result kiln_store_session_get(kiln_store *store, const char *tenant, const char *id,
+                                         char **object, kiln_error *err);
+/* fn for each session of tenant (NULL: every tenant's), newest first, at
+ * most 1000; live_only: those not ended. The strings are borrowed for the
+ * call. fn must not call the store. */
+kiln_store_result kiln_store_session_list(kiln_store *store, const char *tenant, int live_only,
+                                          void (*fn)(const char *id, const char *tenant,
+                                                     const char *object, void *arg),
+                                          void *arg, kiln_error *err);
+
 #endif

@@ -282,6 +282,10 @@ class Server:
             pytest.fail("kiln binary not found at %s (build it with `make`, or set KILN_BIN)" % self.exe)
         self.data_dir.mkdir(parents=True, exist_ok=True)
         env = {k: v for k, v in os.environ.items() if not k.startswith("KILN_")}
+        # Sessions start a zygote and a pool at once: only the servers that
+        # test them (test_service_sessions.py) pay for that.
+        if "--sessions" not in self.args and "KILN_SESSIONS" not in self.extra_env:
+            env["KILN_SESSIONS"] = "off"
         if self.keys is not None:
             env["KILN_API_KEYS"] = self.keys
         env.update(self.extra_env)

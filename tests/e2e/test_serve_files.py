@@ -52,7 +52,11 @@ def test_openapi_document():
                 ("/v1/files/{id}", "get"), ("/v1/files/{id}", "head"),
                 ("/v1/files/{id}", "delete"), ("/v1/files/{id}/content", "get"),
                 ("/v1/files/{id}/content", "head"), ("/v1/files/{id}/link", "post"),
-                ("/v1/render", "post"), ("/v1/runs", "post"), ("/healthz", "get"), ("/healthz", "head"),
+                ("/v1/render", "post"), ("/v1/runs", "post"),
+                ("/v1/sessions", "post"), ("/v1/sessions", "get"), ("/v1/sessions/{id}", "get"),
+                ("/v1/sessions/{id}", "delete"), ("/v1/sessions/{id}/cells", "post"),
+                ("/v1/sessions/{id}/interrupt", "post"), ("/v1/sessions/{id}/files", "post"),
+                ("/v1/sessions/{id}/files", "get"), ("/healthz", "get"), ("/healthz", "head"),
                 ("/metrics", "get"), ("/metrics", "head")}
     have = {(p, m) for p, ops in doc["paths"].items() for m in ops if m != "parameters"}
     assert have == expected

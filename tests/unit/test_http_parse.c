@@ -625,14 +625,40 @@ static void test_routes(void **state)
     assert_int_equal(http_route_of("/v1/files/abc/x", seg, sizeof seg), ROUTE_OTHER);
     assert_int_equal(http_route_of("/v1/files/", seg, sizeof seg), ROUTE_OTHER);
     assert_int_equal(http_route_of("/v1/files//content", seg, sizeof seg), ROUTE_OTHER);
+    assert_int_equal(http_route_of("/v1/sessions", seg, sizeof seg), ROUTE_SESSIONS);
+    assert_int_equal(http_route_of("/v1/sessions/s1", seg, sizeof seg), ROUTE_SESSION);
+    assert_string_equal(seg, "s1");
+    assert_int_equal(http_route_of("/v1/sessions/s2/cells", seg, sizeof seg),
+                     ROUTE_SESSION_CELLS);
+    assert_string_equal(seg, "s2");
+    assert_int_equal(http_route_of("/v1/sessions/s/interrupt", seg, sizeof seg),
+                     ROUTE_SESSION_INTERRUPT);
+    assert_int_equal(http_route_of("/v1/sessions/s/files", seg, sizeof seg), ROUTE_SESSION_FILES);
+    assert_int_equal(http_route_of("/v1/sessions/s/content", seg, sizeof seg), ROUTE_OTHER);
+    assert_int_equal(http_route_of("/v1/sessions/", seg, sizeof seg), ROUTE_OTHER);
+    assert_int_equal(http_route_of("/v1/sessions//cells", seg, sizeof seg), ROUTE_OTHER);
+    assert_int_equal(http_route_of("/v1/sessions/s/cells/x", seg, sizeof seg), ROUTE_OTHER);
+    assert_int_equal(http_method_allowed(ROUTE_SESSION, "DELETE"), 1);
+    assert_int_equal(http_method_allowed(ROUTE_SESSION_CELLS, "GET"), 0);
     char small[4];
     assert_int_equal(http_route_of("/v1/files/abcd", small, sizeof small), ROUTE_FILE);
     assert_string_equal(small, ""); /* does not fit: left empty */
 
     /* the empty method looped forever (strstr found "" at every step) */
-    static const kiln_route all[] = {ROUTE_OTHER,   ROUTE_FILES,   ROUTE_FILE,
-                                     ROUTE_CONTENT, ROUTE_LINK,    ROUTE_RENDER,
-                                     ROUTE_RUNS,    ROUTE_HEALTHZ, ROUTE_METRICS};
+    static const kiln_route all[] = {ROUTE_OTHER,
+                                     ROUTE_FILES,
+                                     ROUTE_FILE,
+                                     ROUTE_CONTENT,
+                                     ROUTE_LINK,
+                                     ROUTE_RENDER,
+                                     ROUTE_RUNS,
+                                     ROUTE_HEALTHZ,
+                                     ROUTE_METRICS,
+                                     ROUTE_SESSIONS,
+                                     ROUTE_SESSION,
+                                     ROUTE_SESSION_CELLS,
+                                     ROUTE_SESSION_INTERRUPT,
+                                     ROUTE_SESSION_FILES};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
         assert_int_equal(http_method_allowed(all[i], ""), 0);
         assert_int_equal(http_method_allowed(all[i], ","), 0);

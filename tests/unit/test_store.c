@@ -234,6 +234,49 @@ static int compare_ids(const void *a, const void *b)
     return strcmp((const char *)a, (const char *)b);
 }
 
+static void count_session(const char *id, const char *tenant, const char *object, void *arg)
+{
+    (void)id;
+    (void)object;
+    assert_string_equal(tenant, "acme");
+    (*(int *)arg)++;
+}
+
+/* A session's object by id and tenant: another tenant's is NOT_FOUND, an
+ * update replaces it, an ended one leaves the live list. */
+static void test_sessions(void **state)
+{
+    (void)state;
+    kiln_store *store = open_store(0);
+    kiln_error err;
+    char id[KILN_STORE_ID_LEN + 1], *text = NULL;
+    assert_int_equal(kiln_store_new_id(id), 0);
+    assert_true(is_id(id));
+    assert_int_equal(kiln_store_session_put(store, "acme", id, 5, 0, "{\"v\":1}", &err),
+                     KILN_STORE_OK);
+    assert_int_equal(kiln_store_session_get(store, "acme", id, &text, &err), KILN_STORE_OK);
+    assert_string_equal(text, "{\"v\":1}");
+    free(text);
+    assert_int_equal(kiln_store_session_get(store, "other", id, &text, &err),
+                     KILN_STORE_NOT_FOUND);
+    assert_null(text);
+    int live = 0, all = 0;
+    assert_int_equal(kiln_store_session_list(store, NULL, 1, count_session, &live, &err),
+                     KILN_STORE_OK);
+    assert_int_equal(live, 1);
+    assert_int_equal(kiln_store_session_put(store, "acme", id, 5, 1, "{\"v\":2}", &err),
+                     KILN_STORE_OK);
+    live = 0;
+    kiln_store_session_list(store, NULL, 1, count_session, &live, &err);
+    kiln_store_session_list(store, "acme", 0, count_session, &all, &err);
+    assert_int_equal(live, 0);
+    assert_int_equal(all, 1);
+    assert_int_equal(kiln_store_session_get(store, "acme", id, &text, &err), KILN_STORE_OK);
+    assert_string_equal(text, "{\"v\":2}");
+    free(text);
+    kiln_store_close(store);
+}
+
 static void test_ids_unique(void **state)
 {
     (void)state;
@@ -1249,6 +1292,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         T(test_upload_and_get),
         T(test_body_content),
+        T(test_sessions),
         T(test_ids_unique),
         T(test_max_bytes_exact),
         T(test_max_bytes_exact_named_temp),
