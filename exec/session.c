@@ -254,6 +254,12 @@ static kiln_status zygote_connect(kiln_session *s, const char *path, kiln_error 
                                   strerror(errno));
         }
         if (pid == 0) {
+            /* Our standard input and output are the session's requests and
+             * events: never the zygote's to read or write. Standard error
+             * stays, for what goes wrong. */
+            int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+            if (devnull < 0 || dup2(devnull, 0) < 0 || dup2(devnull, 1) < 0)
+                _exit(127);
             close(sv[0]);
             _exit(kiln_zygote_main(sv[1], 0));
         }

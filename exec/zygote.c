@@ -436,13 +436,7 @@ int kiln_zygote_main(int sock, int listening)
     prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
     if ((sock != 3 && dup3(sock, 3, O_CLOEXEC) < 0) || syscall(SYS_close_range, 4, ~0u, 0) < 0)
         return 127;
-    /* Its standard input and output are its parent's (a session's events,
-     * for a private zygote): never the zygote's to read or write. Standard
-     * error stays, for what goes wrong. */
-    int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
-    if (devnull < 0 || dup2(devnull, 0) < 0 || dup2(devnull, 1) < 0)
-        return 127;
-    close(devnull);
+
     sock = 3;
     clearenv();
     for (size_t i = 0; zygote_env[i]; i++)
