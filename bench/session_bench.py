@@ -247,6 +247,11 @@ def http_first_cell(kiln, runs):
         return None
     headers = {"Authorization": "Bearer " + API_KEY, "Content-Type": "application/json"}
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    conn.connect()
+    # http.client sends a request's headers and body in two writes: without TCP_NODELAY
+    # the second waits on the first's delayed ACK, which is the client's time, not Kiln's
+    import socket
+    conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     times = []
     try:
         # the zygote and the pool start with the server

@@ -11,7 +11,6 @@ docs/openapi.json (serve_helpers.check_response). Sessions need root, as runs do
 import json
 import os
 import signal
-import statistics
 import threading
 import time
 
@@ -302,30 +301,22 @@ def test_two_tenants(srv):
 
 
 def test_pool_refills_and_latency(srv):
-    """Sessions with the default limits come from the pool, and it refills; POST
-    /v1/sessions + the first cell print(1) over HTTP, measured."""
+    """Sessions with the default limits come from the pool, and it refills."""
     wait_for(lambda: metric(srv, "kiln_session_pool_ready") == 2, what="a full pool")
     before = len(log_events(srv, "session_created"))
-    times = []
     for _ in range(12):
         wait_for(lambda: metric(srv, "kiln_session_pool_ready") == 2, what="the pool to refill")
         c = srv.conn()
-        t0 = time.perf_counter()
         r = request_on(c, "POST", "/v1/sessions", body={}, key="KEY1", check=False)
         sid = json.loads(r.body)["id"]
         r2 = request_on(c, "POST", "/v1/sessions/%s/cells" % sid, body={"code": "print(1)"},
                         key="KEY1", check=False)
-        times.append(time.perf_counter() - t0)
         c.close()
         assert r.status == 201 and r2.status == 200 and json.loads(r2.body)["stdout"]["text"] == "1\n"
         assert srv.request("DELETE", "/v1/sessions/" + sid).status == 204
     created = log_events(srv, "session_created")[before:]
     assert len(created) == 12 and all(e["pooled"] for e in created), created
-    p50 = statistics.median(times)
-    print("session create + first cell over HTTP: p50 %.1f ms, max %.1f ms" % (
-        p50 * 1e3, max(times) * 1e3))
-    # The target is 25 ms (issue 17); on a loaded CI machine the bound is looser.
-    assert p50 < 0.25, times
+    # how long it took is bench/'s to say (make bench BENCH=session), never a test's
     m = srv.metrics()
     assert 'kiln_session_cells_total{outcome="ok"}' in m
     assert "kiln_session_cell_duration_seconds_count" in m and "kiln_sessions_open" in m
