@@ -1,5 +1,5 @@
-"""Every `kiln render`, `kiln validate` and `kiln run` command line README.md,
-docs/run.md and samples/jobs/README.md show in their shell blocks, run exactly as written
+"""Every `kiln render`, `kiln validate`, `kiln run` and `kiln session` command line
+README.md, docs/run.md, docs/session.md and samples/jobs/README.md show in their shell blocks, run exactly as written
 (issue 15 item 11).
 
 Each runs with bash in a scratch directory that holds what the lines name: `bin/kiln`
@@ -22,9 +22,9 @@ import pytest
 
 from conftest import KILN_BIN, REPO, SAMPLES
 
-LINE_DOCS = [REPO / "README.md", REPO / "docs" / "run.md"]
+LINE_DOCS = [REPO / "README.md", REPO / "docs" / "run.md", REPO / "docs" / "session.md"]
 BLOCK_DOCS = [REPO / "samples" / "jobs" / "README.md"]
-KILN_LINE = re.compile(r"(^|\|\s*)(bin/)?kiln (render|validate|run)\b")
+KILN_LINE = re.compile(r"(^|\|\s*)(bin/)?kiln (render|validate|run|session)\b")
 
 
 def shell_blocks(path):
@@ -58,7 +58,7 @@ COMMANDS += [(doc_name(p), n, "\n".join(lines)) for p in BLOCK_DOCS for n, lines
 
 def test_the_docs_show_commands():
     names = {name for name, _n, _l in COMMANDS}
-    assert names == {"README.md", "docs/run.md", "samples/jobs/README.md"}, COMMANDS
+    assert names == {"README.md", "docs/run.md", "docs/session.md", "samples/jobs/README.md"}, COMMANDS
     assert any("-- " in line and "-c" in line for _d, _n, line in COMMANDS), \
         "docs/run.md shows -c CODE -- ARGS"
 
