@@ -871,6 +871,9 @@ static int cmd_help(int argc, char **argv)
     else if (strcmp(argv[1], "serve") == 0) {
         char *help_argv[] = {"serve", "--help", NULL};
         return cmd_serve(2, help_argv);
+    } else if (strcmp(argv[1], "session") == 0) {
+        char *help_argv[] = {"session", "--help", NULL};
+        return kiln_session_main(2, help_argv);
     } else if (strcmp(argv[1], "help") == 0)
         fputs(usage_main, stdout);
     else

@@ -77,12 +77,12 @@ struct kiln_server {
 
 typedef enum {
     ROUTE_OTHER,
-    ROUTE_FILES,   /* /v1/files */
-    ROUTE_FILE,    /* /v1/files/{id} */
-    ROUTE_CONTENT, /* /v1/files/{id}/content */
-    ROUTE_LINK,    /* /v1/files/{id}/link */
-    ROUTE_RENDER,  /* /v1/render */
-    ROUTE_RUNS,    /* /v1/runs */
+    ROUTE_FILES,             /* /v1/files */
+    ROUTE_FILE,              /* /v1/files/{id} */
+    ROUTE_CONTENT,           /* /v1/files/{id}/content */
+    ROUTE_LINK,              /* /v1/files/{id}/link */
+    ROUTE_RENDER,            /* /v1/render */
+    ROUTE_RUNS,              /* /v1/runs */
     ROUTE_SESSIONS,          /* /v1/sessions */
     ROUTE_SESSION,           /* /v1/sessions/{id} */
     ROUTE_SESSION_CELLS,     /* /v1/sessions/{id}/cells */

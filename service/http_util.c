@@ -119,10 +119,17 @@ int http_contract_status(const char *code)
         const char *code;
         int status;
     } table[] = {
-        {"session_busy", 409},     {"session_gone", 410},     {"usage", 422},
-        {"invalid_run", 422},      {"invalid_session", 422},  {"invalid_cell", 422},
-        {"limit_exceeded", 422},   {"unreadable_input", 422}, {"too_large", 413},
-        {"not_found", 404},        {"gone", 410},
+        {"session_busy", 409},
+        {"session_gone", 410},
+        {"usage", 422},
+        {"invalid_run", 422},
+        {"invalid_session", 422},
+        {"invalid_cell", 422},
+        {"limit_exceeded", 422},
+        {"unreadable_input", 422},
+        {"too_large", 413},
+        {"not_found", 404},
+        {"gone", 410},
     };
     for (size_t i = 0; code && i < sizeof table / sizeof table[0]; i++)
         if (strcmp(code, table[i].code) == 0)

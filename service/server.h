@@ -78,10 +78,10 @@ typedef struct kiln_server_options {
     int sessions_enabled;    /* /v1/sessions on (kiln_server_options_init: 1) */
     unsigned max_sessions;   /* open at once on the server; 0 = default */
     unsigned max_sessions_per_tenant; /* ... of one tenant; 0 = default */
-    unsigned session_pool;   /* ready sessions kept (0 = none: the init sets the default) */
-    unsigned session_idle;   /* seconds: a session's idle timeout when it asks none; 0 = 20 min */
+    unsigned session_pool; /* ready sessions kept (0 = none: the init sets the default) */
+    unsigned session_idle; /* seconds: a session's idle timeout when it asks none; 0 = 20 min */
     unsigned session_lifetime; /* seconds: the longest (and default) lifetime; 0 = 12 h */
-    kiln_server_log_fn log;  /* may be NULL: nothing is logged */
+    kiln_server_log_fn log;    /* may be NULL: nothing is logged */
     void *log_arg;
     /* Called once the data directory is this server's (its lock taken),
      * before the keys are read, so a front end can make a first key there

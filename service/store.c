@@ -1414,9 +1414,8 @@ kiln_store_result kiln_store_session_get(kiln_store *store, const char *tenant, 
     kiln_store_result r = KILN_STORE_NOT_FOUND;
     pthread_mutex_lock(&store->wlock);
     sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(store->wdb,
-                           "SELECT object FROM sessions WHERE id = ? AND tenant = ?", -1, &st,
-                           NULL) != SQLITE_OK) {
+    if (sqlite3_prepare_v2(store->wdb, "SELECT object FROM sessions WHERE id = ? AND tenant = ?",
+                           -1, &st, NULL) != SQLITE_OK) {
         r = db_fail(store->wdb, err, "session");
         goto cleanup_unlock;
     }
