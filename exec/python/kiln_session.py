@@ -1,0 +1,1621 @@
+"""The Python runtime of a Kiln session (docs/session.md, docs/session-results.md).
+
+The session's sandbox forks this interpreter from a warm one (pandas, numpy, matplotlib
+with the Agg backend and ``kiln`` already imported) and calls::
+
+    import kiln_session; kiln_session.serve(3, 4)
+
+fd 3 carries requests from the host (NDJSON: ``init``, ``execute``, ``exit``), fd 4 carries
+events back (``ready``, ``display``, ``result``, ``error``, ``done``); fds 1 and 2 are the
+cell's stdout and stderr, read by the host directly. One cell runs at a time, in one
+namespace that lives as long as the session.
+
+Only the standard library is needed at import: numpy, pandas and matplotlib objects are
+recognised when those packages are in ``sys.modules`` (a cell has imported them, or the
+zygote did), and every use of them is guarded, so a broken package costs a MIME type, never
+a cell.
+
+What user code can break is kept out of its reach: the protocol fds are moved to private
+close-on-exec descriptors (fds 3 and 4 are closed), frames are written with ``os.write`` and
+an encoder captured at import, and every cell starts with its stdout/stderr restored, so a
+cell that closes fd 1, replaces ``sys.stdout``, deletes ``display`` or monkeypatches
+``json`` breaks only itself.
+"""
+
+import ast
+import base64
+import builtins
+import codeop
+import datetime as _dt
+import fcntl
+import io
+import json
+import linecache
+import math
+import os
+import platform
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import tokenize
+import traceback
+import types
+
+__all__ = ["serve", "display"]
+
+# Captured at import: a cell that monkeypatches os or json must not reach the frames.
+_write = os.write
+_read = os.read
+_getpid = os.getpid
+
+
+class _Encoder(json.JSONEncoder):
+    """json.JSONEncoder's methods bound to this class, so patching json.JSONEncoder (a
+    common way to teach json about numpy types) does not change the frames."""
+    encode = json.JSONEncoder.encode
+    iterencode = json.JSONEncoder.iterencode
+    default = json.JSONEncoder.default
+
+
+class _Decoder(json.JSONDecoder):
+    decode = json.JSONDecoder.decode
+    raw_decode = json.JSONDecoder.raw_decode
+
+
+_encode = _Encoder(ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode
+_decode = _Decoder().decode
+
+#: Defaults for the caps the host sends in `init` (docs/session-results.md "Limits").
+DEFAULT_CAPS = {"display_bytes": 32 << 20, "display_items": 100, "table_rows": 1000,
+                "frame_bytes": 64 << 20}
+#: Figures whose chart would have more points than this get the PNG only.
+MAX_CHART_POINTS = 10000
+#: Kiln's limit of series per chart (docs/spec.md "Limits").
+MAX_CHART_SERIES = 255
+#: A bash cell's code longer than this (bytes) runs from a script file in /tmp: one
+#: argument of execve is at most 128 KiB (MAX_ARG_STRLEN).
+BASH_ARG_MAX = 100000
+#: How long a bash cell's process group has after SIGINT before SIGKILL.
+BASH_GRACE = 1.0
+#: Room a frame needs beyond its bundle's data (the envelope, metadata).
+_ENVELOPE = 256
+
+_MIME_PLAIN = "text/plain"
+MIME_TABLE = "application/vnd.dataresource+json"
+MIME_CHART = "application/vnd.kiln.chart+json"
+
+# The repr methods display() asks for, IPython's names, in the order it asks.
+_REPR_METHODS = (
+    ("text/html", "_repr_html_", "text"),
+    ("text/markdown", "_repr_markdown_", "text"),
+    ("image/svg+xml", "_repr_svg_", "text"),
+    ("image/png", "_repr_png_", "binary"),
+    ("image/jpeg", "_repr_jpeg_", "binary"),
+    ("text/latex", "_repr_latex_", "text"),
+    ("application/json", "_repr_json_", "json"),
+)
+
+
+class _HostGone(Exception):
+    """The event channel is closed: nobody reads the session's results any more."""
+
+
+# --------------------------------------------------------------------------- state
+
+class _Session:
+    """What serve() keeps for the session's whole life."""
+
+    def __init__(self, ctl, ev, caps):
+        self.ctl = ctl               # private fd of the control channel
+        self.ev = ev                 # private fd of the event channel
+        self.caps = caps
+        self.buf = b""               # control bytes read but not yet a line
+        self.eof = False
+        self.namespace = None        # the cell namespace (__main__'s dict)
+        self.main_module = None
+        self.workdir = os.getcwd()   # /mnt/data in the sandbox: bash cells run there
+        self.std_fds = {}            # fd 1/2 -> (private dup, (st_dev, st_ino))
+        self.streams = {}            # "stdout"/"stderr" -> the runtime's text stream
+        self.loop = None             # asyncio loop for cells with top-level await
+        self.cell = None             # the running cell's state (_Cell) or None
+
+
+class _Cell:
+    """Per-cell counters: what was sent and what the caps dropped."""
+
+    def __init__(self, number, caps):
+        self.number = number
+        self.items_left = caps["display_items"]
+        self.bytes_left = caps["display_bytes"]
+        self.dropped_displays = 0
+        self.dropped_bytes = 0
+        self.shown_figures = set()   # id() of figures displayed during the cell
+
+
+_session = None
+
+# SIGINT: a KeyboardInterrupt in the running cell, nothing between cells. While the
+# runtime writes a frame (or cleans up after a bash cell) the interrupt waits (_pending)
+# and is raised as soon as the runtime's critical section ends.
+_interruptible = False
+_masked = 0
+_pending = False
+
+
+def _on_sigint(signum, frame):
+    global _pending
+    if not _interruptible:
+        return
+    if _masked:
+        _pending = True
+        return
+    raise KeyboardInterrupt
+
+
+class _Masked:
+    """A section the interrupt waits for (a frame is never half written). A thread of
+    the cell may write frames too: the interrupt still goes to the main thread."""
+
+    def __enter__(self):
+        global _masked
+        _masked += 1
+
+    def __exit__(self, *exc):
+        global _masked, _pending
+        _masked -= 1
+        if not _masked and _pending and _interruptible:
+            _pending = False
+            if threading.current_thread() is not threading.main_thread():
+                import _thread
+                _thread.interrupt_main(signal.SIGINT)
+            elif exc[0] is None:
+                raise KeyboardInterrupt
+        return False
+
+
+_send_lock = threading.Lock()
+
+
+# --------------------------------------------------------------------------- frames
+
+def _flush_std():
+    """Flush what the cell printed before a frame is written, so the host, which drains
+    the stdout/stderr pipes when a frame arrives, keeps the order."""
+    for name in ("stdout", "stderr"):
+        for stream in (getattr(sys, name, None), _session.streams.get(name) if _session else None):
+            try:
+                if stream is not None:
+                    stream.flush()
+            except Exception:
+                pass
+
+
+def _clean_text(s):
+    """A str as it can travel in UTF-8 JSON: lone surrogates become U+FFFD."""
+    try:
+        s.encode("utf-8")
+        return s
+    except UnicodeEncodeError:
+        return s.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+
+
+def _frame_bytes(obj):
+    line = _encode(obj)
+    try:
+        data = line.encode("utf-8")
+    except UnicodeEncodeError:
+        data = _clean_text(line).encode("utf-8")
+    return data + b"\n"
+
+
+def _send_bytes(data):
+    with _Masked(), _send_lock:
+        _flush_std()
+        view = memoryview(data)
+        while view:
+            try:
+                n = _write(_session.ev, view)
+            except (BrokenPipeError, ConnectionResetError) as e:
+                raise _HostGone() from e
+            except OSError as e:
+                if e.errno in (9, 32):   # EBADF (closed under us), EPIPE
+                    raise _HostGone() from e
+                raise
+            view = view[n:]
+
+
+def _send(obj):
+    """Write one frame; a frame over caps.frame_bytes is never written (the host would
+    discard it): callers shrink what they send first, this is the last guard."""
+    data = _frame_bytes(obj)
+    if len(data) > _session.caps["frame_bytes"]:
+        raise ValueError("frame of %d bytes over caps.frame_bytes" % len(data))
+    _send_bytes(data)
+
+
+# --------------------------------------------------------------------------- sizes
+
+def _estimate(value):
+    """The JSON bytes of a bundle value, cheaply and from below or close to it (escapes
+    aside): never builds the text of a huge value to measure it."""
+    if isinstance(value, str):
+        n = len(value)
+        if value.isascii():
+            return n + 2
+        # UTF-8 is at least one byte a code point: past 16 Mi characters that bound will do
+        return (n if n > (1 << 24) else len(value.encode("utf-8", "surrogatepass"))) + 2
+    if isinstance(value, (bytes, bytearray)):
+        return 4 * ((len(value) + 2) // 3) + 2
+    if isinstance(value, dict):
+        return sum(_estimate(k) + _estimate(v) + 2 for k, v in value.items()) + 2
+    if isinstance(value, (list, tuple)):
+        return sum(_estimate(v) + 1 for v in value) + 2
+    return 24
+
+
+def _bundle_size(data, metadata):
+    return _estimate(data) + _estimate(metadata) + _ENVELOPE
+
+
+# --------------------------------------------------------------------------- display
+
+def _warn(what):
+    """A repr method or formatter that failed: its traceback to stderr, the bundle
+    goes on without that MIME type."""
+    try:
+        err = sys.stderr
+        err.write("kiln_session: %s failed; the output goes without it:\n" % what)
+        err.write("".join(traceback.format_exception(*sys.exc_info())))
+        err.flush()
+    except Exception:
+        pass
+
+
+def _repr_text(obj):
+    try:
+        return repr(obj)
+    except Exception:
+        _warn("repr()")
+        try:
+            return object.__repr__(obj)
+        except Exception:
+            return "<unrepresentable object>"
+
+
+def _method(obj, name):
+    """A repr method of obj, looked up as IPython does: never on a class (its methods are
+    unbound), never something that is not callable (an object answering every
+    attribute)."""
+    if isinstance(obj, type):
+        return None
+    try:
+        m = getattr(obj, name, None)
+    except Exception:
+        return None
+    return m if callable(m) else None
+
+
+def _split_md(ret):
+    """A repr method may return data or (data, metadata)."""
+    if isinstance(ret, tuple) and len(ret) == 2 and isinstance(ret[1], dict):
+        return ret[0], ret[1]
+    return ret, None
+
+
+def _as_mime_value(kind, value):
+    """A repr method's value as it goes in a bundle, or None to skip it."""
+    if value is None:
+        return None
+    if kind == "text":
+        if isinstance(value, (bytes, bytearray)):
+            value = bytes(value).decode("utf-8", "replace")
+        return value if isinstance(value, str) else None
+    if kind == "binary":
+        if isinstance(value, str):
+            return value        # already base64, as IPython accepts
+        if isinstance(value, (bytes, bytearray, memoryview)):
+            return base64.b64encode(bytes(value)).decode("ascii")
+        return None
+    # json: a JSON value, checked by encoding it (NaN is not JSON)
+    _encode(value)
+    return value
+
+
+def _json_safe(value):
+    """Metadata as JSON: what cannot be encoded is dropped."""
+    try:
+        _encode(value)
+        return value
+    except Exception:
+        return None
+
+
+def _pandas():
+    return sys.modules.get("pandas")
+
+
+def _is_figure(obj):
+    fig_mod = sys.modules.get("matplotlib.figure")
+    return fig_mod is not None and isinstance(obj, getattr(fig_mod, "Figure", ()))
+
+
+def _table_resource(pd, obj, rows):
+    """pandas' Table Schema of the first `rows` rows, plus total_rows and truncated."""
+    head = obj.head(rows) if len(obj) > rows else obj
+    if isinstance(head, pd.DataFrame) and isinstance(head.columns, pd.MultiIndex):
+        # orient="table" refuses MultiIndex columns: name each column by its levels
+        head = head.copy()
+        head.columns = [" ".join(str(p) for p in c if str(p) != "") for c in head.columns]
+    table = _decode(head.to_json(orient="table", default_handler=str))
+    table["total_rows"] = len(obj)
+    table["truncated"] = len(obj) > len(head)
+    return table
+
+
+def _pandas_bundle(obj, data):
+    """text/html and the Table Schema of a DataFrame or Series (a one-column table)."""
+    pd = _pandas()
+    frame = obj if isinstance(obj, pd.DataFrame) else obj.to_frame()
+    try:
+        html = frame._repr_html_()
+        if html is None:    # display.notebook_repr_html off: the same table without it
+            html = frame.to_html(max_rows=pd.get_option("display.max_rows"),
+                                 min_rows=pd.get_option("display.min_rows"),
+                                 max_cols=pd.get_option("display.max_columns"),
+                                 show_dimensions=pd.get_option("display.show_dimensions"))
+        data["text/html"] = html
+    except Exception:
+        _warn("the DataFrame's HTML")
+    try:
+        data[MIME_TABLE] = _table_resource(pd, obj, _session.caps["table_rows"] if _session
+                                           else DEFAULT_CAPS["table_rows"])
+    except Exception:
+        _warn("the DataFrame's table schema")
+
+
+def _format(obj, include=None, exclude=None):
+    """obj as a MIME bundle (data, metadata), IPython's conventions: text/plain always,
+    then what the object's repr methods give, _repr_mimebundle_ over the others."""
+    data, metadata = {}, {}
+    pd = _pandas()
+    if pd is not None and isinstance(obj, (pd.DataFrame, pd.Series)):
+        _pandas_bundle(obj, data)
+    elif _is_figure(obj):
+        fig_data, fig_md = _figure_bundle(obj)
+        data.update(fig_data)
+        metadata.update(fig_md)
+    else:
+        for mime, name, kind in _REPR_METHODS:
+            m = _method(obj, name)
+            if m is None:
+                continue
+            try:
+                value, md = _split_md(m())
+                value = _as_mime_value(kind, value)
+            except Exception:
+                _warn("%s.%s()" % (type(obj).__name__, name))
+                continue
+            if value is not None:
+                data[mime] = value
+                if md:
+                    metadata[mime] = md
+    m = _method(obj, "_repr_mimebundle_")
+    if m is not None:
+        try:
+            ret = m(include=include, exclude=exclude)
+            bundle, md = _split_md(ret)
+            if isinstance(bundle, dict):
+                for k, v in bundle.items():
+                    if isinstance(k, str) and v is not None and _json_safe(v) is not None:
+                        data[k] = v
+            if isinstance(md, dict):
+                metadata.update(md)
+        except Exception:
+            _warn("%s._repr_mimebundle_()" % type(obj).__name__)
+    if not isinstance(data.get(_MIME_PLAIN), str):
+        data[_MIME_PLAIN] = _repr_text(obj)
+    if include:
+        data = {k: v for k, v in data.items() if k in include or k == _MIME_PLAIN}
+    if exclude:
+        data = {k: v for k, v in data.items() if k not in exclude or k == _MIME_PLAIN}
+    metadata = {k: v for k, v in metadata.items() if isinstance(k, str)}
+    return data, (_json_safe(metadata) or {})
+
+
+def _raw_bundle(obj, metadata):
+    if not isinstance(obj, dict):
+        raise TypeError("display(raw=True) takes MIME bundles (dicts), not %s"
+                        % type(obj).__name__)
+    data = {}
+    for k, v in obj.items():
+        if not isinstance(k, str):
+            raise TypeError("display(raw=True): MIME type %r is not a string" % (k,))
+        if isinstance(v, (bytes, bytearray)):
+            v = base64.b64encode(bytes(v)).decode("ascii")
+        data[k] = v
+    if not isinstance(data.get(_MIME_PLAIN), str):
+        data[_MIME_PLAIN] = _repr_text(obj)
+    return data, metadata
+
+
+def _publish(ev, data, metadata, count_item=True):
+    """Send a bundle within the cell's caps; what is over is dropped and counted."""
+    cell = _session.cell
+    if count_item and cell.items_left <= 0:
+        cell.dropped_displays += 1
+        cell.dropped_bytes += _bundle_size(data, metadata)
+        return False
+    room = min(cell.bytes_left, _session.caps["frame_bytes"])
+    size = _bundle_size(data, metadata)
+    frame = None
+    if size <= room + 4 * _ENVELOPE:   # the estimate may be high: measure it
+        frame = _frame_bytes({"ev": ev, "cell": cell.number, "data": data, "metadata": metadata})
+        if len(frame) > room:
+            frame = None
+    if frame is None:
+        plain = {_MIME_PLAIN: data.get(_MIME_PLAIN, "")}
+        md = {"kiln": {"truncated": True}}
+        if _bundle_size(plain, md) <= room + 4 * _ENVELOPE:
+            frame = _frame_bytes({"ev": ev, "cell": cell.number, "data": plain, "metadata": md})
+            if len(frame) > room:
+                frame = None
+        if frame is None:
+            cell.dropped_displays += 1
+            cell.dropped_bytes += size
+            return False
+        cell.dropped_bytes += max(0, size - len(frame))
+    _send_bytes(frame)
+    cell.bytes_left -= len(frame)
+    if count_item:
+        cell.items_left -= 1
+    return True
+
+
+def display(*objs, raw=False, metadata=None, include=None, exclude=None, **kwargs):
+    """Show objects as outputs of the running cell (IPython's display()).
+
+    Each object becomes a MIME bundle: text/plain (its repr) plus what its repr methods
+    give (_repr_html_, _repr_markdown_, _repr_svg_, _repr_png_, _repr_jpeg_,
+    _repr_latex_, _repr_json_, _repr_mimebundle_); a pandas DataFrame or Series its HTML
+    table and Table Schema; a matplotlib Figure its PNG and, where Kiln can chart it, the
+    chart. raw=True: each object is already a bundle {MIME: value}. include/exclude limit
+    the MIME types (text/plain always stays). Outside a session it prints text/plain."""
+    if metadata is not None and not isinstance(metadata, dict):
+        raise TypeError("display(metadata=...) takes a dict, not %s" % type(metadata).__name__)
+    md_extra = _json_safe(metadata) or {} if metadata else {}
+    for obj in objs:
+        if raw:
+            data, md = _raw_bundle(obj, dict(md_extra))
+        else:
+            if _is_figure(obj) and _session is not None and _session.cell is not None:
+                _session.cell.shown_figures.add(id(obj))
+            data, md = _format(obj, include=include, exclude=exclude)
+            md.update(md_extra)
+        if _session is None or _session.cell is None:
+            print(data.get(_MIME_PLAIN, ""))
+            continue
+        _publish("display", data, md)
+
+
+# --------------------------------------------------------------------------- figures
+
+def _figure_text(fig):
+    try:
+        return repr(fig)
+    except Exception:
+        return "<Figure>"
+
+
+def _figure_bundle(fig):
+    """A figure's PNG (dpi 100, tight box), text/plain and, when one Axes holds a plot
+    Kiln can chart, its chart model."""
+    data = {_MIME_PLAIN: _figure_text(fig)}
+    metadata = {}
+    try:
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png", bbox_inches="tight", dpi=100)
+        png = buf.getvalue()
+        data["image/png"] = base64.b64encode(png).decode("ascii")
+        if png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) >= 24:
+            metadata["image/png"] = {"width": int.from_bytes(png[16:20], "big"),
+                                     "height": int.from_bytes(png[20:24], "big")}
+    except Exception:
+        _warn("rendering the figure")
+    try:
+        chart = _chart_of(fig)
+        if chart is not None:
+            data[MIME_CHART] = chart
+    except Exception:
+        pass    # a figure whose chart cannot be read gets the PNG only
+    return data, metadata
+
+
+def _open_figures():
+    helpers = sys.modules.get("matplotlib._pylab_helpers")
+    if helpers is None or "matplotlib.pyplot" not in sys.modules:
+        return []
+    return [m.canvas.figure for m in list(helpers.Gcf.get_all_fig_managers())]
+
+
+def _close_figures(figs):
+    plt = sys.modules.get("matplotlib.pyplot")
+    if plt is None:
+        return
+    helpers = sys.modules.get("matplotlib._pylab_helpers")
+    if helpers is not None and len(figs) == len(helpers.Gcf.figs):
+        plt.close("all")
+        return
+    for fig in figs:
+        try:
+            plt.close(fig)
+        except Exception:
+            pass
+
+
+def _show_figures(skip_shown):
+    """Display every open pyplot figure, then close them all: plt.show() and the end of
+    a cell. A figure over the cell's display count is closed without being rendered."""
+    cell = _session.cell
+    figs = _open_figures()
+    try:
+        for i, fig in enumerate(figs):
+            if skip_shown and id(fig) in cell.shown_figures:
+                continue
+            if cell.items_left <= 0:
+                rest = [f for f in figs[i:] if not (skip_shown and id(f) in cell.shown_figures)]
+                cell.dropped_displays += len(rest)
+                break
+            cell.shown_figures.add(id(fig))
+            data, md = _figure_bundle(fig)
+            _publish("display", data, md)
+    finally:
+        _close_figures(figs)
+
+
+def _patched_show(*args, **kwargs):
+    """pyplot.show() in a session: the open figures become display outputs, then close."""
+    if _session is None or _session.cell is None:
+        return _patched_show.original(*args, **kwargs)
+    _show_figures(skip_shown=False)
+
+
+def _patch_pyplot(plt):
+    if getattr(plt.show, "__module__", None) == __name__:
+        return
+    _patched_show.original = plt.show
+    plt.show = _patched_show
+
+
+class _PyplotHook:
+    """A meta path finder that patches matplotlib.pyplot.show when a cell first imports
+    pyplot (the zygote normally has, and then serve() patches it at once)."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name != "matplotlib.pyplot":
+            return None
+        import importlib.machinery
+        spec = importlib.machinery.PathFinder.find_spec(name, path)
+        if spec is None or spec.loader is None:
+            return spec
+        loader = spec.loader
+        orig_exec = loader.exec_module
+
+        def exec_module(module):
+            orig_exec(module)
+            try:
+                _patch_pyplot(module)
+            except Exception:
+                pass
+        loader.exec_module = exec_module
+        return spec
+
+
+# --------------------------------------------------------------------------- charts
+
+_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+
+
+def _text(s):
+    """Chart text: one line, without the characters a spec refuses."""
+    s = _CONTROL.sub("", str(s)).replace("\r\n", " ").replace("\n", " ").replace("\r", " ")
+    return s.strip()
+
+
+def _label(artist):
+    """A series name from an artist's label; matplotlib's automatic labels ("_child0",
+    "_container1", "_nolegend_") and empty ones give none."""
+    try:
+        label = artist.get_label()
+    except Exception:
+        return None
+    if not isinstance(label, str) or not label or label.startswith("_"):
+        return None
+    return _text(label) or None
+
+
+def _number(v):
+    """A chart value: a finite float as int when whole, NaN/inf/masked as None."""
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return None
+    if not math.isfinite(f):
+        return None
+    f = float("%.15g" % f)      # 0.1 + 0.2 as 0.3: float noise is not data
+    if f.is_integer() and abs(f) < 2 ** 53:
+        return int(f)
+    return f
+
+
+def _hex(color):
+    try:
+        import matplotlib.colors as mcolors
+        return mcolors.to_hex(color, keep_alpha=False).upper()
+    except Exception:
+        return None
+
+
+def _day_or_time(d):
+    if isinstance(d, _dt.datetime):
+        if d.tzinfo is not None:
+            d = d.replace(tzinfo=None)
+        if (d.hour, d.minute, d.second, d.microsecond) == (0, 0, 0, 0):
+            return d.date().isoformat()
+        return d.isoformat(sep=" ", timespec="seconds" if not d.microsecond else "microseconds")
+    return d.isoformat()
+
+
+def _dates_of(values):
+    """Date-like x values (datetime64, datetime, date, pandas Timestamp/Period) as ISO
+    text: "YYYY-MM-DD" for whole days, else date and time. None when they are not."""
+    np = sys.modules.get("numpy")
+    pd = _pandas()
+    out = []
+    for v in values:
+        if pd is not None and isinstance(v, pd.Period):
+            v = v.to_timestamp()
+        if pd is not None and isinstance(v, pd.Timestamp):
+            if v is pd.NaT:
+                return None
+            v = v.to_pydatetime()
+        elif np is not None and isinstance(v, np.datetime64):
+            if np.isnat(v):
+                return None
+            v = pd.Timestamp(v).to_pydatetime() if pd is not None else v.astype("datetime64[us]").item()
+        if not isinstance(v, _dt.date):
+            return None
+        out.append(v)
+    return [_day_or_time(d) for d in out]
+
+
+def _is_date_axis(axis):
+    try:
+        conv = axis.get_converter() if hasattr(axis, "get_converter") else axis.converter
+    except Exception:
+        conv = getattr(axis, "converter", None)
+    if conv is None:
+        return False
+    name = type(conv).__name__
+    mod = type(conv).__module__ or ""
+    return ("Date" in name and ("matplotlib.dates" in mod or "pandas" in mod))
+
+
+def _tick_labels(axis):
+    """Tick position -> label text, as drawn (the figure has been drawn by savefig)."""
+    try:
+        locs = axis.get_majorticklocs()
+        labels = [t.get_text() for t in axis.get_majorticklabels()]
+    except Exception:
+        return {}
+    if len(locs) != len(labels):
+        return {}
+    return {float(p): _text(t) for p, t in zip(locs, labels)}
+
+
+def _strip_midnight(labels):
+    """pandas labels a bar chart's dates "2026-01-31 00:00:00": whole days as dates."""
+    if labels and all(re.fullmatch(r"\d{4}-\d{2}-\d{2} 00:00:00", s) for s in labels):
+        return [s[:10] for s in labels]
+    return labels
+
+
+def _categories(axis, positions, orig=None):
+    """Category values for x positions on an axis: the original values when matplotlib
+    kept them (strings, dates), category names of a categorical axis, dates of a date
+    axis, the tick labels where the positions are labelled ticks, else the numbers."""
+    if orig is not None and len(orig) == len(positions):
+        orig_list = list(orig)
+        if orig_list and all(isinstance(v, str) for v in orig_list):
+            return [_text(v) for v in orig_list]
+        dates = _dates_of(orig_list)
+        if dates is not None:
+            return dates
+    units = getattr(axis, "units", None)
+    mapping = getattr(units, "_mapping", None)
+    if mapping:
+        inverse = {float(v): k for k, v in mapping.items()}
+        names = [inverse.get(float(p)) for p in positions]
+        if all(n is not None for n in names):
+            return [_text(n) for n in names]
+    if _is_date_axis(axis):
+        import matplotlib.dates as mdates
+        try:
+            return [_day_or_time(d) for d in mdates.num2date([float(p) for p in positions])]
+        except Exception:
+            return None
+    ticks = _tick_labels(axis)
+    if ticks:
+        fmt = axis.get_major_formatter()
+        fixed = type(fmt).__name__ in ("FixedFormatter", "FuncFormatter")
+        names = []
+        for p in positions:
+            match = None
+            for loc, text in ticks.items():
+                if abs(loc - float(p)) < 1e-6 * max(1.0, abs(float(p))):
+                    match = text
+                    break
+            names.append(match)
+        if fixed and all(n for n in names):
+            return _strip_midnight(names)
+    nums = [_number(p) for p in positions]
+    if any(n is None for n in nums):
+        return None
+    return nums
+
+
+def _data_lines(ax):
+    """The Axes' lines that plot data: not reference lines (axhline, axvline) drawn in
+    axes coordinates, not invisible ones."""
+    out = []
+    for line in ax.lines:
+        if not line.get_visible():
+            continue
+        try:
+            if line.get_transform() != ax.transData:
+                continue
+        except Exception:
+            continue
+        out.append(line)
+    return out
+
+
+def _same(a, b):
+    if len(a) != len(b):
+        return False
+    for x, y in zip(a, b):
+        if x != y and not (isinstance(x, float) and isinstance(y, float) and
+                           math.isnan(x) and math.isnan(y)):
+            return False
+    return True
+
+
+def _line_chart(ax, lines):
+    np = sys.modules["numpy"]
+    xs0 = lines[0].get_xdata(orig=True)
+    xconv0 = None
+    series = []
+    for line in lines:
+        xy = np.asarray(line.get_xydata(), dtype=float)    # in axis units, NaN for masked
+        if xy.ndim != 2 or xy.shape[1] != 2 or not len(xy):
+            return None
+        x = xy[:, 0].tolist()
+        if xconv0 is None:
+            xconv0 = x
+        elif not _same(x, xconv0):
+            return None     # lines on different x values: no category chart holds them
+        s = {"values": [_number(v) for v in xy[:, 1]]}
+        name = _label(line)
+        if name:
+            s["name"] = name
+        color = _hex(line.get_color())
+        if color:
+            s["color"] = color
+        series.append(s)
+    cats = _categories(ax.xaxis, xconv0, xs0)
+    if cats is None:
+        return None
+    markers_only = all(str(l.get_linestyle()) in ("None", "", " ", "none") for l in lines)
+    if markers_only and all(isinstance(c, (int, float)) for c in cats):
+        return {"kind": "scatter", "categories": cats, "series": series}
+    return {"kind": "line", "categories": cats, "series": series}
+
+
+def _bar_chart(ax, containers):
+    vertical = all(getattr(c, "orientation", "vertical") != "horizontal" for c in containers)
+    horizontal = all(getattr(c, "orientation", None) == "horizontal" for c in containers)
+    if not (vertical or horizontal):
+        return None
+    n = len(containers[0].patches)
+    if n == 0 or any(len(c.patches) != n for c in containers):
+        return None
+    centers, values, bottoms = [], [], []
+    for c in containers:
+        cen, val, bot = [], [], []
+        for p in c.patches:
+            if vertical:
+                cen.append(p.get_x() + p.get_width() / 2.0)
+                val.append(p.get_height())
+                bot.append(p.get_y())
+            else:
+                cen.append(p.get_y() + p.get_height() / 2.0)
+                val.append(p.get_width())
+                bot.append(p.get_x())
+        centers.append(cen)
+        values.append(val)
+        bottoms.append(bot)
+    # Stacked: every container at the same positions, each bar starting where the ones
+    # below end (matplotlib's bottom=, or pandas' stacking of positives and negatives
+    # apart); side by side (grouped) or overlaid bars start at zero. Grouped bars sit at
+    # their category's position plus one offset per series.
+    same_pos = all(_close_list(c, centers[0]) for c in centers)
+    if not same_pos:
+        for c in centers[1:]:
+            offset = c[0] - centers[0][0]
+            if not _close_list([x - offset for x in c], centers[0]):
+                return None
+    stacked = False
+    if any(abs(b) > 1e-12 for bot in bottoms for b in bot if _number(b) is not None):
+        if not same_pos:
+            return None
+        for k in range(len(containers)):
+            for j in range(n):
+                below = [values[i][j] for i in range(k) if _number(values[i][j]) is not None]
+                plain = sum(below)
+                same_sign = sum(v for v in below if (v >= 0) == (values[k][j] >= 0))
+                b = bottoms[k][j]
+                if _number(values[k][j]) in (None, 0):
+                    continue    # an empty bar sits anywhere
+                if not (_close(b, plain) or _close(b, same_sign)):
+                    return None
+        stacked = True
+    positions = [sum(c[j] for c in centers) / len(centers) for j in range(n)]
+    axis = ax.xaxis if vertical else ax.yaxis
+    cats = _categories(axis, positions, None)
+    if cats is None:
+        return None
+    series = []
+    for c, val in zip(containers, values):
+        s = {"values": [_number(v) for v in val]}
+        name = _label(c)
+        if name:
+            s["name"] = name
+        color = _hex(c.patches[0].get_facecolor())
+        if color:
+            s["color"] = color
+        series.append(s)
+    chart = {"kind": "column" if vertical else "bar", "categories": cats, "series": series}
+    if stacked:
+        chart["stacked"] = True
+    return chart
+
+
+def _close(a, b):
+    return abs(float(a) - float(b)) <= 1e-9 * max(1.0, abs(float(a)), abs(float(b)))
+
+
+def _close_list(a, b):
+    return len(a) == len(b) and all(_close(x, y) for x, y in zip(a, b))
+
+
+def _pie_chart(ax, wedges):
+    cats, values = [], []
+    for i, w in enumerate(wedges):
+        cats.append(_label(w) or "Slice %d" % (i + 1))
+        values.append(_number(round((w.theta2 - w.theta1) / 360.0, 6)))
+    return {"kind": "pie", "categories": cats, "series": [{"values": values}]}
+
+
+def _poly_xy(coll):
+    """(x, top, bottom) of a fill_between/stackplot area, rebuilt from its polygons:
+    each is (x0, bottom0), (x_i, top_i)..., (x_n, bottom_n), (x_i, bottom_i) reversed."""
+    np = sys.modules["numpy"]
+    xs, tops, bots = [], [], []
+    for path in coll.get_paths():
+        v = np.asarray(path.vertices, dtype=float)
+        codes = path.codes
+        if codes is not None and len(codes) and codes[-1] == 79:   # CLOSEPOLY
+            v = v[:-1]
+        if len(v) % 2 or len(v) < 4:
+            return None
+        n = (len(v) - 2) // 2
+        x = v[1:n + 1, 0]
+        top = v[1:n + 1, 1]
+        bottom = v[n + 2:, 1][::-1]
+        if not np.allclose(v[n + 2:, 0][::-1], x):
+            return None
+        xs.extend(x.tolist())
+        tops.extend(top.tolist())
+        bots.extend(bottom.tolist())
+    return xs, tops, bots
+
+
+def _area_chart(ax, colls, lines):
+    parts = []
+    for c in colls:
+        xy = _poly_xy(c)
+        if xy is None:
+            return None
+        parts.append(xy)
+    # the x values of every area, in order (a NaN splits an area into polygons)
+    allx = sorted({x for xs, _, _ in parts for x in xs})
+    index = {x: i for i, x in enumerate(allx)}
+    tops, bots = [], []
+    for xs, top, bot in parts:
+        t = [None] * len(allx)
+        b = [None] * len(allx)
+        for x, y1, y2 in zip(xs, top, bot):
+            t[index[x]] = y1
+            b[index[x]] = y2
+        tops.append(t)
+        bots.append(b)
+    # Each area starts at zero (side by side) or where the one before ends (stacked);
+    # fill_between's two edges can come in either order (stackplot gives the base first).
+    stacked = False
+    for k in range(len(parts)):
+        prev = tops[k - 1] if k else None
+        for base, top in ((bots[k], tops[k]), (tops[k], bots[k])):
+            on_zero = all(b is None or _close(b, 0.0) for b in base)
+            on_prev = prev is not None and all(
+                b is None or (p is not None and _close(b, p)) for b, p in zip(base, prev))
+            if on_zero or on_prev:
+                break
+        else:
+            return None     # a band between two curves: no area chart draws it
+        tops[k], bots[k] = top, base
+        stacked = stacked or (on_prev and not on_zero)
+    # pandas draws a line on each area's top edge: those lines are the same data
+    for line in lines:
+        y = [float(v) for v in line.get_ydata()]
+        x = [float(v) for v in line.get_xdata()]
+        if not any(_area_top_matches(x, y, allx, t) for t in tops):
+            return None
+    series = []
+    for k, c in enumerate(colls):
+        vals = []
+        for j in range(len(allx)):
+            if tops[k][j] is None:
+                vals.append(None)
+            else:
+                base = bots[k][j] if bots[k][j] is not None else 0.0
+                vals.append(_number(tops[k][j] - base))
+        s = {"values": vals}
+        name = _label(c)
+        if name:
+            s["name"] = name
+        try:
+            color = _hex(c.get_facecolor()[0])
+        except Exception:
+            color = None
+        if color:
+            s["color"] = color
+        series.append(s)
+    orig = lines[0].get_xdata(orig=True) if lines else None
+    if orig is not None and len(orig) != len(allx):
+        orig = None
+    cats = _categories(ax.xaxis, allx, orig)
+    if cats is None:
+        return None
+    chart = {"kind": "area", "categories": cats, "series": series}
+    if stacked:
+        chart["stacked"] = True
+    return chart
+
+
+def _area_top_matches(x, y, allx, top):
+    if len(x) != len(allx):
+        return False
+    for xi, yi, ax_, t in zip(x, y, allx, top):
+        if not _close(xi, ax_):
+            return False
+        if t is None:
+            if not math.isnan(yi):
+                return False
+        elif math.isnan(yi) or not _close(yi, t):
+            return False
+    return True
+
+
+def _scatter_chart(ax, colls):
+    np = sys.modules["numpy"]
+    parts = []
+    for c in colls:
+        off = np.ma.filled(np.ma.asarray(c.get_offsets(), dtype=float), np.nan)
+        if off.ndim != 2 or off.shape[1] != 2 or not len(off):
+            return None
+        parts.append(off)
+    if _is_date_axis(ax.xaxis) or getattr(getattr(ax.xaxis, "units", None), "_mapping", None):
+        return None     # Kiln's scatter takes numeric x values, not dates or names
+    same = all(p.shape == parts[0].shape and np.array_equal(p[:, 0], parts[0][:, 0],
+                                                            equal_nan=True) for p in parts)
+    if same:
+        xs = parts[0][:, 0].tolist()
+        values = [[_number(v) for v in p[:, 1]] for p in parts]
+    else:
+        # series on different x values: one x list, each series' points where its own are
+        xs, values = [], []
+        total = sum(len(p) for p in parts)
+        start = 0
+        for p in parts:
+            vals = [None] * total
+            for i, y in enumerate(p[:, 1]):
+                vals[start + i] = _number(y)
+            xs.extend(p[:, 0].tolist())
+            values.append(vals)
+            start += len(p)
+    cats = [_number(x) for x in xs]
+    if any(c is None for c in cats):
+        return None
+    series = []
+    for c, vals in zip(colls, values):
+        s = {"values": vals}
+        name = _label(c)
+        if name:
+            s["name"] = name
+        try:
+            color = _hex(c.get_facecolor()[0])
+        except Exception:
+            color = None
+        if color:
+            s["color"] = color
+        series.append(s)
+    return {"kind": "scatter", "categories": cats, "series": series}
+
+
+_LEGEND_LOCS = {1: "right", 2: "left", 3: "left", 4: "right", 5: "right", 6: "left",
+                7: "right", 8: "bottom", 9: "top", 10: "right", 0: "right"}
+
+
+def _chart_of(fig):
+    """The chart model of a figure with one Axes holding one kind of plot, or None."""
+    if "numpy" not in sys.modules:
+        return None
+    axes = [a for a in fig.axes if a.get_visible()]
+    if len(axes) != 1:
+        return None
+    ax = axes[0]
+    import matplotlib.collections as mcoll
+    import matplotlib.container as mcont
+    import matplotlib.patches as mpatches
+    lines = _data_lines(ax)
+    bars = [c for c in ax.containers if isinstance(c, mcont.BarContainer)]
+    others = [c for c in ax.containers if not isinstance(c, mcont.BarContainer)]
+    colls = [c for c in ax.collections if c.get_visible()]
+    polys = [c for c in colls if type(c) is mcoll.PolyCollection or
+             type(c).__name__ == "FillBetweenPolyCollection"]
+    points = [c for c in colls if isinstance(c, mcoll.PathCollection)]
+    bar_patches = {id(p) for c in bars for p in c.patches}
+    loose = [p for p in ax.patches if id(p) not in bar_patches and p.get_visible()]
+    wedges = [p for p in loose if isinstance(p, mpatches.Wedge)]
+    if others:
+        return None
+    chart = None
+    if bars and not lines and not colls and not loose:
+        chart = _bar_chart(ax, bars)
+    elif wedges and len(wedges) == len(loose) and not lines and not colls and not bars:
+        chart = _pie_chart(ax, wedges)
+    elif polys and len(polys) == len(colls) and not bars and not loose:
+        chart = _area_chart(ax, polys, lines)
+    elif points and len(points) == len(colls) and not lines and not bars and not loose:
+        chart = _scatter_chart(ax, points)
+    elif lines and not colls and not bars and not loose:
+        chart = _line_chart(ax, lines)
+    if chart is None or not chart["categories"] or not chart["series"]:
+        return None
+    if len(chart["series"]) > MAX_CHART_SERIES or len(chart["categories"]) > MAX_CHART_POINTS:
+        return None
+    if chart["kind"] == "pie":
+        chart["series"] = chart["series"][:1]
+    title = _text(ax.get_title()) or _text(ax.get_title("left")) or _text(
+        getattr(getattr(fig, "_suptitle", None), "get_text", lambda: "")())
+    if title:
+        chart["title"] = title
+    if chart["kind"] != "pie":
+        xl, yl = _text(ax.get_xlabel()), _text(ax.get_ylabel())
+        if chart["kind"] == "bar":      # x_axis titles the category axis, vertical here
+            xl, yl = yl, xl
+        if xl:
+            chart["x_axis"] = {"title": xl}
+        if yl:
+            chart["y_axis"] = {"title": yl}
+    legend = ax.get_legend()
+    if legend is None or not legend.get_visible():
+        chart["legend"] = "none"
+    else:
+        chart["legend"] = _LEGEND_LOCS.get(getattr(legend, "_loc", 0), "right")
+    try:
+        w, h = fig.get_size_inches()
+        chart["width"] = min(8192, max(16, int(round(w * 100))))
+        chart["height"] = min(8192, max(16, int(round(h * 100))))
+    except Exception:
+        pass
+    return chart
+
+
+# --------------------------------------------------------------------------- errors
+
+def _user_tb(tb):
+    """The traceback from the first frame of a cell on: the runtime's frames go (all of
+    them when no cell code ran: an interrupt while compiling, a bash cell)."""
+    t = tb
+    while t is not None and not t.tb_frame.f_code.co_filename.startswith("<cell "):
+        t = t.tb_next
+    return t
+
+
+def _trim_chain(exc, seen=None):
+    seen = seen if seen is not None else set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if exc.__traceback__ is not None:
+            exc.__traceback__ = _user_tb(exc.__traceback__)
+        if exc.__cause__ is not None:
+            _trim_chain(exc.__cause__, seen)
+        exc = exc.__context__
+
+
+def _error_frame(cell, exc, ename=None):
+    """{ename, evalue, traceback} of an exception, the user's frames only, plain text."""
+    try:
+        ename = ename or type(exc).__name__
+        if isinstance(exc, _RuntimeProblem):
+            ename = "KilnRuntimeError"
+    except Exception:
+        ename = "Exception"
+    try:
+        evalue = str(exc)
+    except Exception:
+        evalue = "<exception str() failed>"
+    try:
+        if isinstance(exc, (SyntaxError, _RuntimeProblem)):
+            lines = traceback.format_exception_only(type(exc), exc)
+        elif ename == "KilnRuntimeError":   # the runtime's own failure: all of it
+            lines = traceback.format_exception(type(exc), exc, exc.__traceback__)
+        else:
+            _trim_chain(exc)
+            lines = traceback.format_exception(type(exc), exc, exc.__traceback__)
+        tb = "".join(lines).splitlines()
+    except Exception:
+        tb = ["%s: %s" % (ename, evalue)]
+    return {"ev": "error", "cell": cell, "ename": _clean_text(ename),
+            "evalue": _clean_text(evalue), "traceback": [_clean_text(l) for l in tb]}
+
+
+def _send_error(frame):
+    """An error frame always fits: a long evalue or traceback is cut to the frame cap."""
+    limit = _session.caps["frame_bytes"] - _ENVELOPE
+    data = _frame_bytes(frame)
+    if len(data) > limit + _ENVELOPE:
+        keep = max(64, limit // 4)
+        if len(frame["evalue"]) > keep:
+            frame["evalue"] = frame["evalue"][:keep] + " ... [cut]"
+        tb = frame["traceback"]
+        tb = [l if len(l) <= keep else l[:keep] + " ... [cut]" for l in tb]
+        while tb and len(_frame_bytes(dict(frame, traceback=tb))) > limit:
+            tb = tb[:1] + ["... [%d lines cut]" % (len(frame["traceback"]) - len(tb) + 2)] + tb[3:] \
+                if len(tb) > 3 else tb[-1:]
+            if len(tb) == 1:
+                tb = [tb[0][:keep // 4]]
+                break
+        frame["traceback"] = tb
+        data = _frame_bytes(frame)
+        if len(data) > limit + _ENVELOPE:
+            frame["evalue"] = frame["evalue"][:256]
+            frame["traceback"] = []
+            data = _frame_bytes(frame)
+    _send_bytes(data)
+
+
+# --------------------------------------------------------------------------- cells
+
+def _suppressed(code):
+    """A cell ending in ';' shows no result (IPython's rule)."""
+    try:
+        toks = list(tokenize.generate_tokens(io.StringIO(code).readline))
+    except Exception:
+        return False
+    for tok in reversed(toks):
+        if tok.type in (tokenize.ENDMARKER, tokenize.NEWLINE, tokenize.NL, tokenize.COMMENT,
+                        tokenize.INDENT, tokenize.DEDENT):
+            continue
+        return tok.type == tokenize.OP and tok.string == ";"
+    return False
+
+
+def _run_code(code_obj, ns):
+    """exec/eval a compiled piece; a coroutine (top-level await) runs to its end."""
+    value = eval(code_obj, ns)
+    if code_obj.co_flags & 0x80:     # CO_COROUTINE: the cell awaited at top level
+        import asyncio
+        if _session.loop is None or _session.loop.is_closed():
+            _session.loop = asyncio.new_event_loop()
+        value = _session.loop.run_until_complete(value)
+    return value
+
+
+def _python_cell(cell, code):
+    """Run Python code in the session namespace; returns the last expression's value."""
+    ns = _session.namespace
+    filename = "<cell %d>" % cell.number
+    lines = code.splitlines(True)
+    if lines and not lines[-1].endswith("\n"):
+        lines[-1] += "\n"
+    linecache.cache[filename] = (len(code), None, lines, filename)
+    flags = ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
+    tree = compile(code, filename, "exec", ast.PyCF_ONLY_AST | flags, dont_inherit=True)
+    last = None
+    if tree.body and isinstance(tree.body[-1], ast.Expr):
+        last = ast.Expression(tree.body.pop().value)
+    body = compile(tree, filename, "exec", flags, dont_inherit=True)
+    expr = compile(last, filename, "eval", flags, dont_inherit=True) if last else None
+    _run_code(body, ns)
+    if expr is None:
+        return None
+    value = _run_code(expr, ns)
+    if _suppressed(code):
+        return None
+    return value
+
+
+def _signal_name(num):
+    try:
+        return signal.Signals(num).name
+    except ValueError:
+        return "signal %d" % num
+
+
+def _group_alive(pgid):
+    try:
+        os.killpg(pgid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+
+
+def _bash_cell(cell, code):
+    """Run a bash cell in its own process group; returns an exception to report, or None."""
+    script = None
+    if len(code.encode("utf-8", "surrogateescape")) > BASH_ARG_MAX:
+        fd, script = tempfile.mkstemp(prefix="kiln-cell-", suffix=".sh", dir="/tmp")
+        with os.fdopen(fd, "w", encoding="utf-8", errors="surrogateescape") as f:
+            f.write(code)
+        argv = ["/bin/bash", script]
+    else:
+        argv = ["/bin/bash", "-c", code]
+    _flush_std()
+    try:
+        proc = subprocess.Popen(argv, cwd=_session.workdir, stdin=subprocess.DEVNULL,
+                                env=dict(os.environ), process_group=0)
+        try:
+            rc = proc.wait()
+        except KeyboardInterrupt:
+            with _Masked():
+                _stop_group(proc)
+            raise
+    finally:
+        if script:
+            try:
+                os.unlink(script)
+            except OSError:
+                pass
+    if rc == 0:
+        return None
+    if rc < 0:
+        return _BashError("killed by %s" % _signal_name(-rc))
+    return _BashError("exit status %d" % rc)
+
+
+def _stop_group(proc):
+    """SIGINT to the cell's process group, SIGKILL after BASH_GRACE if any is left."""
+    pgid = proc.pid
+    try:
+        os.killpg(pgid, signal.SIGINT)
+    except ProcessLookupError:
+        pass
+    deadline = time.monotonic() + BASH_GRACE
+    while time.monotonic() < deadline:
+        if proc.poll() is not None and not _group_alive(pgid):
+            break
+        time.sleep(0.01)
+    if _group_alive(pgid):
+        try:
+            os.killpg(pgid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    proc.wait()
+
+
+class _BashError(Exception):
+    pass
+
+
+def _restore_std():
+    """Each cell starts with fds 1 and 2 on the host's pipes and sys.stdout/stderr the
+    runtime's streams, whatever the cell before did to them."""
+    for fd, (priv, ident) in _session.std_fds.items():
+        try:
+            st = os.fstat(fd)
+            same = (st.st_dev, st.st_ino) == ident
+        except OSError:
+            same = False
+        if not same:
+            try:
+                os.dup2(priv, fd, inheritable=True)
+            except OSError:
+                pass
+    for name in ("stdout", "stderr"):
+        stream = _session.streams.get(name)
+        if stream is None or stream.closed:
+            stream = _session.streams[name] = _text_stream(1 if name == "stdout" else 2)
+        if getattr(sys, name, None) is not stream:
+            setattr(sys, name, stream)
+
+
+def _text_stream(fd):
+    return io.TextIOWrapper(io.FileIO(fd, "w", closefd=False), encoding="utf-8",
+                            errors="backslashreplace", line_buffering=True,
+                            write_through=True)
+
+
+def _execute(req):
+    """Run one cell; done is always the last frame for it."""
+    global _interruptible, _pending
+    number = req.get("cell")
+    if not isinstance(number, int) or isinstance(number, bool):
+        number = -1
+    cell = _session.cell = _Cell(number, _session.caps)
+    status = "ok"
+    try:
+        try:
+            _restore_std()
+            ns = _session.namespace
+            if "display" not in ns:
+                ns["display"] = display
+            language = req.get("language", "python")
+            code = req.get("code")
+            if not isinstance(code, str):
+                raise _RuntimeProblem("execute: \"code\" must be a string")
+            if language not in ("python", "bash"):
+                raise _RuntimeProblem("execute: unknown language %r (python or bash)" % (language,))
+            try:
+                _pending = False
+                _interruptible = True
+                try:
+                    failure = None
+                    if language == "python":
+                        value = _python_cell(cell, code)
+                        # the result's repr and the figures are the cell's work:
+                        # an interrupt stops them too
+                        result = None
+                        if value is not None:
+                            _session.namespace["_"] = value
+                            result = _format(value)
+                    else:
+                        failure = _bash_cell(cell, code)
+                finally:
+                    _interruptible = False
+            except KeyboardInterrupt as e:
+                _interruptible = False
+                status = "interrupted"
+                _send_error(_error_frame(number, e))
+            except _HostGone:
+                raise
+            except BaseException as e:    # SystemExit too: an error of the cell
+                _interruptible = False
+                status = "error"
+                _send_error(_error_frame(number, e))
+            else:
+                if failure is not None:
+                    status = "error"
+                    _send_error({"ev": "error", "cell": number, "ename": "BashError",
+                                 "evalue": str(failure), "traceback": []})
+                elif language == "python" and result is not None:
+                    _publish("result", result[0], result[1], count_item=False)
+            if language == "python":
+                status = _after_cell(status, number)
+        except _HostGone:
+            raise
+        except BaseException as e:
+            _interruptible = False
+            status = "error"
+            try:
+                _send_error(_error_frame(number, e, "KilnRuntimeError"))
+            except _HostGone:
+                raise
+            except BaseException:
+                pass
+        _send({"ev": "done", "cell": number, "status": status,
+               "dropped": {"displays": cell.dropped_displays, "bytes": cell.dropped_bytes}})
+    finally:
+        _interruptible = False
+        _session.cell = None
+
+
+class _RuntimeProblem(Exception):
+    """A request the runtime cannot run (reported as KilnRuntimeError)."""
+
+
+def _after_cell(status, number):
+    """The figures the cell left open become displays (interruptible: rendering is the
+    cell's work), then close."""
+    global _interruptible
+    if not _open_figures():
+        return status
+    try:
+        _interruptible = status == "ok"
+        try:
+            _show_figures(skip_shown=True)
+        finally:
+            _interruptible = False
+    except KeyboardInterrupt as e:
+        _send_error(_error_frame(number, e))
+        return "interrupted"
+    return status
+
+
+# --------------------------------------------------------------------------- serve
+
+def _private_fd(fd):
+    """fd duplicated to a high close-on-exec descriptor, out of the cell's way."""
+    try:
+        soft = __import__("resource").getrlimit(__import__("resource").RLIMIT_NOFILE)[0]
+    except Exception:
+        soft = 1024
+    for base in (900, 500, 200, 64, 10):
+        if soft == -1 or base < soft - 8:
+            try:
+                return fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, base)
+            except OSError:
+                continue
+    return fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 0)
+
+
+def _read_request():
+    """The next request line from the host, decoded; None at EOF."""
+    s = _session
+    while True:
+        nl = s.buf.find(b"\n")
+        if nl >= 0:
+            line, s.buf = s.buf[:nl], s.buf[nl + 1:]
+            if not line.strip():
+                continue
+            try:
+                req = _decode(line.decode("utf-8"))
+            except ValueError as e:
+                _log("ignoring a request that is not JSON (%s)" % e)
+                continue
+            if not isinstance(req, dict):
+                _log("ignoring a request that is not an object")
+                continue
+            return req
+        if s.eof:
+            return None
+        try:
+            chunk = _read(s.ctl, 1 << 16)
+        except OSError:
+            chunk = b""
+        if not chunk:
+            s.eof = True
+            if s.buf.strip():
+                s.buf += b"\n"
+            continue
+        s.buf += chunk
+
+
+def _log(msg):
+    try:
+        _write(2, ("kiln_session: %s\n" % msg).encode("utf-8", "replace"))
+    except OSError:
+        pass
+
+
+def _caps_of(caps):
+    out = dict(DEFAULT_CAPS)
+    if isinstance(caps, dict):
+        for k in out:
+            v = caps.get(k)
+            if isinstance(v, int) and not isinstance(v, bool) and v >= 0:
+                out[k] = v
+    out["frame_bytes"] = max(out["frame_bytes"], 4096)
+    return out
+
+
+def _init(req):
+    env = req.get("env")
+    if isinstance(env, dict):
+        os.environ.clear()
+        os.environ.update({str(k): str(v) for k, v in env.items()})
+    _session.caps = _caps_of(req.get("caps"))
+    _send({"ev": "ready", "pid": _getpid(), "python": platform.python_version()})
+
+
+def _setup_namespace():
+    main = types.ModuleType("__main__")
+    main.__dict__.update({"__builtins__": builtins, "display": display})
+    # pickle (and everything built on it) finds a cell's classes and functions in __main__
+    sys.modules["__main__"] = main
+    _session.main_module = main
+    _session.namespace = main.__dict__
+
+
+def _setup_streams():
+    for fd, name in ((1, "stdout"), (2, "stderr")):
+        try:
+            st = os.fstat(fd)
+            _session.std_fds[fd] = (_private_fd(fd), (st.st_dev, st.st_ino))
+        except OSError:
+            continue
+        stream = getattr(sys, "__%s__" % name, None)
+        try:
+            if stream is None or stream.fileno() != fd:
+                raise ValueError
+            stream.reconfigure(line_buffering=True, write_through=True,
+                               errors="backslashreplace")
+        except Exception:
+            stream = _text_stream(fd)
+        _session.streams[name] = stream
+        setattr(sys, name, stream)
+
+
+def _reseed():
+    """Forked sessions share the zygote's random state: each draws its own."""
+    rnd = sys.modules.get("random")
+    if rnd is not None:
+        try:
+            rnd.seed()
+        except Exception:
+            pass
+    np = sys.modules.get("numpy")
+    if np is not None:
+        try:
+            np.random.seed()
+        except Exception:
+            pass
+
+
+def serve(ctl_fd=3, ev_fd=4):
+    """Serve the session protocol: requests on ctl_fd, events on ev_fd, until `exit` or
+    EOF. Returns then (the caller exits)."""
+    global _session
+    import gc
+    gc.enable()
+    ctl = _private_fd(ctl_fd)
+    ev = _private_fd(ev_fd)
+    for fd in (ctl_fd, ev_fd):
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+    _session = _Session(ctl, ev, dict(DEFAULT_CAPS))
+    signal.signal(signal.SIGINT, _on_sigint)
+    _setup_streams()
+    _setup_namespace()
+    _reseed()
+    plt = sys.modules.get("matplotlib.pyplot")
+    if plt is not None:
+        _patch_pyplot(plt)
+    else:
+        sys.meta_path.insert(0, _PyplotHook())
+    try:
+        while True:
+            req = _read_request()
+            if req is None:
+                return
+            op = req.get("op")
+            if op == "exit":
+                return
+            if op == "init":
+                _init(req)
+            elif op == "execute":
+                _execute(req)
+            else:
+                _log("ignoring unknown request op %r" % (op,))
+    except _HostGone:
+        return
+    finally:
+        _flush_std()
