@@ -178,6 +178,7 @@ class _Masked:
 
 
 _send_lock = threading.Lock()
+_publish_lock = threading.RLock()
 
 
 # --------------------------------------------------------------------------- frames
@@ -194,13 +195,16 @@ def _flush_std():
                 pass
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def _clean_text(s):
-    """A str as it can travel in UTF-8 JSON: lone surrogates become U+FFFD."""
+    """A str as it can travel in UTF-8 JSON: each lone surrogate becomes U+FFFD."""
     try:
         s.encode("utf-8")
         return s
     except UnicodeEncodeError:
-        return s.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+        return _SURROGATE.sub("\ufffd", s)
 
 
 def _frame_bytes(obj):
@@ -444,7 +448,15 @@ def _raw_bundle(obj, metadata):
 
 def _publish(ev, data, metadata, count_item=True):
     """Send a bundle within the cell's caps; what is over is dropped and counted."""
+    with _publish_lock:     # threads of a cell share its counts
+        return _publish_locked(ev, data, metadata, count_item)
+
+
+def _publish_locked(ev, data, metadata, count_item):
     cell = _session.cell
+    if cell is None:    # a thread of a cell that has ended: no cell to show it in
+        print(data.get(_MIME_PLAIN, ""))
+        return False
     if count_item and cell.items_left <= 0:
         cell.dropped_displays += 1
         cell.dropped_bytes += _bundle_size(data, metadata)
@@ -747,10 +759,18 @@ def _categories(axis, positions, orig=None):
             return [_day_or_time(d) for d in mdates.num2date([float(p) for p in positions])]
         except Exception:
             return None
+    fmt = axis.get_major_formatter()
+    if type(fmt).__name__ == "FuncFormatter":
+        # pandas labels a bar or area chart's positions 0..n-1 with the index this way
+        try:
+            names = [_text(fmt(float(p), i)) for i, p in enumerate(positions)]
+        except Exception:
+            names = []
+        if names and all(names):
+            return _strip_midnight(names)
     ticks = _tick_labels(axis)
     if ticks:
-        fmt = axis.get_major_formatter()
-        fixed = type(fmt).__name__ in ("FixedFormatter", "FuncFormatter")
+        fixed = type(fmt).__name__ == "FixedFormatter"      # set_xticks(..., labels)
         names = []
         for p in positions:
             match = None
@@ -1306,7 +1326,7 @@ def _bash_cell(cell, code):
     if rc == 0:
         return None
     if rc < 0:
-        return _BashError("killed by %s" % _signal_name(-rc))
+        return _BashError("killed by signal %s" % _signal_name(-rc))
     return _BashError("exit status %d" % rc)
 
 
@@ -1394,6 +1414,8 @@ def _execute(req):
                         result = None
                         if value is not None:
                             _session.namespace["_"] = value
+                            if _is_figure(value):   # shown as the result, not again
+                                cell.shown_figures.add(id(value))
                             result = _format(value)
                     else:
                         failure = _bash_cell(cell, code)
