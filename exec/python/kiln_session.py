@@ -1152,7 +1152,14 @@ def _chart_of(fig):
         chart["height"] = min(8192, max(16, int(round(h * 100))))
     except Exception:
         pass
-    return chart
+    # members in the order docs/spec.md writes them
+    chart["series"] = [{k: s[k] for k in ("name", "values", "color") if k in s}
+                       for s in chart["series"]]
+    return {k: chart[k] for k in _CHART_ORDER if k in chart}
+
+
+_CHART_ORDER = ("kind", "title", "stacked", "categories", "series", "x_axis", "y_axis",
+                "legend", "width", "height")
 
 
 # --------------------------------------------------------------------------- errors

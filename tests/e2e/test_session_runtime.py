@@ -960,3 +960,48 @@ def test_private_fds_do_not_leak_to_bash(rt):
     c = rt.run("ls /proc/self/fd | sort -n | tr '\\n' ' '", "bash").ok()
     fds = [int(x) for x in c.stdout.split()]
     assert max(fds) <= 3, c.stdout       # 0, 1, 2 and ls's own directory fd
+
+
+def test_default_caps_when_init_names_none(fresh):
+    r = fresh(init=False)
+    r.send({"op": "init", "env": r.env})
+    assert r.frame()["ev"] == "ready"
+    c = r.run("for i in range(101):\n    display(i)").ok()
+    assert len(c.displays) == 100                        # docs/session-results.md "Limits"
+    assert c.done["dropped"]["displays"] == 1
+
+
+# --------------------------------------------------------------------------- docs
+
+DOC = REPO / "docs" / "session-results.md"
+
+
+def doc_examples():
+    """(code, expected) of each ```python block that a ```json block follows."""
+    blocks, lang, buf = [], None, []
+    for line in DOC.read_text(encoding="utf-8").splitlines():
+        if line.startswith("```"):
+            if lang is None:
+                lang, buf = line[3:].strip(), []
+            else:
+                blocks.append((lang, "\n".join(buf)))
+                lang = None
+            continue
+        if lang is not None:
+            buf.append(line)
+    return [(code, json.loads(expected)) for (l1, code), (l2, expected) in zip(blocks, blocks[1:])
+            if l1 == "python" and l2 == "json"]
+
+
+def test_doc_examples_are_what_the_runtime_gives(fresh):
+    examples = doc_examples()
+    assert len(examples) == 3
+    for code, expected in examples:
+        c = fresh().run(code)
+        if "schema" in expected:
+            got = c.result["data"]["application/vnd.dataresource+json"]
+        elif "kind" in expected:
+            got = c.displays[0]["data"]["application/vnd.kiln.chart+json"]
+        else:
+            got = {k: c.error[k] for k in ("ename", "evalue", "traceback")}
+        assert got == expected, code
