@@ -663,6 +663,27 @@ def _number(v):
     return f
 
 
+def _series(artist, values, color):
+    """A chart series: its values, the artist's label as its name, its color."""
+    s = {"values": values}
+    name = _label(artist)
+    if name:
+        s["name"] = name
+    color = _hex(color) if color is not None else None
+    if color:
+        s["color"] = color
+    return s
+
+
+def _face(collection):
+    """The first face color of a collection (an area, a scatter), or None."""
+    try:
+        faces = collection.get_facecolor()
+        return faces[0] if len(faces) else None
+    except Exception:
+        return None
+
+
 def _hex(color):
     try:
         import matplotlib.colors as mcolors
@@ -827,14 +848,7 @@ def _line_chart(ax, lines):
             xconv0 = x
         elif not _same(x, xconv0):
             return None     # lines on different x values: no category chart holds them
-        s = {"values": [_number(v) for v in xy[:, 1]]}
-        name = _label(line)
-        if name:
-            s["name"] = name
-        color = _hex(line.get_color())
-        if color:
-            s["color"] = color
-        series.append(s)
+        series.append(_series(line, [_number(v) for v in xy[:, 1]], line.get_color()))
     cats = _categories(ax.xaxis, xconv0, xs0)
     if cats is None:
         return None
@@ -897,16 +911,8 @@ def _bar_chart(ax, containers):
     cats = _categories(axis, positions, None)
     if cats is None:
         return None
-    series = []
-    for c, val in zip(containers, values):
-        s = {"values": [_number(v) for v in val]}
-        name = _label(c)
-        if name:
-            s["name"] = name
-        color = _hex(c.patches[0].get_facecolor())
-        if color:
-            s["color"] = color
-        series.append(s)
+    series = [_series(c, [_number(v) for v in val], c.patches[0].get_facecolor())
+              for c, val in zip(containers, values)]
     chart = {"kind": "column" if vertical else "bar", "categories": cats, "series": series}
     if stacked:
         chart["stacked"] = True
@@ -1002,17 +1008,7 @@ def _area_chart(ax, colls, lines):
             else:
                 base = bots[k][j] if bots[k][j] is not None else 0.0
                 vals.append(_number(tops[k][j] - base))
-        s = {"values": vals}
-        name = _label(c)
-        if name:
-            s["name"] = name
-        try:
-            color = _hex(c.get_facecolor()[0])
-        except Exception:
-            color = None
-        if color:
-            s["color"] = color
-        series.append(s)
+        series.append(_series(c, vals, _face(c)))
     orig = lines[0].get_xdata(orig=True) if lines else None
     if orig is not None and len(orig) != len(allx):
         orig = None
@@ -1069,19 +1065,7 @@ def _scatter_chart(ax, colls):
     cats = [_number(x) for x in xs]
     if any(c is None for c in cats):
         return None
-    series = []
-    for c, vals in zip(colls, values):
-        s = {"values": vals}
-        name = _label(c)
-        if name:
-            s["name"] = name
-        try:
-            color = _hex(c.get_facecolor()[0])
-        except Exception:
-            color = None
-        if color:
-            s["color"] = color
-        series.append(s)
+    series = [_series(c, vals, _face(c)) for c, vals in zip(colls, values)]
     return {"kind": "scatter", "categories": cats, "series": series}
 
 

@@ -735,14 +735,22 @@ def wait_stdout(r, text, timeout=TIMEOUT):
         r._drain()
 
 
+def interrupt(r, code, marker, language="python"):
+    """Start a cell, SIGINT the runtime once the cell printed `marker`: (Cell, seconds
+    from the signal to the cell's end)."""
+    r.start(code, language)
+    wait_stdout(r, marker)
+    t0 = time.monotonic()
+    os.kill(r.proc.pid, signal.SIGINT)
+    c = r.finish()
+    return c, time.monotonic() - t0
+
+
 def test_interrupt_keeps_state(rt):
     rt.run("x = 5").ok()
-    rt.start("import time\nx = 6\nprint('started', flush=True)\ntime.sleep(60)\nx = 7")
-    wait_stdout(rt, b"started")
-    t0 = time.monotonic()
-    os.kill(rt.proc.pid, signal.SIGINT)
-    c = rt.finish()
-    assert time.monotonic() - t0 < 5
+    c, took = interrupt(rt, "import time\nx = 6\nprint('started', flush=True)\ntime.sleep(60)\n"
+                        "x = 7", b"started")
+    assert took < 5
     assert c.status == "interrupted"
     assert c.error["ename"] == "KeyboardInterrupt"
     assert c.error["traceback"][1].startswith('  File "<cell %d>", line ' % rt.cell)
@@ -812,12 +820,8 @@ def test_bash_long_script(rt):
 
 
 def test_bash_interrupt(rt):
-    rt.start("echo go; sleep 60; echo never", "bash")
-    wait_stdout(rt, b"go")
-    t0 = time.monotonic()
-    os.kill(rt.proc.pid, signal.SIGINT)
-    c = rt.finish()
-    assert time.monotonic() - t0 < 3
+    c, took = interrupt(rt, "echo go; sleep 60; echo never", b"go", "bash")
+    assert took < 3
     assert c.status == "interrupted"
     assert c.error["ename"] == "KeyboardInterrupt"
     assert "never" not in c.stdout
@@ -825,13 +829,9 @@ def test_bash_interrupt(rt):
 
 def test_bash_ignoring_sigint_is_killed_with_its_group(rt):
     pidfile = rt.dir / "child.pid"
-    rt.start("trap '' INT\nsleep 60 &\necho $! > %s\necho go\nwait\nwait" % pidfile, "bash")
-    wait_stdout(rt, b"go")
+    c, took = interrupt(rt, "trap '' INT\nsleep 60 &\necho $! > %s\necho go\nwait\nwait"
+                        % pidfile, b"go", "bash")
     child = int(pidfile.read_text())
-    t0 = time.monotonic()
-    os.kill(rt.proc.pid, signal.SIGINT)
-    c = rt.finish()
-    took = time.monotonic() - t0
     assert c.status == "interrupted"
     assert 0.9 < took < 4, took              # SIGKILL after the 1 s grace
     assert gone(child)
