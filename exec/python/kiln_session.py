@@ -169,11 +169,12 @@ class _Masked:
         _masked -= 1
         if not _masked and _pending and _interruptible:
             _pending = False
-            if threading.current_thread() is not threading.main_thread():
-                import _thread
-                _thread.interrupt_main(signal.SIGINT)
-            elif exc[0] is None:
+            if exc[0] is None and threading.current_thread() is threading.main_thread():
                 raise KeyboardInterrupt
+            # another thread, or an exception on its way out: the interrupt is not lost,
+            # it reaches the main thread as soon as it runs Python again
+            import _thread
+            _thread.interrupt_main(signal.SIGINT)
         return False
 
 
@@ -1157,15 +1158,22 @@ def _user_tb(tb):
     return t
 
 
-def _trim_chain(exc, seen=None):
-    seen = seen if seen is not None else set()
-    while exc is not None and id(exc) not in seen:
-        seen.add(id(exc))
-        if exc.__traceback__ is not None:
-            exc.__traceback__ = _user_tb(exc.__traceback__)
-        if exc.__cause__ is not None:
-            _trim_chain(exc.__cause__, seen)
-        exc = exc.__context__
+def _trim_chain(exc):
+    """_user_tb on an exception and every exception chained to it (a chain can be
+    thousands long: no recursion). A chained exception raised and caught inside library
+    code has no cell frame: all its frames are the library's, kept."""
+    seen, todo = set(), [exc]
+    while todo:
+        e = todo.pop()
+        if e is None or id(e) in seen:
+            continue
+        seen.add(id(e))
+        if e.__traceback__ is not None:
+            tb = _user_tb(e.__traceback__)
+            if tb is not None or e is exc:
+                e.__traceback__ = tb
+        todo.append(e.__cause__)
+        todo.append(e.__context__)
 
 
 def _error_frame(cell, exc, ename=None):
@@ -1195,26 +1203,32 @@ def _error_frame(cell, exc, ename=None):
             "evalue": _clean_text(evalue), "traceback": [_clean_text(l) for l in tb]}
 
 
+def _cut(text, n):
+    return text if len(text) <= n else text[:n] + " ... [cut]"
+
+
 def _send_error(frame):
-    """An error frame always fits: a long evalue or traceback is cut to the frame cap."""
-    limit = _session.caps["frame_bytes"] - _ENVELOPE
+    """An error frame always fits caps.frame_bytes: a long evalue is cut, and so are the
+    middle lines of a long traceback (its first line and its end say the most)."""
+    limit = _session.caps["frame_bytes"]
     data = _frame_bytes(frame)
-    if len(data) > limit + _ENVELOPE:
-        keep = max(64, limit // 4)
-        if len(frame["evalue"]) > keep:
-            frame["evalue"] = frame["evalue"][:keep] + " ... [cut]"
-        tb = frame["traceback"]
-        tb = [l if len(l) <= keep else l[:keep] + " ... [cut]" for l in tb]
-        while tb and len(_frame_bytes(dict(frame, traceback=tb))) > limit:
-            tb = tb[:1] + ["... [%d lines cut]" % (len(frame["traceback"]) - len(tb) + 2)] + tb[3:] \
-                if len(tb) > 3 else tb[-1:]
-            if len(tb) == 1:
-                tb = [tb[0][:keep // 4]]
+    if len(data) > limit:
+        frame["evalue"] = _cut(frame["evalue"], max(64, limit // 8))
+        tb = [_cut(line, 1000) for line in frame["traceback"]]
+        room = limit - len(_frame_bytes(dict(frame, traceback=[]))) - 64
+        head = tb[:1]
+        room -= sum(len(_frame_bytes(line)) for line in head)
+        tail = []
+        for line in reversed(tb[1:]):
+            room -= len(_frame_bytes(line))
+            if room < 0:
                 break
-        frame["traceback"] = tb
+            tail.append(line)
+        cut = len(tb) - len(head) - len(tail)
+        frame["traceback"] = head + (["... [%d lines cut]" % cut] if cut else []) + tail[::-1]
         data = _frame_bytes(frame)
-        if len(data) > limit + _ENVELOPE:
-            frame["evalue"] = frame["evalue"][:256]
+        if len(data) > limit:
+            frame["evalue"] = _cut(frame["evalue"], 256)
             frame["traceback"] = []
             data = _frame_bytes(frame)
     _send_bytes(data)
@@ -1222,18 +1236,19 @@ def _send_error(frame):
 
 # --------------------------------------------------------------------------- cells
 
-def _suppressed(code):
-    """A cell ending in ';' shows no result (IPython's rule)."""
+def _suppressed(lines, node):
+    """A cell whose last expression is followed by ';' shows no result (IPython's rule).
+    Only the text after that expression is read: whitespace, ';' and comments."""
+    if node.end_lineno is None or node.end_lineno > len(lines):
+        return False
+    # ast's column offsets count UTF-8 bytes
+    rest = lines[node.end_lineno - 1].encode("utf-8", "surrogatepass")[node.end_col_offset:]
+    rest = rest.decode("utf-8", "replace") + "".join(lines[node.end_lineno:])
     try:
-        toks = list(tokenize.generate_tokens(io.StringIO(code).readline))
+        toks = list(tokenize.generate_tokens(io.StringIO(rest).readline))
     except Exception:
         return False
-    for tok in reversed(toks):
-        if tok.type in (tokenize.ENDMARKER, tokenize.NEWLINE, tokenize.NL, tokenize.COMMENT,
-                        tokenize.INDENT, tokenize.DEDENT):
-            continue
-        return tok.type == tokenize.OP and tok.string == ";"
-    return False
+    return any(t.type == tokenize.OP and t.string == ";" for t in toks)
 
 
 def _run_code(code_obj, ns):
@@ -1259,14 +1274,15 @@ def _python_cell(cell, code):
     tree = compile(code, filename, "exec", ast.PyCF_ONLY_AST | flags, dont_inherit=True)
     last = None
     if tree.body and isinstance(tree.body[-1], ast.Expr):
-        last = ast.Expression(tree.body.pop().value)
+        last_node = tree.body.pop().value
+        last = ast.Expression(last_node)
     body = compile(tree, filename, "exec", flags, dont_inherit=True)
     expr = compile(last, filename, "eval", flags, dont_inherit=True) if last else None
     _run_code(body, ns)
     if expr is None:
         return None
     value = _run_code(expr, ns)
-    if _suppressed(code):
+    if _suppressed(lines, last_node):
         return None
     return value
 
@@ -1605,6 +1621,7 @@ def serve(ctl_fd=3, ev_fd=4):
         except OSError:
             pass
     _session = _Session(ctl, ev, dict(DEFAULT_CAPS))
+    sys.argv = [""]     # as an interactive interpreter has it (not the zygote's command)
     signal.signal(signal.SIGINT, _on_sigint)
     _setup_streams()
     _setup_namespace()

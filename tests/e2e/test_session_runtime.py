@@ -10,6 +10,7 @@ figure gives is checked against what was plotted and validated with `kiln valida
 import base64
 import json
 import os
+import re
 import select
 import signal
 import struct
@@ -271,6 +272,10 @@ def test_last_expression_only_and_not_none(rt):
     assert c.of("result") == []
     c = rt.run("y * 4;").ok()       # a trailing semicolon hides it, as in IPython
     assert c.of("result") == []
+    c = rt.run("'é' * 2 ;  # hidden").ok()
+    assert c.of("result") == []
+    c = rt.run("y; 'é' * 2  # shown; not hidden").ok()
+    assert c.result["data"]["text/plain"] == "'éé'"
     c = rt.run("y * 5  # comment").ok()
     assert c.result["data"]["text/plain"] == "15"
     c = rt.run("for i in range(2):\n    i").ok()
@@ -333,6 +338,24 @@ def test_error_keeps_library_frames(rt):
     assert c.error["ename"] == "JSONDecodeError"
     assert tb[1].startswith('  File "<cell %d>", line 2' % rt.cell)
     assert any("json/decoder.py" in l for l in tb)
+    assert not any("kiln_session" in l for l in tb)
+
+
+def test_chained_exception_from_library_code_keeps_its_frames(rt):
+    """An exception a library raised and caught itself has no cell frame: its frames
+    are all the library's, and stay."""
+    (rt.dir / "chainlib.py").write_text(
+        "def parse(s):\n    try:\n        return int(s)\n    except ValueError:\n"
+        "        raise RuntimeError('cannot parse')\n")
+    c = rt.run("import sys\nsys.path.insert(0, '.')\nimport chainlib\nchainlib.parse('x')")
+    tb = c.error["traceback"]
+    during = tb.index("During handling of the above exception, another exception occurred:")
+    assert tb[:3] == ["Traceback (most recent call last):",
+                      '  File "%s", line 3, in parse' % (rt.dir / "chainlib.py"),
+                      "    return int(s)"]
+    assert tb[during - 2] == "ValueError: invalid literal for int() with base 10: 'x'"
+    assert tb[during + 3].startswith('  File "<cell %d>", line 4' % rt.cell)
+    assert tb[-1] == "RuntimeError: cannot parse"
     assert not any("kiln_session" in l for l in tb)
 
 
@@ -912,7 +935,16 @@ def test_huge_error_fits_a_frame(fresh):
     c = r.run("raise ValueError('v' * 1000000)")
     assert c.status == "error" and c.error["ename"] == "ValueError"
     assert len(r.lines[-2]) < 65536
-    assert c.error["evalue"].startswith("vvvv")
+    assert c.error["evalue"].startswith("vvvv") and c.error["evalue"].endswith(" ... [cut]")
+    # 3,000 chained exceptions: the traceback keeps its first line and its end
+    c = r.run("e = None\nfor i in range(3000):\n    try:\n        raise ValueError(i) from e\n"
+              "    except ValueError as x:\n        e = x\nraise e")
+    tb = c.error["traceback"]
+    assert len(r.lines[-2]) < 65536
+    assert tb[0] == "Traceback (most recent call last):"
+    assert re.fullmatch(r"\.\.\. \[\d+ lines cut\]", tb[1])
+    assert tb[-1] == "ValueError: 2999"
+    assert c.error["evalue"] == "2999"
 
 
 # --------------------------------------------------------------------------- robustness
