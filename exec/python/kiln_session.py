@@ -122,6 +122,7 @@ class _Session:
         self.streams = {}            # "stdout"/"stderr" -> the runtime's text stream
         self.loop = None             # asyncio loop for cells with top-level await
         self.cell = None             # the running cell's state (_Cell) or None
+        self.pid = _getpid()         # a process forked by a cell is not the runtime
 
 
 class _Cell:
@@ -217,7 +218,33 @@ def _frame_bytes(obj):
     return data + b"\n"
 
 
+def _forked_return(exc=None):
+    """A process a cell forked (os.fork) that comes back into the runtime ends there,
+    as a script would: it never writes frames or reads requests of its parent's."""
+    if _session is None or _getpid() == _session.pid:
+        return
+    _flush_std()
+    if exc is not None:
+        try:
+            traceback.print_exception(type(exc), exc, exc.__traceback__)
+            sys.stderr.flush()
+        except Exception:
+            pass
+    os._exit(0 if exc is None or (isinstance(exc, SystemExit) and not exc.code) else 1)
+
+
+def _after_fork_in_child():
+    # the protocol's fds are the runtime's, not its children's
+    if _session is not None:
+        for fd in (_session.ctl, _session.ev):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
 def _send_bytes(data):
+    _forked_return()
     with _Masked(), _send_lock:
         _flush_std()
         view = memoryview(data)
@@ -455,7 +482,8 @@ def _publish(ev, data, metadata, count_item=True):
 
 def _publish_locked(ev, data, metadata, count_item):
     cell = _session.cell
-    if cell is None:    # a thread of a cell that has ended: no cell to show it in
+    if cell is None or _getpid() != _session.pid:
+        # a thread of a cell that has ended, a process the cell forked: no cell to show it in
         print(data.get(_MIME_PLAIN, ""))
         return False
     if count_item and cell.items_left <= 0:
@@ -693,25 +721,41 @@ def _hex(color):
         return None
 
 
-def _day_or_time(d):
-    if isinstance(d, _dt.datetime):
-        if d.tzinfo is not None:
-            d = d.replace(tzinfo=None)
-        if (d.hour, d.minute, d.second, d.microsecond) == (0, 0, 0, 0):
-            return d.date().isoformat()
-        return d.isoformat(sep=" ", timespec="seconds" if not d.microsecond else "microseconds")
-    return d.isoformat()
+def _iso_dates(dates):
+    """Dates and datetimes as categories: "YYYY-MM-DD" when every one is a whole day (a
+    date axis in Kiln), else all as "YYYY-MM-DD HH:MM:SS" (labels). Zones are dropped:
+    the wall-clock time is what the figure shows."""
+    out = []
+    for d in dates:
+        if isinstance(d, _dt.datetime):
+            if d.tzinfo is not None:
+                d = d.replace(tzinfo=None)
+        else:
+            d = _dt.datetime(d.year, d.month, d.day)
+        out.append(d)
+    if all(d.time() == _dt.time(0) for d in out):
+        return [d.date().isoformat() for d in out]
+    spec = "microseconds" if any(d.microsecond for d in out) else "seconds"
+    return [d.isoformat(sep=" ", timespec=spec) for d in out]
+
+
+# pandas periods of a day or less are instants; longer ones (a month, a quarter) are
+# spans, which a date would misplace (month-end data would show as the 1st): their text
+_SHORT_PERIODS = re.compile(r"^(D|B|C|H|BH|CBH|T|min|S|L|ms|U|us|N)$")
 
 
 def _dates_of(values):
-    """Date-like x values (datetime64, datetime, date, pandas Timestamp/Period) as ISO
-    text: "YYYY-MM-DD" for whole days, else date and time. None when they are not."""
+    """Date-like x values (datetime64, datetime, date, pandas Timestamp/Period) as
+    category text (_iso_dates); None when they are not all dates. Periods of more than a
+    day are their own text ("2026-01", "2026Q1")."""
     np = sys.modules.get("numpy")
     pd = _pandas()
     out = []
+    periods = []
     for v in values:
         if pd is not None and isinstance(v, pd.Period):
-            v = v.to_timestamp()
+            periods.append(v)
+            continue
         if pd is not None and isinstance(v, pd.Timestamp):
             if v is pd.NaT:
                 return None
@@ -723,7 +767,14 @@ def _dates_of(values):
         if not isinstance(v, _dt.date):
             return None
         out.append(v)
-    return [_day_or_time(d) for d in out]
+    if periods:
+        if out:
+            return None
+        codes = {getattr(p.freq, "name", "").split("-")[0] for p in periods}
+        if all(_SHORT_PERIODS.match(c) for c in codes):
+            return _iso_dates([p.to_timestamp().to_pydatetime() for p in periods])
+        return [str(p) for p in periods]
+    return _iso_dates(out)
 
 
 def _is_date_axis(axis):
@@ -778,7 +829,7 @@ def _categories(axis, positions, orig=None):
     if _is_date_axis(axis):
         import matplotlib.dates as mdates
         try:
-            return [_day_or_time(d) for d in mdates.num2date([float(p) for p in positions])]
+            return _iso_dates(mdates.num2date([float(p) for p in positions]))
         except Exception:
             return None
     fmt = axis.get_major_formatter()
@@ -1430,15 +1481,18 @@ def _execute(req):
                     _interruptible = False
             except KeyboardInterrupt as e:
                 _interruptible = False
+                _forked_return(e)
                 status = "interrupted"
                 _send_error(_error_frame(number, e))
             except _HostGone:
                 raise
             except BaseException as e:    # SystemExit too: an error of the cell
                 _interruptible = False
+                _forked_return(e)
                 status = "error"
                 _send_error(_error_frame(number, e))
             else:
+                _forked_return()
                 if failure is not None:
                     status = "error"
                     _send_error({"ev": "error", "cell": number, "ename": "BashError",
@@ -1506,6 +1560,7 @@ def _private_fd(fd):
 
 def _read_request():
     """The next request line from the host, decoded; None at EOF."""
+    _forked_return()
     s = _session
     while True:
         nl = s.buf.find(b"\n")
@@ -1623,6 +1678,7 @@ def serve(ctl_fd=3, ev_fd=4):
     _session = _Session(ctl, ev, dict(DEFAULT_CAPS))
     sys.argv = [""]     # as an interactive interpreter has it (not the zygote's command)
     signal.signal(signal.SIGINT, _on_sigint)
+    os.register_at_fork(after_in_child=_after_fork_in_child)
     _setup_streams()
     _setup_namespace()
     _reseed()

@@ -592,6 +592,22 @@ CHARTS = {
         "ax.plot([dt.datetime(2026, 1, 1, 6), dt.datetime(2026, 1, 1, 12)], [1, 2], label='t')",
         {"kind": "line", "categories": ["2026-01-01 06:00:00", "2026-01-01 12:00:00"],
          "series": [{"name": "t", "values": [1, 2]}], "legend": "none"}),
+    "line_monthly_pandas": (
+        "pd.Series([1, 2], index=pd.date_range('2026-01-31', periods=2, freq='M'), name='m')"
+        ".plot(legend=True)",
+        {"kind": "line", "categories": ["2026-01", "2026-02"],      # periods: as pandas shows them
+         "series": [{"name": "m", "values": [1, 2]}], "legend": "right"}),
+    "line_names_pandas": ("pd.Series([3, 1, 2], index=['a', 'b', 'c']).plot()",
+                          {"kind": "line", "categories": ["a", "b", "c"],
+                           "series": [{"values": [3, 1, 2]}], "legend": "none"}),
+    "line_hours": ("pd.Series([1, 2], index=pd.date_range('2026-01-01', periods=2, freq='H')).plot()",
+                   {"kind": "line", "categories": ["2026-01-01 00:00:00", "2026-01-01 01:00:00"],
+                    "series": [{"values": [1, 2]}], "legend": "none"}),
+    "bar_categorical_mpl": ("fig, ax = plt.subplots()\nax.barh(['low', 'high'], [1, 9])\n"
+                            "ax.set_ylabel('level')",
+                            {"kind": "bar", "categories": ["low", "high"],
+                             "series": [{"values": [1, 9]}], "x_axis": {"title": "level"},
+                             "legend": "none"}),
     "scatter": ("plt.scatter([1, 2.5], [3, 4], label='a')\nplt.scatter([5], [6], label='b')\n"
                 "plt.legend(loc='upper left')",
                 {"kind": "scatter", "categories": [1, 2.5, 5],
@@ -986,6 +1002,26 @@ def test_forged_frames_and_odd_text(fresh):
     assert all(b"\n" not in l for l in r.lines)
     c = r.run("raise ValueError('\\ud800 lone')")
     assert c.error["evalue"] == "\ufffd lone"
+
+
+def test_forked_process_never_speaks_for_the_runtime(fresh):
+    r = fresh()
+    c = r.run("import os\npid = os.fork()\nif pid == 0:\n    display('from the child')\n"
+              "    print('child done', flush=True)\nelse:\n    _, st = os.waitpid(pid, 0)\n"
+              "(st if pid else None), pid == 0").ok()
+    assert [e["ev"] for e in c.events] == ["result", "done"]
+    assert c.result["data"]["text/plain"] == "(0, False)"
+    assert "'from the child'\nchild done\n" in c.stdout
+    c = r.run("pid = os.fork()\nif pid == 0:\n    raise ValueError('in the child')\n"
+              "os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])").ok()
+    assert c.result["data"]["text/plain"] == "1"
+    assert "ValueError: in the child" in c.stderr
+    assert r.run("'parent fine'").ok().result["data"]["text/plain"] == "'parent fine'"
+
+
+def test_input_gets_end_of_file(rt):
+    c = rt.run("input('? ')")
+    assert c.error["ename"] == "EOFError"
 
 
 def test_private_fds_do_not_leak_to_bash(rt):
