@@ -113,7 +113,8 @@ class _Session:
         self.ctl = ctl               # private fd of the control channel
         self.ev = ev                 # private fd of the event channel
         self.caps = caps
-        self.buf = b""               # control bytes read but not yet a line
+        self.buf = bytearray()       # control bytes read but not yet a line
+        self.scanned = 0             # how much of buf has no newline
         self.eof = False
         self.namespace = None        # the cell namespace (__main__'s dict)
         self.main_module = None
@@ -274,6 +275,8 @@ def _send(obj):
 def _estimate(value):
     """The JSON bytes of a bundle value, cheaply and from below or close to it (escapes
     aside): never builds the text of a huge value to measure it."""
+    if isinstance(value, _Oversize):
+        return value.size
     if isinstance(value, str):
         n = len(value)
         if value.isascii():
@@ -307,7 +310,27 @@ def _warn(what):
         pass
 
 
+class _Oversize(str):
+    """The text/plain of an object whose repr cannot fit any frame (a 1 GB string, a list
+    of a billion items), stood for by its least size: the repr is never built."""
+
+    def __new__(cls, obj, size):
+        self = super().__new__(cls, "<%s of %d items>" % (type(obj).__name__, len(obj)))
+        self.size = size
+        return self
+
+
 def _repr_text(obj):
+    # Every character and item of these costs at least a byte of their repr.
+    if isinstance(obj, (str, bytes, bytearray, list, tuple, dict, set, frozenset)):
+        caps = _session.caps if _session is not None else DEFAULT_CAPS
+        limit = min(caps["frame_bytes"], caps["display_bytes"])
+        try:
+            n = len(obj)
+        except Exception:
+            n = 0
+        if n > limit:
+            return _Oversize(obj, n)
     try:
         return repr(obj)
     except Exception:
@@ -493,6 +516,10 @@ def _publish_locked(ev, data, metadata, count_item):
     room = min(cell.bytes_left, _session.caps["frame_bytes"])
     size = _bundle_size(data, metadata)
     frame = None
+    if isinstance(data.get(_MIME_PLAIN), _Oversize):     # not even its text/plain fits
+        cell.dropped_displays += 1
+        cell.dropped_bytes += size
+        return False
     if size <= room + 4 * _ENVELOPE:   # the estimate may be high: measure it
         frame = _frame_bytes({"ev": ev, "cell": cell.number, "data": data, "metadata": metadata})
         if len(frame) > room:
@@ -1563,9 +1590,13 @@ def _read_request():
     _forked_return()
     s = _session
     while True:
-        nl = s.buf.find(b"\n")
-        if nl >= 0:
-            line, s.buf = s.buf[:nl], s.buf[nl + 1:]
+        nl = s.buf.find(b"\n", s.scanned)
+        if nl < 0:
+            s.scanned = len(s.buf)     # a long cell comes in many reads: scan each once
+        else:
+            line = bytes(s.buf[:nl])
+            del s.buf[:nl + 1]
+            s.scanned = 0
             if not line.strip():
                 continue
             try:

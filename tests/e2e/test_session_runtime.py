@@ -929,6 +929,15 @@ def test_huge_display_is_capped_not_built(fresh):
     assert dropped["displays"] == 1                      # big_u: even text/plain is over
     assert dropped["bytes"] >= (100 << 20) + (20 << 20)
     assert all(len(l) + 1 <= 1 << 20 for l in r.lines)
+    # a result whose repr could never fit is dropped without its repr being built
+    before = vm_hwm(r.proc.pid)
+    c = r.run("big").ok()
+    assert c.result is None
+    assert c.done["dropped"]["displays"] == 1 and c.done["dropped"]["bytes"] >= 100 << 20
+    grew = vm_hwm(r.proc.pid) - before
+    assert grew < 50 << 20, "peak memory grew by %d MB" % (grew >> 20)
+    c = r.run("display(list(range(2 << 20)))").ok()
+    assert c.displays == [] and c.done["dropped"]["displays"] == 1
 
 
 def test_display_byte_budget_is_per_cell_and_counts_results(fresh):
