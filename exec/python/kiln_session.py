@@ -398,14 +398,44 @@ def _is_figure(obj):
     return fig_mod is not None and isinstance(obj, getattr(fig_mod, "Figure", ()))
 
 
+def _table_frame(pd, head):
+    """The rows of a table as a frame pandas' Table Schema writer takes and writes
+    faithfully: a Series as one column ("values" when unnamed); column names as text,
+    MultiIndex levels joined by spaces, repeated names numbered ("a", "a.1") as
+    read_csv does; an index named like a column renamed "NAME (index)"; bytes as their
+    repr (the writer would put raw bytes in the JSON)."""
+    if isinstance(head, pd.Series):
+        head = head.to_frame(name="values" if head.name is None else head.name)
+    else:
+        head = head.copy()
+    if isinstance(head.columns, pd.MultiIndex):
+        names = [" ".join(str(p) for p in c if str(p) != "") for c in head.columns]
+    else:
+        names = [str(c) for c in head.columns]
+    seen, unique = {}, []
+    for n in names:
+        k = seen.get(n, 0)
+        seen[n] = k + 1
+        unique.append(n if k == 0 else "%s.%d" % (n, k))
+    head.columns = unique
+    taken = set(unique)
+    index_names = [None if n is None else str(n) for n in head.index.names]
+    if index_names == [None] and "index" in taken:
+        index_names = ["index"]     # pandas would call it "index" too, and refuse
+    head.index = head.index.set_names([n + " (index)" if n in taken else n for n in index_names])
+    for col in range(head.shape[1]):
+        values = head.iloc[:, col]
+        if values.dtype == object and any(isinstance(v, (bytes, bytearray)) for v in values):
+            head.isetitem(col, [repr(v) if isinstance(v, (bytes, bytearray)) else v
+                                for v in values])
+    return head
+
+
 def _table_resource(pd, obj, rows):
     """pandas' Table Schema of the first `rows` rows, plus total_rows and truncated."""
     head = obj.head(rows) if len(obj) > rows else obj
-    if isinstance(head, pd.DataFrame) and isinstance(head.columns, pd.MultiIndex):
-        # orient="table" refuses MultiIndex columns: name each column by its levels
-        head = head.copy()
-        head.columns = [" ".join(str(p) for p in c if str(p) != "") for c in head.columns]
-    table = _decode(head.to_json(orient="table", default_handler=str))
+    text = _table_frame(pd, head).to_json(orient="table", default_handler=str)
+    table = _decode(text)
     table["total_rows"] = len(obj)
     table["truncated"] = len(obj) > len(head)
     return table

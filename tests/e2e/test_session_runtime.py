@@ -546,6 +546,14 @@ def test_small_frame_series_and_multiindex(rt):
     t = c.result["data"]["application/vnd.dataresource+json"]
     assert [f["name"] for f in t["schema"]["fields"]] == ["region", "revenue sum", "revenue max"]
     assert t["total_rows"] == 3
+    # frames pandas' writer refuses or garbles: their table is still faithful JSON
+    c = rt.run("pd.DataFrame([[1, 2, 3, b'\\xff\\x00']], columns=['a', 'a', 0, 'index'])").ok()
+    t = c.result["data"]["application/vnd.dataresource+json"]
+    assert [f["name"] for f in t["schema"]["fields"]] == ["index (index)", "a", "a.1", "0", "index"]
+    assert t["data"] == [{"index (index)": 0, "a": 1, "a.1": 2, "0": 3, "index": "b'\\xff\\x00'"}]
+    c = rt.run("pd.DataFrame({'k': [5]}, index=pd.Index(['r'], name='k'))").ok()
+    t = c.result["data"]["application/vnd.dataresource+json"]
+    assert t["data"] == [{"k (index)": "r", "k": 5}] and t["schema"]["primaryKey"] == ["k (index)"]
     c = rt.run("display(df.head(1), exclude=['text/html'])").ok()
     assert set(c.displays[0]["data"]) == {"text/plain", "application/vnd.dataresource+json"}
 
