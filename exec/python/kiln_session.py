@@ -521,6 +521,11 @@ def _raw_bundle(obj, metadata):
             raise TypeError("display(raw=True): MIME type %r is not a string" % (k,))
         if isinstance(v, (bytes, bytearray)):
             v = base64.b64encode(bytes(v)).decode("ascii")
+        elif not isinstance(v, str):
+            try:
+                _encode(v)
+            except (TypeError, ValueError) as e:
+                raise TypeError("display(raw=True): the %r value is not JSON (%s)" % (k, e)) from None
         data[k] = v
     if not isinstance(data.get(_MIME_PLAIN), str):
         data[_MIME_PLAIN] = _repr_text(obj)
@@ -573,7 +578,8 @@ def _publish_locked(ev, data, metadata, count_item):
     return True
 
 
-def display(*objs, raw=False, metadata=None, include=None, exclude=None, **kwargs):
+def display(*objs, raw=False, metadata=None, include=None, exclude=None, display_id=None,
+            transient=None, **kwargs):
     """Show objects as outputs of the running cell (IPython's display()).
 
     Each object becomes a MIME bundle: text/plain (its repr) plus what its repr methods
@@ -581,7 +587,9 @@ def display(*objs, raw=False, metadata=None, include=None, exclude=None, **kwarg
     _repr_latex_, _repr_json_, _repr_mimebundle_); a pandas DataFrame or Series its HTML
     table and Table Schema; a matplotlib Figure its PNG and, where Kiln can chart it, the
     chart. raw=True: each object is already a bundle {MIME: value}. include/exclude limit
-    the MIME types (text/plain always stays). Outside a session it prints text/plain."""
+    the MIME types (text/plain always stays). IPython's display_id and transient are
+    taken and ignored (a session's outputs are not updated in place). Outside a session
+    it prints text/plain."""
     if metadata is not None and not isinstance(metadata, dict):
         raise TypeError("display(metadata=...) takes a dict, not %s" % type(metadata).__name__)
     md_extra = _json_safe(metadata) or {} if metadata else {}

@@ -462,6 +462,12 @@ def test_display_mimebundle_include_exclude_raw_metadata(rt):
     assert c.displays[2]["metadata"] == {"m": True}
     c = rt.run("display(42, raw=True)")
     assert c.error["ename"] == "TypeError"
+    c = rt.run("display({'application/json': {1, 2}}, raw=True)")
+    assert c.error["ename"] == "TypeError" and "'application/json' value is not JSON" in c.error["evalue"]
+    c = rt.run("display({'application/json': float('nan')}, raw=True)")
+    assert c.error["ename"] == "TypeError"
+    c = rt.run("display('x', display_id=True, transient={})").ok()
+    assert c.displays[0]["data"] == {"text/plain": "'x'"}
 
 
 def test_failing_repr_is_skipped_not_fatal(rt):
