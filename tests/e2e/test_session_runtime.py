@@ -874,7 +874,7 @@ def test_bash_long_script(rt):
 
 def test_bash_interrupt(rt):
     c, took = interrupt(rt, "echo go; sleep 60; echo never", b"go", "bash")
-    assert took < 3
+    assert took < 1, took       # SIGINT ends it: no wait for the SIGKILL grace
     assert c.status == "interrupted"
     assert c.error["ename"] == "KeyboardInterrupt"
     assert "never" not in c.stdout
