@@ -25,7 +25,6 @@ cell that closes fd 1, replaces ``sys.stdout``, deletes ``display`` or monkeypat
 import ast
 import base64
 import builtins
-import codeop
 import datetime as _dt
 import fcntl
 import io
@@ -135,7 +134,8 @@ class _Cell:
         self.bytes_left = caps["display_bytes"]
         self.dropped_displays = 0
         self.dropped_bytes = 0
-        self.shown_figures = set()   # id() of figures displayed during the cell
+        # figures displayed during the cell, by id(); holding them keeps their ids theirs
+        self.shown_figures = {}
 
 
 _session = None
@@ -598,7 +598,7 @@ def display(*objs, raw=False, metadata=None, include=None, exclude=None, display
             data, md = _raw_bundle(obj, dict(md_extra))
         else:
             if _is_figure(obj) and _session is not None and _session.cell is not None:
-                _session.cell.shown_figures.add(id(obj))
+                _session.cell.shown_figures[id(obj)] = obj
             data, md = _format(obj, include=include, exclude=exclude)
             md.update(md_extra)
         if _session is None or _session.cell is None:
@@ -675,7 +675,7 @@ def _show_figures(skip_shown):
                 rest = [f for f in figs[i:] if not (skip_shown and id(f) in cell.shown_figures)]
                 cell.dropped_displays += len(rest)
                 break
-            cell.shown_figures.add(id(fig))
+            cell.shown_figures[id(fig)] = fig
             data, md = _figure_bundle(fig)
             _publish("display", data, md)
     finally:
@@ -1541,7 +1541,7 @@ def _execute(req):
                         if value is not None:
                             _session.namespace["_"] = value
                             if _is_figure(value):   # shown as the result, not again
-                                cell.shown_figures.add(id(value))
+                                cell.shown_figures[id(value)] = value
                             result = _format(value)
                     else:
                         failure = _bash_cell(cell, code)

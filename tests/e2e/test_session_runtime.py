@@ -733,6 +733,11 @@ def test_figures_closed_after_cell_and_show(rt):
     assert "application/vnd.kiln.chart+json" in c.displays[0]["data"]
     c = rt.run("fig = plt.figure(); plt.plot([1, 2])\nfig").ok()     # the result, once
     assert c.displays == [] and "image/png" in c.result["data"]
+    # a figure shown then closed, and a new one that may get its id: both shown
+    c = rt.run("import gc\nfor i in range(5):\n    f = plt.figure(); plt.plot([i])\n"
+               "    display(f); plt.close(f); del f; gc.collect()\n"
+               "plt.figure(); plt.plot([1, 2]);").ok()
+    assert len(c.displays) == 6
     # a cell that fails still shows what it drew
     c = rt.run("plt.plot([1, 3])\n1 / 0")
     assert c.status == "error" and len(c.displays) == 1
