@@ -1738,8 +1738,11 @@ def serve(ctl_fd=3, ev_fd=4):
     """Serve the session protocol: requests on ctl_fd, events on ev_fd, until `exit` or
     EOF. Returns then (the caller exits)."""
     global _session
+    # first: from here on a SIGINT outside a cell does nothing (Python's own handler
+    # would raise KeyboardInterrupt and end the runtime before its first request)
+    signal.signal(signal.SIGINT, _on_sigint)
     import gc
-    gc.enable()
+    gc.enable()     # the zygote froze and disabled it before forking
     ctl = _private_fd(ctl_fd)
     ev = _private_fd(ev_fd)
     for fd in (ctl_fd, ev_fd):
@@ -1749,7 +1752,6 @@ def serve(ctl_fd=3, ev_fd=4):
             pass
     _session = _Session(ctl, ev, dict(DEFAULT_CAPS))
     sys.argv = [""]     # as an interactive interpreter has it (not the zygote's command)
-    signal.signal(signal.SIGINT, _on_sigint)
     os.register_at_fork(after_in_child=_after_fork_in_child)
     _setup_streams()
     _setup_namespace()
