@@ -138,14 +138,16 @@ class _Cell:
         self.shown_figures = {}
 
 
-_session = None
+# importlib.reload() runs this file again in the same module dict, under a running
+# serve(): the session's state is kept, not reset.
+_session = globals().get("_session")
 
 # SIGINT: a KeyboardInterrupt in the running cell, nothing between cells. While the
 # runtime writes a frame (or cleans up after a bash cell) the interrupt waits (_pending)
 # and is raised as soon as the runtime's critical section ends.
-_interruptible = False
-_masked = 0
-_pending = False
+_interruptible = globals().get("_interruptible", False)
+_masked = globals().get("_masked", 0)
+_pending = globals().get("_pending", False)
 
 
 def _on_sigint(signum, frame):
@@ -180,8 +182,8 @@ class _Masked:
         return False
 
 
-_send_lock = threading.Lock()
-_publish_lock = threading.RLock()
+_send_lock = globals().get("_send_lock") or threading.Lock()
+_publish_lock = globals().get("_publish_lock") or threading.RLock()
 
 
 # --------------------------------------------------------------------------- frames
@@ -1580,8 +1582,17 @@ def _execute(req):
                 raise
             except BaseException:
                 pass
-        _send({"ev": "done", "cell": number, "status": status,
-               "dropped": {"displays": cell.dropped_displays, "bytes": cell.dropped_bytes}})
+        try:
+            _send({"ev": "done", "cell": number, "status": status,
+                   "dropped": {"displays": cell.dropped_displays, "bytes": cell.dropped_bytes}})
+        except _HostGone:
+            raise
+        except BaseException:
+            # the runtime is broken (a cell reached into it): still end the cell, with
+            # a frame built from nothing but integers
+            _send_bytes(b'{"ev":"done","cell":%d,"status":"error","dropped":'
+                        b'{"displays":%d,"bytes":%d}}\n'
+                        % (number, cell.dropped_displays, cell.dropped_bytes))
     finally:
         _interruptible = False
         _session.cell = None

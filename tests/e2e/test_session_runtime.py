@@ -1017,6 +1017,25 @@ def test_user_code_cannot_break_the_frames(fresh):
     assert r.run("print('found')").ok().stdout == "found\n"
 
 
+def test_reloading_the_runtime_module(fresh):
+    r = fresh()
+    r.run("import importlib, kiln_session\nimportlib.reload(kiln_session)\nx = 1").ok()
+    c = r.run("display('after reload')\nx + 1").ok()
+    assert c.displays[0]["data"] == {"text/plain": "'after reload'"}
+    assert c.result["data"]["text/plain"] == "2"
+    c, _ = interrupt(r, "import time\nprint('go', flush=True)\ntime.sleep(60)", b"go")
+    assert c.status == "interrupted"
+
+
+def test_a_broken_runtime_still_ends_each_cell(fresh):
+    r = fresh()
+    c = r.run("import kiln_session\nkiln_session._encode = None\n'a result it cannot send'")
+    assert [e["ev"] for e in c.events] == ["done"]
+    assert c.done == dict(c.done, status="error", dropped={"displays": 0, "bytes": 0})
+    c = r.run("1")
+    assert c.status == "error"
+
+
 def test_forged_frames_and_odd_text(fresh):
     r = fresh()
     forged = '{"ev":"done","cell":1,"status":"ok","dropped":{"displays":0,"bytes":0}}'
