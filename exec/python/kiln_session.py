@@ -596,6 +596,15 @@ def display(*objs, raw=False, metadata=None, include=None, exclude=None, display
         raise TypeError("display(metadata=...) takes a dict, not %s" % type(metadata).__name__)
     md_extra = _json_safe(metadata) or {} if metadata else {}
     for obj in objs:
+        if not raw:
+            # IPython's protocol: an object that displays itself (widgets, some plots)
+            m = _method(obj, "_ipython_display_")
+            if m is not None:
+                try:
+                    m()
+                    continue
+                except Exception:
+                    _warn("%s._ipython_display_()" % type(obj).__name__)
         if raw:
             data, md = _raw_bundle(obj, dict(md_extra))
         else:
@@ -698,16 +707,39 @@ def _patch_pyplot(plt):
     plt.show = _patched_show
 
 
-class _PyplotHook:
-    """A meta path finder that patches matplotlib.pyplot.show when a cell first imports
-    pyplot (the zygote normally has, and then serve() patches it at once)."""
+def _clear_output(wait=False):
+    """IPython's clear_output(): a session's outputs are never updated in place."""
+
+
+def _patch_ipython(mod):
+    """IPython's display() outside its shell only prints each object's repr: in a
+    session, `from IPython.display import display` is this module's display()."""
+    mod.display = display
+    mod.clear_output = _clear_output
+    # a module that bound them from this one before the patch (IPython.display)
+    m = sys.modules.get("IPython.display")
+    if m is not None:
+        for name, value in (("display", display), ("clear_output", _clear_output)):
+            if name in vars(m):
+                setattr(m, name, value)
+
+
+# Modules patched as soon as they are imported (serve() patches those already loaded).
+_IMPORT_PATCHES = {"matplotlib.pyplot": _patch_pyplot,
+                   "IPython.core.display_functions": _patch_ipython}
+
+
+class _ImportHook:
+    """A meta path finder that patches a module of _IMPORT_PATCHES right after a cell
+    first imports it, before anything else binds its names."""
 
     def find_spec(self, name, path=None, target=None):
-        if name != "matplotlib.pyplot":
+        patch = _IMPORT_PATCHES.get(name)
+        if patch is None:
             return None
         import importlib.machinery
         spec = importlib.machinery.PathFinder.find_spec(name, path)
-        if spec is None or spec.loader is None:
+        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
             return spec
         loader = spec.loader
         orig_exec = loader.exec_module
@@ -715,7 +747,7 @@ class _PyplotHook:
         def exec_module(module):
             orig_exec(module)
             try:
-                _patch_pyplot(module)
+                patch(module)
             except Exception:
                 pass
         loader.exec_module = exec_module
@@ -1767,11 +1799,10 @@ def serve(ctl_fd=3, ev_fd=4):
     _setup_streams()
     _setup_namespace()
     _reseed()
-    plt = sys.modules.get("matplotlib.pyplot")
-    if plt is not None:
-        _patch_pyplot(plt)
-    else:
-        sys.meta_path.insert(0, _PyplotHook())
+    for name, patch in _IMPORT_PATCHES.items():
+        if name in sys.modules:
+            patch(sys.modules[name])
+    sys.meta_path.insert(0, _ImportHook())
     try:
         while True:
             req = _read_request()

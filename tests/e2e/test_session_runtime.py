@@ -489,6 +489,27 @@ def test_display_importable_and_restored(rt):
     assert c.displays[0]["data"] == {"text/plain": "'back'"}
 
 
+def test_ipython_display_functions(fresh):
+    """Code written for Jupyter: IPython's display(), its HTML/Markdown objects and
+    _ipython_display_ reach the session (outside its shell IPython would only print)."""
+    r = fresh()
+    c = r.run("from IPython.display import display, HTML, Markdown, clear_output\n"
+              "display(HTML('<b>x</b>'), Markdown('# t'))\nclear_output()\n"
+              "class Self:\n    def _ipython_display_(self):\n"
+              "        display({'text/plain': 'self', 'text/html': '<i>self</i>'}, raw=True)\n"
+              "display(Self())\nHTML('<p>r</p>')").ok()
+    assert [d["data"] for d in c.displays] == [
+        {"text/html": "<b>x</b>", "text/plain": "<IPython.core.display.HTML object>"},
+        {"text/markdown": "# t", "text/plain": "<IPython.core.display.Markdown object>"},
+        {"text/plain": "self", "text/html": "<i>self</i>"}]
+    assert c.result["data"]["text/html"] == "<p>r</p>"
+    assert c.stdout == ""
+    # IPython imported by the zygote before serve(): patched at once
+    r = fresh(command="import IPython.display; " + SERVE)
+    c = r.run("import IPython.display\nIPython.display.display(IPython.display.HTML('<b>y</b>'))").ok()
+    assert c.displays[0]["data"]["text/html"] == "<b>y</b>"
+
+
 def test_display_from_thread(rt):
     c = rt.run("import threading\n"
                "ts = [threading.Thread(target=lambda i=i: [display(('t', i, j)) for j in range(20)])"
