@@ -1515,8 +1515,9 @@ class _BashError(Exception):
 
 
 def _restore_std():
-    """Each cell starts with fds 1 and 2 on the host's pipes and sys.stdout/stderr the
-    runtime's streams, whatever the cell before did to them."""
+    """Each cell starts with fds 0, 1 and 2 as the session had them (/dev/null, the
+    host's pipes) and sys.stdin/stdout/stderr the runtime's streams, whatever the cell
+    before did to them (exit() closes sys.stdin, for one)."""
     for fd, (priv, ident) in _session.std_fds.items():
         try:
             st = os.fstat(fd)
@@ -1528,15 +1529,20 @@ def _restore_std():
                 os.dup2(priv, fd, inheritable=True)
             except OSError:
                 pass
-    for name in ("stdout", "stderr"):
+    for fd, name in _STD:
+        if fd not in _session.std_fds:
+            continue
         stream = _session.streams.get(name)
         if stream is None or stream.closed:
-            stream = _session.streams[name] = _text_stream(1 if name == "stdout" else 2)
+            stream = _session.streams[name] = _text_stream(fd)
         if getattr(sys, name, None) is not stream:
             setattr(sys, name, stream)
 
 
 def _text_stream(fd):
+    if fd == 0:
+        return io.TextIOWrapper(io.FileIO(0, "r", closefd=False), encoding="utf-8",
+                                errors="replace")
     return io.TextIOWrapper(io.FileIO(fd, "w", closefd=False), encoding="utf-8",
                             errors="backslashreplace", line_buffering=True,
                             write_through=True)
@@ -1742,14 +1748,20 @@ def _setup_namespace():
     _session.namespace = main.__dict__
 
 
+_STD = ((0, "stdin"), (1, "stdout"), (2, "stderr"))
+
+
 def _setup_streams():
-    for fd, name in ((1, "stdout"), (2, "stderr")):
+    for fd, name in _STD:
         try:
             st = os.fstat(fd)
             _session.std_fds[fd] = (_private_fd(fd), (st.st_dev, st.st_ino))
         except OSError:
             continue
         stream = getattr(sys, "__%s__" % name, None)
+        if fd == 0:
+            _session.streams[name] = stream if stream is not None else _text_stream(0)
+            continue
         try:
             if stream is None or stream.fileno() != fd:
                 raise ValueError

@@ -1090,6 +1090,12 @@ def test_forked_process_never_speaks_for_the_runtime(fresh):
 def test_input_gets_end_of_file(rt):
     c = rt.run("input('? ')")
     assert c.error["ename"] == "EOFError"
+    rt.run("exit()")                   # closes sys.stdin, as site's exit() does
+    c = rt.run("input('? ')")
+    assert c.error["ename"] == "EOFError"
+    c = rt.run("import os\nos.close(0)")
+    c = rt.run("import sys\nsys.stdin.read(), os.fstat(0).st_rdev == os.stat('/dev/null').st_rdev")
+    assert c.ok().result["data"]["text/plain"] == "('', True)"
 
 
 def test_private_fds_do_not_leak_to_bash(rt):
