@@ -323,8 +323,9 @@ class _Oversize(str):
 
 
 def _repr_text(obj):
-    # Every character and item of these costs at least a byte of their repr.
-    if isinstance(obj, (str, bytes, bytearray, list, tuple, dict, set, frozenset)):
+    # Every character and item of these costs at least a byte of their repr (exact
+    # types: a subclass may print itself shorter).
+    if type(obj) in (str, bytes, bytearray, list, tuple, dict, set, frozenset):
         caps = _session.caps if _session is not None else DEFAULT_CAPS
         limit = min(caps["frame_bytes"], caps["display_bytes"])
         try:
