@@ -993,7 +993,7 @@ def _line_chart(ax, lines):
     series = []
     for line in lines:
         xy = np.asarray(line.get_xydata(), dtype=float)    # in axis units, NaN for masked
-        if xy.ndim != 2 or xy.shape[1] != 2 or not len(xy):
+        if xy.ndim != 2 or xy.shape[1] != 2 or not 0 < len(xy) <= MAX_CHART_POINTS:
             return None
         x = xy[:, 0].tolist()
         if xconv0 is None:
@@ -1016,7 +1016,7 @@ def _bar_chart(ax, containers):
     if not (vertical or horizontal):
         return None
     n = len(containers[0].patches)
-    if n == 0 or any(len(c.patches) != n for c in containers):
+    if not 0 < n <= MAX_CHART_POINTS or any(len(c.patches) != n for c in containers):
         return None
     centers, values, bottoms = [], [], []
     for c in containers:
@@ -1113,6 +1113,8 @@ def _poly_xy(coll):
 
 def _area_chart(ax, colls, lines):
     parts = []
+    if sum(len(p.vertices) for c in colls for p in c.get_paths()) > 2 * MAX_CHART_POINTS + 8:
+        return None
     for c in colls:
         xy = _poly_xy(c)
         if xy is None:
@@ -1195,6 +1197,8 @@ def _scatter_chart(ax, colls):
         if off.ndim != 2 or off.shape[1] != 2 or not len(off):
             return None
         parts.append(off)
+    if sum(len(p) for p in parts) > MAX_CHART_POINTS:
+        return None
     if _is_date_axis(ax.xaxis) or getattr(getattr(ax.xaxis, "units", None), "_mapping", None):
         return None     # Kiln's scatter takes numeric x values, not dates or names
     same = all(p.shape == parts[0].shape and np.array_equal(p[:, 0], parts[0][:, 0],

@@ -680,6 +680,7 @@ NO_CHART = {
     "lines_on_other_x": "plt.plot([1, 2], [1, 2])\nplt.plot([3, 4], [1, 2])",
     "waterfall": "fig, ax = plt.subplots()\nax.bar([1, 2], [3, 4], bottom=[1, 5])",
     "errorbars": "plt.errorbar([1, 2], [3, 4], yerr=[0.1, 0.2])",
+    "too_many_points": "plt.plot(range(10001))",
 }
 
 
