@@ -5,10 +5,29 @@ with the Agg backend and ``kiln`` already imported) and calls::
 
     import kiln_session; kiln_session.serve(3, 4)
 
-fd 3 carries requests from the host (NDJSON: ``init``, ``execute``, ``exit``), fd 4 carries
-events back (``ready``, ``display``, ``result``, ``error``, ``done``); fds 1 and 2 are the
-cell's stdout and stderr, read by the host directly. One cell runs at a time, in one
-namespace that lives as long as the session.
+fd 3 carries requests from the host, fd 4 events back, one JSON object a line (UTF-8, at
+most caps.frame_bytes an event, newline included); fds 1 and 2 are the cell's stdout and
+stderr, read by the host directly (flushed before every event). One cell runs at a time,
+in one namespace that lives as long as the session. Requests::
+
+    {"op": "init", "env": {...}, "caps": {"display_bytes": N, "display_items": N,
+                                          "table_rows": N, "frame_bytes": N}}
+    {"op": "execute", "cell": N, "language": "python" | "bash", "code": "..."}
+    {"op": "exit"}                       (or EOF on fd 3: serve() returns)
+
+Events: ``init`` is answered by ``{"ev": "ready", "pid": P, "python": "3.11.2"}``; a cell N
+by any number of ``{"ev": "display", "cell": N, "data": {MIME: value}, "metadata": {...}}``,
+at most one ``{"ev": "result", ...}`` (the same members), at most one
+``{"ev": "error", "cell": N, "ename": .., "evalue": .., "traceback": [lines]}``, then always
+``{"ev": "done", "cell": N, "status": "ok" | "error" | "interrupted",
+"dropped": {"displays": K, "bytes": B}}``. A request that is not JSON, or an unknown op, is
+ignored with a line on stderr. docs/session-results.md says what the bundles hold.
+
+SIGINT raises KeyboardInterrupt in a running cell and does nothing otherwise (serve()
+installs the handler first). What serve() expects of the zygote that forked it: stdout and
+stderr flushed before the fork, fds 1 and 2 already the session's pipes; it enables the
+garbage collector (the zygote freezes and disables it before forking) and reseeds
+``random`` and numpy's global generator (a fork inherits the zygote's state).
 
 Only the standard library is needed at import: numpy, pandas and matplotlib objects are
 recognised when those packages are in ``sys.modules`` (a cell has imported them, or the
