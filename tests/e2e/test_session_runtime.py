@@ -837,6 +837,30 @@ def test_interrupt_keeps_state(rt):
     assert rt.run("x").ok().result["data"]["text/plain"] == "6"
 
 
+def test_interrupt_in_the_results_repr(rt):
+    rt.run("import time\nclass Slow:\n    def __repr__(self):\n"
+           "        print('in repr', flush=True)\n        time.sleep(60)\n").ok()
+    c, took = interrupt(rt, "kept_too = 1\nSlow()", b"in repr")
+    assert c.status == "interrupted" and c.of("result") == []
+    assert rt.run("kept_too").ok().result["data"]["text/plain"] == "1"
+
+
+def test_output_appears_as_it_is_written(rt):
+    """print() without flush reaches the pipe at the end of its line, while the cell
+    still runs (here: blocked on a FIFO the test opens once it has seen the output)."""
+    fifo = rt.dir / "lines.fifo"
+    os.mkfifo(fifo)
+    rt.start("import sys\nprint('tick')\nsys.stderr.write('tock\\n')\nopen(%r).close()"
+             % str(fifo))
+    deadline = time.monotonic() + TIMEOUT
+    while not (rt.out["stdout"] == b"tick\n" and rt.out["stderr"] == b"tock\n"):
+        assert time.monotonic() < deadline, rt.out
+        select.select(list(rt.pipes), [], [], 0.05)
+        rt._drain()
+    open(fifo, "w").close()
+    rt.finish().ok()
+
+
 def test_sigint_between_cells_is_ignored(rt):
     rt.run("kept = 'yes'").ok()
     for _ in range(5):
