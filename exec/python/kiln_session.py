@@ -593,10 +593,12 @@ def _publish_locked(ev, data, metadata, count_item):
             cell.dropped_bytes += size
             return False
         cell.dropped_bytes += max(0, size - len(frame))
-    _send_bytes(frame)
+    # counted before it is sent: an interrupt held during the write is raised as the
+    # write ends, and the frame is out by then
     cell.bytes_left -= len(frame)
     if count_item:
         cell.items_left -= 1
+    _send_bytes(frame)
     return True
 
 
