@@ -890,8 +890,10 @@ def test_interrupt_never_tears_a_frame(fresh):
 
 def test_user_handler_is_the_users_business(fresh):
     r = fresh()
-    r.run("import signal\nsignal.signal(signal.SIGINT, lambda *a: print('mine', flush=True))").ok()
-    r.start("import time\nprint('go', flush=True)\nfor i in range(400):\n    time.sleep(0.01)\n'end'")
+    r.run("import signal\nhit = []\n"
+          "signal.signal(signal.SIGINT, lambda *a: (hit.append(1), print('mine', flush=True)))").ok()
+    r.start("import time\nprint('go', flush=True)\nfor i in range(6000):\n    if hit:\n"
+            "        break\n    time.sleep(0.01)\n'end'")
     wait_stdout(r, b"go")
     os.kill(r.proc.pid, signal.SIGINT)
     c = r.finish()
@@ -952,7 +954,7 @@ def test_many_figures_are_capped_fast(fresh):
               "print(time.monotonic(), end='')", timeout=300).ok()
     after = time.monotonic()
     ended = float(c.stdout)
-    assert after - ended < 5, "the runtime took %.1f s over 10,000 figures" % (after - ended)
+    assert after - ended < 10, "the runtime took %.1f s over 10,000 figures" % (after - ended)
     assert len(c.displays) == 5
     assert c.done["dropped"]["displays"] == 9995
     assert r.run("len(plt.get_fignums())").ok().result["data"]["text/plain"] == "0"
