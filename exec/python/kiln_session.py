@@ -1303,7 +1303,12 @@ def _chart_of(fig):
         if yl:
             chart["y_axis"] = {"title": yl}
     legend = ax.get_legend()
-    if legend is None or not legend.get_visible():
+    if chart["kind"] == "pie" and (legend is None or not legend.get_visible()) and any(
+            _label(w) for w in wedges):
+        # matplotlib writes a pie's labels by its wedges; Kiln's pie names its slices
+        # in the legend
+        chart["legend"] = "right"
+    elif legend is None or not legend.get_visible():
         chart["legend"] = "none"
     else:
         chart["legend"] = _LEGEND_LOCS.get(getattr(legend, "_loc", 0), "right")

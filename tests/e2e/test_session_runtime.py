@@ -654,7 +654,7 @@ CHARTS = {
     "pie": ("fig, ax = plt.subplots()\nax.pie([1, 1, 2], labels=['a', 'b', 'c'])\n"
             "ax.set_title('Share')",
             {"kind": "pie", "title": "Share", "categories": ["a", "b", "c"],
-             "series": [{"values": [0.25, 0.25, 0.5]}], "legend": "none"}),
+             "series": [{"values": [0.25, 0.25, 0.5]}], "legend": "right"}),
     "area_stacked": ("fig, ax = plt.subplots()\n"
                      "ax.stackplot([1, 2, 3], [1, 2, 3], [2, 2, 2], labels=['u', 'v'])\n"
                      "ax.legend(loc='upper center')",
