@@ -657,6 +657,9 @@ CHARTS = {
             "ax.set_title('Share')",
             {"kind": "pie", "title": "Share", "categories": ["a", "b", "c"],
              "series": [{"values": [0.25, 0.25, 0.5]}], "legend": "right"}),
+    "pie_unlabelled": ("plt.pie([1, 3])",
+                       {"kind": "pie", "categories": ["Slice 1", "Slice 2"],
+                        "series": [{"values": [0.25, 0.75]}], "legend": "none"}),
     "area_stacked": ("fig, ax = plt.subplots()\n"
                      "ax.stackplot([1, 2, 3], [1, 2, 3], [2, 2, 2], labels=['u', 'v'])\n"
                      "ax.legend(loc='upper center')",
