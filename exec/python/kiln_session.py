@@ -16,8 +16,10 @@ in one namespace that lives as long as the session. Requests::
     {"op": "exit"}                       (or EOF on fd 3: serve() returns)
 
 Events: ``init`` is answered by ``{"ev": "ready", "pid": P, "python": "3.11.2"}``; a cell N
-by any number of ``{"ev": "display", "cell": N, "data": {MIME: value}, "metadata": {...}}``,
-at most one ``{"ev": "result", ...}`` (the same members), at most one
+by ``{"ev": "running", "cell": N}`` just before its code runs (the host holds an interrupt
+back until then: one sent before would find no cell), any number of
+``{"ev": "display", "cell": N, "data": {MIME: value}, "metadata": {...}}``, at most one
+``{"ev": "result", ...}`` (the same members), at most one
 ``{"ev": "error", "cell": N, "ename": .., "evalue": .., "traceback": [lines]}``, then always
 ``{"ev": "done", "cell": N, "status": "ok" | "error" | "interrupted",
 "dropped": {"displays": K, "bytes": B}}``. A request that is not JSON, or an unknown op, is
@@ -231,8 +233,22 @@ def _clean_text(s):
         return _SURROGATE.sub("\ufffd", s)
 
 
+def _no_nul(value):
+    """value with every U+0000 in its strings (keys too) as U+FFFD: the host's JSON
+    parser refuses a string holding one, and would drop the whole frame."""
+    if isinstance(value, str):
+        return value.replace("\x00", "\ufffd")
+    if isinstance(value, dict):
+        return {_no_nul(k): _no_nul(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_no_nul(v) for v in value]
+    return value
+
+
 def _frame_bytes(obj):
     line = _encode(obj)
+    if "\\u0000" in line:      # rare: only then walk the frame
+        line = _encode(_no_nul(obj))
     try:
         data = line.encode("utf-8")
     except UnicodeEncodeError:
@@ -525,6 +541,7 @@ def _format(obj, include=None, exclude=None):
             _warn("%s._repr_mimebundle_()" % type(obj).__name__)
     if not isinstance(data.get(_MIME_PLAIN), str):
         data[_MIME_PLAIN] = _repr_text(obj)
+    data = _fit_bundle(data, "the output of %s" % type(obj).__name__)
     if include:
         data = {k: v for k, v in data.items() if k in include or k == _MIME_PLAIN}
     if exclude:
@@ -533,16 +550,61 @@ def _format(obj, include=None, exclude=None):
     return data, (_json_safe(metadata) or {})
 
 
+# What the host takes as a bundle (exec/frames.c): at most 16 MIME types, each
+# "type/subtype" of printable ASCII, 3..127 characters; a string value, or any JSON
+# value for application/json and the "+json" types. A bundle that breaks these never
+# reaches the user, so the runtime keeps to them.
+MAX_BUNDLE_TYPES = 16
+_MIME_RE = re.compile(r"[!-.0-~]+/[!-.0-~]+")
+
+
+def _mime_ok(mime):
+    return isinstance(mime, str) and 3 <= len(mime) <= 127 and bool(_MIME_RE.fullmatch(mime))
+
+
+def _json_mime(mime):
+    return mime == "application/json" or mime.endswith("+json")
+
+
+def _fit_bundle(data, what):
+    """data as the host takes it: MIME types it would refuse left out (a line on
+    stderr says which), text/plain first, at most MAX_BUNDLE_TYPES."""
+    out = {_MIME_PLAIN: data[_MIME_PLAIN]}
+    for k, v in data.items():
+        if k == _MIME_PLAIN:
+            continue
+        if not _mime_ok(k):
+            why = "is not a MIME type (type/subtype)"
+        elif not _json_mime(k) and not isinstance(v, str):
+            why = "is not text (only application/json and +json types hold other values)"
+        elif len(out) >= MAX_BUNDLE_TYPES:
+            why = "is past the %d MIME types of a bundle" % MAX_BUNDLE_TYPES
+        else:
+            out[k] = v
+            continue
+        try:
+            sys.stderr.write("kiln_session: %s: %r left out: it %s\n" % (what, k, why))
+        except Exception:
+            pass
+    return out
+
+
 def _raw_bundle(obj, metadata):
     if not isinstance(obj, dict):
         raise TypeError("display(raw=True) takes MIME bundles (dicts), not %s"
                         % type(obj).__name__)
+    if len(obj) > MAX_BUNDLE_TYPES:
+        raise TypeError("display(raw=True): %d MIME types; a bundle holds at most %d"
+                        % (len(obj), MAX_BUNDLE_TYPES))
     data = {}
     for k, v in obj.items():
-        if not isinstance(k, str):
-            raise TypeError("display(raw=True): MIME type %r is not a string" % (k,))
+        if not _mime_ok(k):
+            raise TypeError("display(raw=True): %r is not a MIME type (type/subtype)" % (k,))
         if isinstance(v, (bytes, bytearray)):
             v = base64.b64encode(bytes(v)).decode("ascii")
+        elif not _json_mime(k) and not isinstance(v, str):
+            raise TypeError("display(raw=True): the %r value is %s, not text"
+                            % (k, type(v).__name__))
         elif not isinstance(v, str):
             try:
                 _encode(v)
@@ -1603,6 +1665,9 @@ def _execute(req):
                 _pending = False
                 _interruptible = True
                 try:
+                    # the host holds an interrupt back until this frame: one sent
+                    # before would reach the runtime, not the cell
+                    _send({"ev": "running", "cell": number})
                     failure = None
                     if language == "python":
                         value = _python_cell(cell, code)

@@ -121,13 +121,22 @@ class Runtime:
         return self.cell
 
     def finish(self, timeout=TIMEOUT):
+        """The cell's frames to its done. A cell the runtime runs starts with one
+        `running` frame (the host holds interrupts until it); Cell.events are the
+        others."""
         events = []
         while True:
             ev = self.frame(timeout)
-            events.append(ev)
             assert ev.get("cell") == self.cell, ev
+            if ev["ev"] == "running":
+                assert events == [] and not getattr(self, "_running", False), ev
+                self._running = True
+                continue
+            events.append(ev)
             if ev["ev"] == "done":
-                return Cell(events, self.out)
+                cell = Cell(events, self.out, getattr(self, "_running", False))
+                self._running = False
+                return cell
 
     def run(self, code, language="python", timeout=TIMEOUT):
         self.start(code, language)
@@ -153,7 +162,8 @@ class Runtime:
 
 
 class Cell:
-    def __init__(self, events, out):
+    def __init__(self, events, out, running):
+        self.running = running      # the runtime said `running` before the user's code
         self.events = events
         self.done = events[-1]
         self.status = self.done["status"]
@@ -181,6 +191,7 @@ class Cell:
 
     def ok(self):
         assert self.status == "ok", "%s\nstderr: %s" % (self.events, self.stderr)
+        assert self.running, "no running frame before the cell's code"
         return self
 
 
@@ -303,6 +314,8 @@ def test_stdout_order_with_frames(rt):
     os.mkfifo(fifo)
     rt.start("import sys\nprint('before')\nsys.stderr.write('err')\ndisplay('shown')\n"
              "open(%r).close()\nprint('after', end='')\n'value'" % str(fifo))
+    assert rt.frame()["ev"] == "running"
+    rt._running = True
     d = rt.frame()
     assert d["ev"] == "display" and d["data"] == {"text/plain": "'shown'"}
     assert d["_stdout"] == b"before\n"
@@ -416,8 +429,8 @@ class Rich:
     def _repr_json_(self): return {"a": [1, 2.5, None, "s"]}
 class Bundle:
     def _repr_mimebundle_(self, include=None, exclude=None):
-        return ({"text/plain": "custom plain", "application/x-thing": {"k": 1},
-                 "text/html": "<i>b</i>"}, {"application/x-thing": {"v": 2}})
+        return ({"text/plain": "custom plain", "application/x-thing+json": {"k": 1},
+                 "text/html": "<i>b</i>"}, {"application/x-thing+json": {"v": 2}})
 class Broken:
     def __repr__(self): return "Broken()"
     def _repr_html_(self): raise ValueError("html repr broke")
@@ -448,9 +461,9 @@ def test_display_mimebundle_include_exclude_raw_metadata(rt):
     rt.run(RICH).ok()
     c = rt.run("display(Bundle())").ok()
     d = c.displays[0]
-    assert d["data"] == {"text/plain": "custom plain", "application/x-thing": {"k": 1},
+    assert d["data"] == {"text/plain": "custom plain", "application/x-thing+json": {"k": 1},
                          "text/html": "<i>b</i>"}
-    assert d["metadata"] == {"application/x-thing": {"v": 2}}
+    assert d["metadata"] == {"application/x-thing+json": {"v": 2}}
     c = rt.run("display(Rich(), include=['text/html'])").ok()
     assert set(c.displays[0]["data"]) == {"text/plain", "text/html"}
     c = rt.run("display(Rich(), exclude=['image/png', 'image/jpeg', 'text/plain'])").ok()
@@ -470,6 +483,27 @@ def test_display_mimebundle_include_exclude_raw_metadata(rt):
     assert c.error["ename"] == "TypeError"
     c = rt.run("display('x', display_id=True, transient={})").ok()
     assert c.displays[0]["data"] == {"text/plain": "'x'"}
+
+
+def test_bundles_keep_to_what_the_host_takes(rt):
+    """At most 16 MIME types, each type/subtype, text values but for JSON types: what
+    a repr gives beyond that is left out (said on stderr); raw bundles are refused."""
+    c = rt.run("class Odd:\n    def _repr_mimebundle_(self, **kw):\n"
+               "        d = {'nonsense': 'x', 'text/html': 5, 'a b/c': 'x', 'text/csv': 'a,b',\n"
+               "             'application/x+json': {'k': [1]}}\n"
+               "        d.update(('x/t%02d' % i, 'v') for i in range(20))\n        return d\n"
+               "display(Odd())").ok()
+    data = c.displays[0]["data"]
+    assert len(data) == 16
+    assert list(data)[:3] == ["text/plain", "text/csv", "application/x+json"]
+    assert "nonsense" not in data and "text/html" not in data and "a b/c" not in data
+    assert "'nonsense' left out" in c.stderr and "'text/html' left out" in c.stderr
+    assert "past the 16 MIME types" in c.stderr
+    for bad, why in (("{'nonsense': 'x'}", "not a MIME type"),
+                     ("{'text/html': 5}", "not text"),
+                     ("{'x/t%02d' % i: 'v' for i in range(17)}", "at most 16")):
+        c = rt.run("display(%s, raw=True)" % bad)
+        assert c.error["ename"] == "TypeError" and why in c.error["evalue"], c.error
 
 
 def test_failing_repr_is_skipped_not_fatal(rt):
@@ -1112,8 +1146,9 @@ def test_forged_frames_and_odd_text(fresh):
     c = r.run(code).ok()
     assert [e["ev"] for e in c.events] == ["display", "result", "done"]
     assert c.stdout == forged + "\n"           # on stdout, where it is only text
-    assert c.displays[0]["data"]["text/plain"] == "line\n" + forged + "\u2028\x00\ufffd"
-    assert all(b"\n" not in l for l in r.lines)
+    # U+0000 would make the host's parser drop the frame: U+FFFD, as a lone surrogate
+    assert c.displays[0]["data"]["text/plain"] == "line\n" + forged + "\u2028\ufffd\ufffd"
+    assert all(b"\n" not in l and b"\\u0000" not in l for l in r.lines)
     c = r.run("raise ValueError('\\ud800 lone')")
     assert c.error["evalue"] == "\ufffd lone"
 
