@@ -110,7 +110,7 @@ DEB_PKGS := build-essential pkg-config libjansson-dev libxlsxwriter-dev libmd4c-
 	fonts-wqy-zenhei python3-fonttools libfribidi-dev libseccomp-dev nettle-dev bubblewrap libsqlite3-dev \
 	libmicrohttpd-dev curl jq wrk nginx-light clang-format \
 	python3-numpy python3-pandas python3-matplotlib python3-pytest-xdist libpython3.11-dev \
-	python3-ipykernel python3-jupyter-client
+	python3-ipykernel python3-jupyter-client python3-ipython
 deps:
 	@missing=$$(for p in $(DEB_PKGS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null \
 		| grep -q 'install ok installed' || echo $$p; done); \

@@ -5,10 +5,31 @@ with the Agg backend and ``kiln`` already imported) and calls::
 
     import kiln_session; kiln_session.serve(3, 4)
 
-fd 3 carries requests from the host (NDJSON: ``init``, ``execute``, ``exit``), fd 4 carries
-events back (``ready``, ``display``, ``result``, ``error``, ``done``); fds 1 and 2 are the
-cell's stdout and stderr, read by the host directly. One cell runs at a time, in one
-namespace that lives as long as the session.
+fd 3 carries requests from the host, fd 4 events back, one JSON object a line (UTF-8, at
+most caps.frame_bytes an event, newline included); fds 1 and 2 are the cell's stdout and
+stderr, read by the host directly (flushed before every event). One cell runs at a time,
+in one namespace that lives as long as the session. Requests::
+
+    {"op": "init", "env": {...}, "caps": {"display_bytes": N, "display_items": N,
+                                          "table_rows": N, "frame_bytes": N}}
+    {"op": "execute", "cell": N, "language": "python" | "bash", "code": "..."}
+    {"op": "exit"}                       (or EOF on fd 3: serve() returns)
+
+Events: ``init`` is answered by ``{"ev": "ready", "pid": P, "python": "3.11.2"}``; a cell N
+by ``{"ev": "running", "cell": N}`` just before its code runs (the host holds an interrupt
+back until then: one sent before would find no cell), any number of
+``{"ev": "display", "cell": N, "data": {MIME: value}, "metadata": {...}}``, at most one
+``{"ev": "result", ...}`` (the same members), at most one
+``{"ev": "error", "cell": N, "ename": .., "evalue": .., "traceback": [lines]}``, then always
+``{"ev": "done", "cell": N, "status": "ok" | "error" | "interrupted",
+"dropped": {"displays": K, "bytes": B}}``. A request that is not JSON, or an unknown op, is
+ignored with a line on stderr. docs/session-results.md says what the bundles hold.
+
+SIGINT raises KeyboardInterrupt in a running cell and does nothing otherwise (serve()
+installs the handler first). What serve() expects of the zygote that forked it: stdout and
+stderr flushed before the fork, fds 1 and 2 already the session's pipes; it enables the
+garbage collector (the zygote freezes and disables it before forking) and reseeds
+``random`` and numpy's global generator (a fork inherits the zygote's state).
 
 Only the standard library is needed at import: numpy, pandas and matplotlib objects are
 recognised when those packages are in ``sys.modules`` (a cell has imported them, or the
@@ -25,7 +46,6 @@ cell that closes fd 1, replaces ``sys.stdout``, deletes ``display`` or monkeypat
 import ast
 import base64
 import builtins
-import codeop
 import datetime as _dt
 import fcntl
 import io
@@ -113,7 +133,8 @@ class _Session:
         self.ctl = ctl               # private fd of the control channel
         self.ev = ev                 # private fd of the event channel
         self.caps = caps
-        self.buf = b""               # control bytes read but not yet a line
+        self.buf = bytearray()       # control bytes read but not yet a line
+        self.scanned = 0             # how much of buf has no newline
         self.eof = False
         self.namespace = None        # the cell namespace (__main__'s dict)
         self.main_module = None
@@ -122,6 +143,7 @@ class _Session:
         self.streams = {}            # "stdout"/"stderr" -> the runtime's text stream
         self.loop = None             # asyncio loop for cells with top-level await
         self.cell = None             # the running cell's state (_Cell) or None
+        self.pid = _getpid()         # a process forked by a cell is not the runtime
 
 
 class _Cell:
@@ -133,17 +155,20 @@ class _Cell:
         self.bytes_left = caps["display_bytes"]
         self.dropped_displays = 0
         self.dropped_bytes = 0
-        self.shown_figures = set()   # id() of figures displayed during the cell
+        # figures displayed during the cell, by id(); holding them keeps their ids theirs
+        self.shown_figures = {}
 
 
-_session = None
+# importlib.reload() runs this file again in the same module dict, under a running
+# serve(): the session's state is kept, not reset.
+_session = globals().get("_session")
 
 # SIGINT: a KeyboardInterrupt in the running cell, nothing between cells. While the
 # runtime writes a frame (or cleans up after a bash cell) the interrupt waits (_pending)
 # and is raised as soon as the runtime's critical section ends.
-_interruptible = False
-_masked = 0
-_pending = False
+_interruptible = globals().get("_interruptible", False)
+_masked = globals().get("_masked", 0)
+_pending = globals().get("_pending", False)
 
 
 def _on_sigint(signum, frame):
@@ -169,16 +194,17 @@ class _Masked:
         _masked -= 1
         if not _masked and _pending and _interruptible:
             _pending = False
-            if threading.current_thread() is not threading.main_thread():
-                import _thread
-                _thread.interrupt_main(signal.SIGINT)
-            elif exc[0] is None:
+            if exc[0] is None and threading.current_thread() is threading.main_thread():
                 raise KeyboardInterrupt
+            # another thread, or an exception on its way out: the interrupt is not lost,
+            # it reaches the main thread as soon as it runs Python again
+            import _thread
+            _thread.interrupt_main(signal.SIGINT)
         return False
 
 
-_send_lock = threading.Lock()
-_publish_lock = threading.RLock()
+_send_lock = globals().get("_send_lock") or threading.Lock()
+_publish_lock = globals().get("_publish_lock") or threading.RLock()
 
 
 # --------------------------------------------------------------------------- frames
@@ -207,8 +233,22 @@ def _clean_text(s):
         return _SURROGATE.sub("\ufffd", s)
 
 
+def _no_nul(value):
+    """value with every U+0000 in its strings (keys too) as U+FFFD: the host's JSON
+    parser refuses a string holding one, and would drop the whole frame."""
+    if isinstance(value, str):
+        return value.replace("\x00", "\ufffd")
+    if isinstance(value, dict):
+        return {_no_nul(k): _no_nul(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_no_nul(v) for v in value]
+    return value
+
+
 def _frame_bytes(obj):
     line = _encode(obj)
+    if "\\u0000" in line:      # rare: only then walk the frame
+        line = _encode(_no_nul(obj))
     try:
         data = line.encode("utf-8")
     except UnicodeEncodeError:
@@ -216,7 +256,33 @@ def _frame_bytes(obj):
     return data + b"\n"
 
 
+def _forked_return(exc=None):
+    """A process a cell forked (os.fork) that comes back into the runtime ends there,
+    as a script would: it never writes frames or reads requests of its parent's."""
+    if _session is None or _getpid() == _session.pid:
+        return
+    _flush_std()
+    if exc is not None:
+        try:
+            traceback.print_exception(type(exc), exc, exc.__traceback__)
+            sys.stderr.flush()
+        except Exception:
+            pass
+    os._exit(0 if exc is None or (isinstance(exc, SystemExit) and not exc.code) else 1)
+
+
+def _after_fork_in_child():
+    # the protocol's fds are the runtime's, not its children's
+    if _session is not None:
+        for fd in (_session.ctl, _session.ev):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
 def _send_bytes(data):
+    _forked_return()
     with _Masked(), _send_lock:
         _flush_std()
         view = memoryview(data)
@@ -246,6 +312,8 @@ def _send(obj):
 def _estimate(value):
     """The JSON bytes of a bundle value, cheaply and from below or close to it (escapes
     aside): never builds the text of a huge value to measure it."""
+    if isinstance(value, _Oversize):
+        return value.size
     if isinstance(value, str):
         n = len(value)
         if value.isascii():
@@ -279,7 +347,28 @@ def _warn(what):
         pass
 
 
+class _Oversize(str):
+    """The text/plain of an object whose repr cannot fit any frame (a 1 GB string, a list
+    of a billion items), stood for by its least size: the repr is never built."""
+
+    def __new__(cls, obj, size):
+        self = super().__new__(cls, "<%s of %d items>" % (type(obj).__name__, len(obj)))
+        self.size = size
+        return self
+
+
 def _repr_text(obj):
+    # Every character and item of these costs at least a byte of their repr (exact
+    # types: a subclass may print itself shorter).
+    if type(obj) in (str, bytes, bytearray, list, tuple, dict, set, frozenset):
+        caps = _session.caps if _session is not None else DEFAULT_CAPS
+        limit = min(caps["frame_bytes"], caps["display_bytes"])
+        try:
+            n = len(obj)
+        except Exception:
+            n = 0
+        if n > limit:
+            return _Oversize(obj, n)
     try:
         return repr(obj)
     except Exception:
@@ -347,14 +436,44 @@ def _is_figure(obj):
     return fig_mod is not None and isinstance(obj, getattr(fig_mod, "Figure", ()))
 
 
+def _table_frame(pd, head):
+    """The rows of a table as a frame pandas' Table Schema writer takes and writes
+    faithfully: a Series as one column ("values" when unnamed); column names as text,
+    MultiIndex levels joined by spaces, repeated names numbered ("a", "a.1") as
+    read_csv does; an index named like a column renamed "NAME (index)"; bytes as their
+    repr (the writer would put raw bytes in the JSON)."""
+    if isinstance(head, pd.Series):
+        head = head.to_frame(name="values" if head.name is None else head.name)
+    else:
+        head = head.copy()
+    if isinstance(head.columns, pd.MultiIndex):
+        names = [" ".join(str(p) for p in c if str(p) != "") for c in head.columns]
+    else:
+        names = [str(c) for c in head.columns]
+    seen, unique = {}, []
+    for n in names:
+        k = seen.get(n, 0)
+        seen[n] = k + 1
+        unique.append(n if k == 0 else "%s.%d" % (n, k))
+    head.columns = unique
+    taken = set(unique)
+    index_names = [None if n is None else str(n) for n in head.index.names]
+    if index_names == [None] and "index" in taken:
+        index_names = ["index"]     # pandas would call it "index" too, and refuse
+    head.index = head.index.set_names([n + " (index)" if n in taken else n for n in index_names])
+    for col in range(head.shape[1]):
+        values = head.iloc[:, col]
+        if values.dtype == object and any(isinstance(v, (bytes, bytearray)) for v in values):
+            head.isetitem(col, [repr(v) if isinstance(v, (bytes, bytearray)) else v
+                                for v in values])
+    return head
+
+
 def _table_resource(pd, obj, rows):
     """pandas' Table Schema of the first `rows` rows, plus total_rows and truncated."""
     head = obj.head(rows) if len(obj) > rows else obj
-    if isinstance(head, pd.DataFrame) and isinstance(head.columns, pd.MultiIndex):
-        # orient="table" refuses MultiIndex columns: name each column by its levels
-        head = head.copy()
-        head.columns = [" ".join(str(p) for p in c if str(p) != "") for c in head.columns]
-    table = _decode(head.to_json(orient="table", default_handler=str))
+    text = _table_frame(pd, head).to_json(orient="table", default_handler=str)
+    table = _decode(text)
     table["total_rows"] = len(obj)
     table["truncated"] = len(obj) > len(head)
     return table
@@ -422,6 +541,7 @@ def _format(obj, include=None, exclude=None):
             _warn("%s._repr_mimebundle_()" % type(obj).__name__)
     if not isinstance(data.get(_MIME_PLAIN), str):
         data[_MIME_PLAIN] = _repr_text(obj)
+    data = _fit_bundle(data, "the output of %s" % type(obj).__name__)
     if include:
         data = {k: v for k, v in data.items() if k in include or k == _MIME_PLAIN}
     if exclude:
@@ -430,16 +550,66 @@ def _format(obj, include=None, exclude=None):
     return data, (_json_safe(metadata) or {})
 
 
+# What the host takes as a bundle (exec/frames.c): at most 16 MIME types, each
+# "type/subtype" of printable ASCII, 3..127 characters; a string value, or any JSON
+# value for application/json and the "+json" types. A bundle that breaks these never
+# reaches the user, so the runtime keeps to them.
+MAX_BUNDLE_TYPES = 16
+_MIME_RE = re.compile(r"[!-.0-~]+/[!-.0-~]+")
+
+
+def _mime_ok(mime):
+    return isinstance(mime, str) and 3 <= len(mime) <= 127 and bool(_MIME_RE.fullmatch(mime))
+
+
+def _json_mime(mime):
+    return mime == "application/json" or mime.endswith("+json")
+
+
+def _fit_bundle(data, what):
+    """data as the host takes it: MIME types it would refuse left out (a line on
+    stderr says which), text/plain first, at most MAX_BUNDLE_TYPES."""
+    out = {_MIME_PLAIN: data[_MIME_PLAIN]}
+    for k, v in data.items():
+        if k == _MIME_PLAIN:
+            continue
+        if not _mime_ok(k):
+            why = "is not a MIME type (type/subtype)"
+        elif not _json_mime(k) and not isinstance(v, str):
+            why = "is not text (only application/json and +json types hold other values)"
+        elif len(out) >= MAX_BUNDLE_TYPES:
+            why = "is past the %d MIME types of a bundle" % MAX_BUNDLE_TYPES
+        else:
+            out[k] = v
+            continue
+        try:
+            sys.stderr.write("kiln_session: %s: %r left out: it %s\n" % (what, k, why))
+        except Exception:
+            pass
+    return out
+
+
 def _raw_bundle(obj, metadata):
     if not isinstance(obj, dict):
         raise TypeError("display(raw=True) takes MIME bundles (dicts), not %s"
                         % type(obj).__name__)
+    if len(obj) > MAX_BUNDLE_TYPES:
+        raise TypeError("display(raw=True): %d MIME types; a bundle holds at most %d"
+                        % (len(obj), MAX_BUNDLE_TYPES))
     data = {}
     for k, v in obj.items():
-        if not isinstance(k, str):
-            raise TypeError("display(raw=True): MIME type %r is not a string" % (k,))
+        if not _mime_ok(k):
+            raise TypeError("display(raw=True): %r is not a MIME type (type/subtype)" % (k,))
         if isinstance(v, (bytes, bytearray)):
             v = base64.b64encode(bytes(v)).decode("ascii")
+        elif not _json_mime(k) and not isinstance(v, str):
+            raise TypeError("display(raw=True): the %r value is %s, not text"
+                            % (k, type(v).__name__))
+        elif not isinstance(v, str):
+            try:
+                _encode(v)
+            except (TypeError, ValueError) as e:
+                raise TypeError("display(raw=True): the %r value is not JSON (%s)" % (k, e)) from None
         data[k] = v
     if not isinstance(data.get(_MIME_PLAIN), str):
         data[_MIME_PLAIN] = _repr_text(obj)
@@ -454,6 +624,10 @@ def _publish(ev, data, metadata, count_item=True):
 
 def _publish_locked(ev, data, metadata, count_item):
     cell = _session.cell
+    if cell is None or _getpid() != _session.pid:
+        # a thread of a cell that has ended, a process the cell forked: no cell to show it in
+        print(data.get(_MIME_PLAIN, ""))
+        return False
     if count_item and cell.items_left <= 0:
         cell.dropped_displays += 1
         cell.dropped_bytes += _bundle_size(data, metadata)
@@ -461,6 +635,10 @@ def _publish_locked(ev, data, metadata, count_item):
     room = min(cell.bytes_left, _session.caps["frame_bytes"])
     size = _bundle_size(data, metadata)
     frame = None
+    if isinstance(data.get(_MIME_PLAIN), _Oversize):     # not even its text/plain fits
+        cell.dropped_displays += 1
+        cell.dropped_bytes += size
+        return False
     if size <= room + 4 * _ENVELOPE:   # the estimate may be high: measure it
         frame = _frame_bytes({"ev": ev, "cell": cell.number, "data": data, "metadata": metadata})
         if len(frame) > room:
@@ -477,14 +655,17 @@ def _publish_locked(ev, data, metadata, count_item):
             cell.dropped_bytes += size
             return False
         cell.dropped_bytes += max(0, size - len(frame))
-    _send_bytes(frame)
+    # counted before it is sent: an interrupt held during the write is raised as the
+    # write ends, and the frame is out by then
     cell.bytes_left -= len(frame)
     if count_item:
         cell.items_left -= 1
+    _send_bytes(frame)
     return True
 
 
-def display(*objs, raw=False, metadata=None, include=None, exclude=None, **kwargs):
+def display(*objs, raw=False, metadata=None, include=None, exclude=None, display_id=None,
+            transient=None, **kwargs):
     """Show objects as outputs of the running cell (IPython's display()).
 
     Each object becomes a MIME bundle: text/plain (its repr) plus what its repr methods
@@ -492,16 +673,27 @@ def display(*objs, raw=False, metadata=None, include=None, exclude=None, **kwarg
     _repr_latex_, _repr_json_, _repr_mimebundle_); a pandas DataFrame or Series its HTML
     table and Table Schema; a matplotlib Figure its PNG and, where Kiln can chart it, the
     chart. raw=True: each object is already a bundle {MIME: value}. include/exclude limit
-    the MIME types (text/plain always stays). Outside a session it prints text/plain."""
+    the MIME types (text/plain always stays). IPython's display_id and transient are
+    taken and ignored (a session's outputs are not updated in place). Outside a session
+    it prints text/plain."""
     if metadata is not None and not isinstance(metadata, dict):
         raise TypeError("display(metadata=...) takes a dict, not %s" % type(metadata).__name__)
     md_extra = _json_safe(metadata) or {} if metadata else {}
     for obj in objs:
+        if not raw:
+            # IPython's protocol: an object that displays itself (widgets, some plots)
+            m = _method(obj, "_ipython_display_")
+            if m is not None:
+                try:
+                    m()
+                    continue
+                except Exception:
+                    _warn("%s._ipython_display_()" % type(obj).__name__)
         if raw:
             data, md = _raw_bundle(obj, dict(md_extra))
         else:
             if _is_figure(obj) and _session is not None and _session.cell is not None:
-                _session.cell.shown_figures.add(id(obj))
+                _session.cell.shown_figures[id(obj)] = obj
             data, md = _format(obj, include=include, exclude=exclude)
             md.update(md_extra)
         if _session is None or _session.cell is None:
@@ -578,7 +770,7 @@ def _show_figures(skip_shown):
                 rest = [f for f in figs[i:] if not (skip_shown and id(f) in cell.shown_figures)]
                 cell.dropped_displays += len(rest)
                 break
-            cell.shown_figures.add(id(fig))
+            cell.shown_figures[id(fig)] = fig
             data, md = _figure_bundle(fig)
             _publish("display", data, md)
     finally:
@@ -599,16 +791,39 @@ def _patch_pyplot(plt):
     plt.show = _patched_show
 
 
-class _PyplotHook:
-    """A meta path finder that patches matplotlib.pyplot.show when a cell first imports
-    pyplot (the zygote normally has, and then serve() patches it at once)."""
+def _clear_output(wait=False):
+    """IPython's clear_output(): a session's outputs are never updated in place."""
+
+
+def _patch_ipython(mod):
+    """IPython's display() outside its shell only prints each object's repr: in a
+    session, `from IPython.display import display` is this module's display()."""
+    mod.display = display
+    mod.clear_output = _clear_output
+    # a module that bound them from this one before the patch (IPython.display)
+    m = sys.modules.get("IPython.display")
+    if m is not None:
+        for name, value in (("display", display), ("clear_output", _clear_output)):
+            if name in vars(m):
+                setattr(m, name, value)
+
+
+# Modules patched as soon as they are imported (serve() patches those already loaded).
+_IMPORT_PATCHES = {"matplotlib.pyplot": _patch_pyplot,
+                   "IPython.core.display_functions": _patch_ipython}
+
+
+class _ImportHook:
+    """A meta path finder that patches a module of _IMPORT_PATCHES right after a cell
+    first imports it, before anything else binds its names."""
 
     def find_spec(self, name, path=None, target=None):
-        if name != "matplotlib.pyplot":
+        patch = _IMPORT_PATCHES.get(name)
+        if patch is None:
             return None
         import importlib.machinery
         spec = importlib.machinery.PathFinder.find_spec(name, path)
-        if spec is None or spec.loader is None:
+        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
             return spec
         loader = spec.loader
         orig_exec = loader.exec_module
@@ -616,7 +831,7 @@ class _PyplotHook:
         def exec_module(module):
             orig_exec(module)
             try:
-                _patch_pyplot(module)
+                patch(module)
             except Exception:
                 pass
         loader.exec_module = exec_module
@@ -660,6 +875,27 @@ def _number(v):
     return f
 
 
+def _series(artist, values, color):
+    """A chart series: its values, the artist's label as its name, its color."""
+    s = {"values": values}
+    name = _label(artist)
+    if name:
+        s["name"] = name
+    color = _hex(color) if color is not None else None
+    if color:
+        s["color"] = color
+    return s
+
+
+def _face(collection):
+    """The first face color of a collection (an area, a scatter), or None."""
+    try:
+        faces = collection.get_facecolor()
+        return faces[0] if len(faces) else None
+    except Exception:
+        return None
+
+
 def _hex(color):
     try:
         import matplotlib.colors as mcolors
@@ -668,25 +904,41 @@ def _hex(color):
         return None
 
 
-def _day_or_time(d):
-    if isinstance(d, _dt.datetime):
-        if d.tzinfo is not None:
-            d = d.replace(tzinfo=None)
-        if (d.hour, d.minute, d.second, d.microsecond) == (0, 0, 0, 0):
-            return d.date().isoformat()
-        return d.isoformat(sep=" ", timespec="seconds" if not d.microsecond else "microseconds")
-    return d.isoformat()
+def _iso_dates(dates):
+    """Dates and datetimes as categories: "YYYY-MM-DD" when every one is a whole day (a
+    date axis in Kiln), else all as "YYYY-MM-DD HH:MM:SS" (labels). Zones are dropped:
+    the wall-clock time is what the figure shows."""
+    out = []
+    for d in dates:
+        if isinstance(d, _dt.datetime):
+            if d.tzinfo is not None:
+                d = d.replace(tzinfo=None)
+        else:
+            d = _dt.datetime(d.year, d.month, d.day)
+        out.append(d)
+    if all(d.time() == _dt.time(0) for d in out):
+        return [d.date().isoformat() for d in out]
+    spec = "microseconds" if any(d.microsecond for d in out) else "seconds"
+    return [d.isoformat(sep=" ", timespec=spec) for d in out]
+
+
+# pandas periods of a day or less are instants; longer ones (a month, a quarter) are
+# spans, which a date would misplace (month-end data would show as the 1st): their text
+_SHORT_PERIODS = re.compile(r"^(D|B|C|H|BH|CBH|T|min|S|L|ms|U|us|N)$")
 
 
 def _dates_of(values):
-    """Date-like x values (datetime64, datetime, date, pandas Timestamp/Period) as ISO
-    text: "YYYY-MM-DD" for whole days, else date and time. None when they are not."""
+    """Date-like x values (datetime64, datetime, date, pandas Timestamp/Period) as
+    category text (_iso_dates); None when they are not all dates. Periods of more than a
+    day are their own text ("2026-01", "2026Q1")."""
     np = sys.modules.get("numpy")
     pd = _pandas()
     out = []
+    periods = []
     for v in values:
         if pd is not None and isinstance(v, pd.Period):
-            v = v.to_timestamp()
+            periods.append(v)
+            continue
         if pd is not None and isinstance(v, pd.Timestamp):
             if v is pd.NaT:
                 return None
@@ -698,7 +950,14 @@ def _dates_of(values):
         if not isinstance(v, _dt.date):
             return None
         out.append(v)
-    return [_day_or_time(d) for d in out]
+    if periods:
+        if out:
+            return None
+        codes = {getattr(p.freq, "name", "").split("-")[0] for p in periods}
+        if all(_SHORT_PERIODS.match(c) for c in codes):
+            return _iso_dates([p.to_timestamp().to_pydatetime() for p in periods])
+        return [str(p) for p in periods]
+    return _iso_dates(out)
 
 
 def _is_date_axis(axis):
@@ -753,7 +1012,7 @@ def _categories(axis, positions, orig=None):
     if _is_date_axis(axis):
         import matplotlib.dates as mdates
         try:
-            return [_day_or_time(d) for d in mdates.num2date([float(p) for p in positions])]
+            return _iso_dates(mdates.num2date([float(p) for p in positions]))
         except Exception:
             return None
     fmt = axis.get_major_formatter()
@@ -817,21 +1076,14 @@ def _line_chart(ax, lines):
     series = []
     for line in lines:
         xy = np.asarray(line.get_xydata(), dtype=float)    # in axis units, NaN for masked
-        if xy.ndim != 2 or xy.shape[1] != 2 or not len(xy):
+        if xy.ndim != 2 or xy.shape[1] != 2 or not 0 < len(xy) <= MAX_CHART_POINTS:
             return None
         x = xy[:, 0].tolist()
         if xconv0 is None:
             xconv0 = x
         elif not _same(x, xconv0):
             return None     # lines on different x values: no category chart holds them
-        s = {"values": [_number(v) for v in xy[:, 1]]}
-        name = _label(line)
-        if name:
-            s["name"] = name
-        color = _hex(line.get_color())
-        if color:
-            s["color"] = color
-        series.append(s)
+        series.append(_series(line, [_number(v) for v in xy[:, 1]], line.get_color()))
     cats = _categories(ax.xaxis, xconv0, xs0)
     if cats is None:
         return None
@@ -847,7 +1099,7 @@ def _bar_chart(ax, containers):
     if not (vertical or horizontal):
         return None
     n = len(containers[0].patches)
-    if n == 0 or any(len(c.patches) != n for c in containers):
+    if not 0 < n <= MAX_CHART_POINTS or any(len(c.patches) != n for c in containers):
         return None
     centers, values, bottoms = [], [], []
     for c in containers:
@@ -894,16 +1146,8 @@ def _bar_chart(ax, containers):
     cats = _categories(axis, positions, None)
     if cats is None:
         return None
-    series = []
-    for c, val in zip(containers, values):
-        s = {"values": [_number(v) for v in val]}
-        name = _label(c)
-        if name:
-            s["name"] = name
-        color = _hex(c.patches[0].get_facecolor())
-        if color:
-            s["color"] = color
-        series.append(s)
+    series = [_series(c, [_number(v) for v in val], c.patches[0].get_facecolor())
+              for c, val in zip(containers, values)]
     chart = {"kind": "column" if vertical else "bar", "categories": cats, "series": series}
     if stacked:
         chart["stacked"] = True
@@ -952,6 +1196,8 @@ def _poly_xy(coll):
 
 def _area_chart(ax, colls, lines):
     parts = []
+    if sum(len(p.vertices) for c in colls for p in c.get_paths()) > 2 * MAX_CHART_POINTS + 8:
+        return None
     for c in colls:
         xy = _poly_xy(c)
         if xy is None:
@@ -999,17 +1245,7 @@ def _area_chart(ax, colls, lines):
             else:
                 base = bots[k][j] if bots[k][j] is not None else 0.0
                 vals.append(_number(tops[k][j] - base))
-        s = {"values": vals}
-        name = _label(c)
-        if name:
-            s["name"] = name
-        try:
-            color = _hex(c.get_facecolor()[0])
-        except Exception:
-            color = None
-        if color:
-            s["color"] = color
-        series.append(s)
+        series.append(_series(c, vals, _face(c)))
     orig = lines[0].get_xdata(orig=True) if lines else None
     if orig is not None and len(orig) != len(allx):
         orig = None
@@ -1044,6 +1280,8 @@ def _scatter_chart(ax, colls):
         if off.ndim != 2 or off.shape[1] != 2 or not len(off):
             return None
         parts.append(off)
+    if sum(len(p) for p in parts) > MAX_CHART_POINTS:
+        return None
     if _is_date_axis(ax.xaxis) or getattr(getattr(ax.xaxis, "units", None), "_mapping", None):
         return None     # Kiln's scatter takes numeric x values, not dates or names
     same = all(p.shape == parts[0].shape and np.array_equal(p[:, 0], parts[0][:, 0],
@@ -1066,19 +1304,7 @@ def _scatter_chart(ax, colls):
     cats = [_number(x) for x in xs]
     if any(c is None for c in cats):
         return None
-    series = []
-    for c, vals in zip(colls, values):
-        s = {"values": vals}
-        name = _label(c)
-        if name:
-            s["name"] = name
-        try:
-            color = _hex(c.get_facecolor()[0])
-        except Exception:
-            color = None
-        if color:
-            s["color"] = color
-        series.append(s)
+    series = [_series(c, vals, _face(c)) for c, vals in zip(colls, values)]
     return {"kind": "scatter", "categories": cats, "series": series}
 
 
@@ -1139,7 +1365,12 @@ def _chart_of(fig):
         if yl:
             chart["y_axis"] = {"title": yl}
     legend = ax.get_legend()
-    if legend is None or not legend.get_visible():
+    if chart["kind"] == "pie" and (legend is None or not legend.get_visible()) and any(
+            _label(w) for w in wedges):
+        # matplotlib writes a pie's labels by its wedges; Kiln's pie names its slices
+        # in the legend
+        chart["legend"] = "right"
+    elif legend is None or not legend.get_visible():
         chart["legend"] = "none"
     else:
         chart["legend"] = _LEGEND_LOCS.get(getattr(legend, "_loc", 0), "right")
@@ -1149,7 +1380,14 @@ def _chart_of(fig):
         chart["height"] = min(8192, max(16, int(round(h * 100))))
     except Exception:
         pass
-    return chart
+    # members in the order docs/spec.md writes them
+    chart["series"] = [{k: s[k] for k in ("name", "values", "color") if k in s}
+                       for s in chart["series"]]
+    return {k: chart[k] for k in _CHART_ORDER if k in chart}
+
+
+_CHART_ORDER = ("kind", "title", "stacked", "categories", "series", "x_axis", "y_axis",
+                "legend", "width", "height")
 
 
 # --------------------------------------------------------------------------- errors
@@ -1163,15 +1401,22 @@ def _user_tb(tb):
     return t
 
 
-def _trim_chain(exc, seen=None):
-    seen = seen if seen is not None else set()
-    while exc is not None and id(exc) not in seen:
-        seen.add(id(exc))
-        if exc.__traceback__ is not None:
-            exc.__traceback__ = _user_tb(exc.__traceback__)
-        if exc.__cause__ is not None:
-            _trim_chain(exc.__cause__, seen)
-        exc = exc.__context__
+def _trim_chain(exc):
+    """_user_tb on an exception and every exception chained to it (a chain can be
+    thousands long: no recursion). A chained exception raised and caught inside library
+    code has no cell frame: all its frames are the library's, kept."""
+    seen, todo = set(), [exc]
+    while todo:
+        e = todo.pop()
+        if e is None or id(e) in seen:
+            continue
+        seen.add(id(e))
+        if e.__traceback__ is not None:
+            tb = _user_tb(e.__traceback__)
+            if tb is not None or e is exc:
+                e.__traceback__ = tb
+        todo.append(e.__cause__)
+        todo.append(e.__context__)
 
 
 def _error_frame(cell, exc, ename=None):
@@ -1201,26 +1446,32 @@ def _error_frame(cell, exc, ename=None):
             "evalue": _clean_text(evalue), "traceback": [_clean_text(l) for l in tb]}
 
 
+def _cut(text, n):
+    return text if len(text) <= n else text[:n] + " ... [cut]"
+
+
 def _send_error(frame):
-    """An error frame always fits: a long evalue or traceback is cut to the frame cap."""
-    limit = _session.caps["frame_bytes"] - _ENVELOPE
+    """An error frame always fits caps.frame_bytes: a long evalue is cut, and so are the
+    middle lines of a long traceback (its first line and its end say the most)."""
+    limit = _session.caps["frame_bytes"]
     data = _frame_bytes(frame)
-    if len(data) > limit + _ENVELOPE:
-        keep = max(64, limit // 4)
-        if len(frame["evalue"]) > keep:
-            frame["evalue"] = frame["evalue"][:keep] + " ... [cut]"
-        tb = frame["traceback"]
-        tb = [l if len(l) <= keep else l[:keep] + " ... [cut]" for l in tb]
-        while tb and len(_frame_bytes(dict(frame, traceback=tb))) > limit:
-            tb = tb[:1] + ["... [%d lines cut]" % (len(frame["traceback"]) - len(tb) + 2)] + tb[3:] \
-                if len(tb) > 3 else tb[-1:]
-            if len(tb) == 1:
-                tb = [tb[0][:keep // 4]]
+    if len(data) > limit:
+        frame["evalue"] = _cut(frame["evalue"], max(64, limit // 8))
+        tb = [_cut(line, 1000) for line in frame["traceback"]]
+        room = limit - len(_frame_bytes(dict(frame, traceback=[]))) - 64
+        head = tb[:1]
+        room -= sum(len(_frame_bytes(line)) for line in head)
+        tail = []
+        for line in reversed(tb[1:]):
+            room -= len(_frame_bytes(line))
+            if room < 0:
                 break
-        frame["traceback"] = tb
+            tail.append(line)
+        cut = len(tb) - len(head) - len(tail)
+        frame["traceback"] = head + (["... [%d lines cut]" % cut] if cut else []) + tail[::-1]
         data = _frame_bytes(frame)
-        if len(data) > limit + _ENVELOPE:
-            frame["evalue"] = frame["evalue"][:256]
+        if len(data) > limit:
+            frame["evalue"] = _cut(frame["evalue"], 256)
             frame["traceback"] = []
             data = _frame_bytes(frame)
     _send_bytes(data)
@@ -1228,18 +1479,19 @@ def _send_error(frame):
 
 # --------------------------------------------------------------------------- cells
 
-def _suppressed(code):
-    """A cell ending in ';' shows no result (IPython's rule)."""
+def _suppressed(lines, node):
+    """A cell whose last expression is followed by ';' shows no result (IPython's rule).
+    Only the text after that expression is read: whitespace, ';' and comments."""
+    if node.end_lineno is None or node.end_lineno > len(lines):
+        return False
+    # ast's column offsets count UTF-8 bytes
+    rest = lines[node.end_lineno - 1].encode("utf-8", "surrogatepass")[node.end_col_offset:]
+    rest = rest.decode("utf-8", "replace") + "".join(lines[node.end_lineno:])
     try:
-        toks = list(tokenize.generate_tokens(io.StringIO(code).readline))
+        toks = list(tokenize.generate_tokens(io.StringIO(rest).readline))
     except Exception:
         return False
-    for tok in reversed(toks):
-        if tok.type in (tokenize.ENDMARKER, tokenize.NEWLINE, tokenize.NL, tokenize.COMMENT,
-                        tokenize.INDENT, tokenize.DEDENT):
-            continue
-        return tok.type == tokenize.OP and tok.string == ";"
-    return False
+    return any(t.type == tokenize.OP and t.string == ";" for t in toks)
 
 
 def _run_code(code_obj, ns):
@@ -1265,14 +1517,15 @@ def _python_cell(cell, code):
     tree = compile(code, filename, "exec", ast.PyCF_ONLY_AST | flags, dont_inherit=True)
     last = None
     if tree.body and isinstance(tree.body[-1], ast.Expr):
-        last = ast.Expression(tree.body.pop().value)
+        last_node = tree.body.pop().value
+        last = ast.Expression(last_node)
     body = compile(tree, filename, "exec", flags, dont_inherit=True)
     expr = compile(last, filename, "eval", flags, dont_inherit=True) if last else None
     _run_code(body, ns)
     if expr is None:
         return None
     value = _run_code(expr, ns)
-    if _suppressed(code):
+    if _suppressed(lines, last_node):
         return None
     return value
 
@@ -1309,7 +1562,10 @@ def _bash_cell(cell, code):
         proc = subprocess.Popen(argv, cwd=_session.workdir, stdin=subprocess.DEVNULL,
                                 env=dict(os.environ), process_group=0)
         try:
-            rc = proc.wait()
+            # waitpid, not Popen.wait(): on KeyboardInterrupt that one waits 0.25 s more
+            # for a child it assumes got the SIGINT too (this one is in its own group)
+            _, status = os.waitpid(proc.pid, 0)
+            rc = proc.returncode = os.waitstatus_to_exitcode(status)
         except KeyboardInterrupt:
             with _Masked():
                 _stop_group(proc)
@@ -1352,8 +1608,9 @@ class _BashError(Exception):
 
 
 def _restore_std():
-    """Each cell starts with fds 1 and 2 on the host's pipes and sys.stdout/stderr the
-    runtime's streams, whatever the cell before did to them."""
+    """Each cell starts with fds 0, 1 and 2 as the session had them (/dev/null, the
+    host's pipes) and sys.stdin/stdout/stderr the runtime's streams, whatever the cell
+    before did to them (exit() closes sys.stdin, for one)."""
     for fd, (priv, ident) in _session.std_fds.items():
         try:
             st = os.fstat(fd)
@@ -1365,15 +1622,20 @@ def _restore_std():
                 os.dup2(priv, fd, inheritable=True)
             except OSError:
                 pass
-    for name in ("stdout", "stderr"):
+    for fd, name in _STD:
+        if fd not in _session.std_fds:
+            continue
         stream = _session.streams.get(name)
         if stream is None or stream.closed:
-            stream = _session.streams[name] = _text_stream(1 if name == "stdout" else 2)
+            stream = _session.streams[name] = _text_stream(fd)
         if getattr(sys, name, None) is not stream:
             setattr(sys, name, stream)
 
 
 def _text_stream(fd):
+    if fd == 0:
+        return io.TextIOWrapper(io.FileIO(0, "r", closefd=False), encoding="utf-8",
+                                errors="replace")
     return io.TextIOWrapper(io.FileIO(fd, "w", closefd=False), encoding="utf-8",
                             errors="backslashreplace", line_buffering=True,
                             write_through=True)
@@ -1414,6 +1676,8 @@ def _execute(req):
                         result = None
                         if value is not None:
                             _session.namespace["_"] = value
+                            if _is_figure(value):   # shown as the result, not again
+                                cell.shown_figures[id(value)] = value
                             result = _format(value)
                     else:
                         failure = _bash_cell(cell, code)
@@ -1421,15 +1685,18 @@ def _execute(req):
                     _interruptible = False
             except KeyboardInterrupt as e:
                 _interruptible = False
+                _forked_return(e)
                 status = "interrupted"
                 _send_error(_error_frame(number, e))
             except _HostGone:
                 raise
             except BaseException as e:    # SystemExit too: an error of the cell
                 _interruptible = False
+                _forked_return(e)
                 status = "error"
                 _send_error(_error_frame(number, e))
             else:
+                _forked_return()
                 if failure is not None:
                     status = "error"
                     _send_error({"ev": "error", "cell": number, "ename": "BashError",
@@ -1449,8 +1716,17 @@ def _execute(req):
                 raise
             except BaseException:
                 pass
-        _send({"ev": "done", "cell": number, "status": status,
-               "dropped": {"displays": cell.dropped_displays, "bytes": cell.dropped_bytes}})
+        try:
+            _send({"ev": "done", "cell": number, "status": status,
+                   "dropped": {"displays": cell.dropped_displays, "bytes": cell.dropped_bytes}})
+        except _HostGone:
+            raise
+        except BaseException:
+            # the runtime is broken (a cell reached into it): still end the cell, with
+            # a frame built from nothing but integers
+            _send_bytes(b'{"ev":"done","cell":%d,"status":"error","dropped":'
+                        b'{"displays":%d,"bytes":%d}}\n'
+                        % (number, cell.dropped_displays, cell.dropped_bytes))
     finally:
         _interruptible = False
         _session.cell = None
@@ -1497,11 +1773,16 @@ def _private_fd(fd):
 
 def _read_request():
     """The next request line from the host, decoded; None at EOF."""
+    _forked_return()
     s = _session
     while True:
-        nl = s.buf.find(b"\n")
-        if nl >= 0:
-            line, s.buf = s.buf[:nl], s.buf[nl + 1:]
+        nl = s.buf.find(b"\n", s.scanned)
+        if nl < 0:
+            s.scanned = len(s.buf)     # a long cell comes in many reads: scan each once
+        else:
+            line = bytes(s.buf[:nl])
+            del s.buf[:nl + 1]
+            s.scanned = 0
             if not line.strip():
                 continue
             try:
@@ -1563,19 +1844,25 @@ def _setup_namespace():
     _session.namespace = main.__dict__
 
 
+_STD = ((0, "stdin"), (1, "stdout"), (2, "stderr"))
+
+
 def _setup_streams():
-    for fd, name in ((1, "stdout"), (2, "stderr")):
+    for fd, name in _STD:
         try:
             st = os.fstat(fd)
             _session.std_fds[fd] = (_private_fd(fd), (st.st_dev, st.st_ino))
         except OSError:
             continue
         stream = getattr(sys, "__%s__" % name, None)
+        if fd == 0:
+            _session.streams[name] = stream if stream is not None else _text_stream(0)
+            continue
         try:
             if stream is None or stream.fileno() != fd:
                 raise ValueError
-            stream.reconfigure(line_buffering=True, write_through=True,
-                               errors="backslashreplace")
+            stream.reconfigure(encoding="utf-8", errors="backslashreplace",
+                               line_buffering=True, write_through=True)
         except Exception:
             stream = _text_stream(fd)
         _session.streams[name] = stream
@@ -1602,8 +1889,11 @@ def serve(ctl_fd=3, ev_fd=4):
     """Serve the session protocol: requests on ctl_fd, events on ev_fd, until `exit` or
     EOF. Returns then (the caller exits)."""
     global _session
+    # first: from here on a SIGINT outside a cell does nothing (Python's own handler
+    # would raise KeyboardInterrupt and end the runtime before its first request)
+    signal.signal(signal.SIGINT, _on_sigint)
     import gc
-    gc.enable()
+    gc.enable()     # the zygote froze and disabled it before forking
     ctl = _private_fd(ctl_fd)
     ev = _private_fd(ev_fd)
     for fd in (ctl_fd, ev_fd):
@@ -1612,15 +1902,15 @@ def serve(ctl_fd=3, ev_fd=4):
         except OSError:
             pass
     _session = _Session(ctl, ev, dict(DEFAULT_CAPS))
-    signal.signal(signal.SIGINT, _on_sigint)
+    sys.argv = [""]     # as an interactive interpreter has it (not the zygote's command)
+    os.register_at_fork(after_in_child=_after_fork_in_child)
     _setup_streams()
     _setup_namespace()
     _reseed()
-    plt = sys.modules.get("matplotlib.pyplot")
-    if plt is not None:
-        _patch_pyplot(plt)
-    else:
-        sys.meta_path.insert(0, _PyplotHook())
+    for name, patch in _IMPORT_PATCHES.items():
+        if name in sys.modules:
+            patch(sys.modules[name])
+    sys.meta_path.insert(0, _ImportHook())
     try:
         while True:
             req = _read_request()
