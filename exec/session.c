@@ -1248,14 +1248,22 @@ struct kiln_pidfd_info {
 
 static int interpreter_status(const kiln_session *s, int *wait_status)
 {
-    struct kiln_pidfd_info info;
-    memset(&info, 0, sizeof info);
-    info.mask = KILN_PIDFD_INFO_EXIT;
-    if (ioctl(s->interp_pidfd, KILN_PIDFD_GET_INFO, &info) < 0 ||
-        !(info.mask & KILN_PIDFD_INFO_EXIT))
-        return -1;
-    *wait_status = info.exit_code;
-    return 0;
+    /* The pidfd turns readable when the process exits; its exit status is
+     * there once the zygote has reaped it, a moment later. */
+    for (int tries = 0; tries < 200; tries++) {
+        struct kiln_pidfd_info info;
+        memset(&info, 0, sizeof info);
+        info.mask = KILN_PIDFD_INFO_EXIT;
+        if (ioctl(s->interp_pidfd, KILN_PIDFD_GET_INFO, &info) < 0 && errno != ESRCH)
+            return -1; /* a kernel before 6.15 */
+        if (info.mask & KILN_PIDFD_INFO_EXIT) {
+            *wait_status = info.exit_code;
+            return 0;
+        }
+        struct timespec pause = {0, 500000};
+        nanosleep(&pause, NULL);
+    }
+    return -1;
 }
 
 /* The interpreter has gone: out of memory, killed, crashed or exited. */
