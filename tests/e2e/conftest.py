@@ -43,7 +43,7 @@ SANITIZED = "ASAN_OPTIONS" in os.environ
 # The test files that start sandboxes (kiln run, POST /v1/runs): their tests run in one
 # pytest-xdist worker, one at a time, so a test's check that none of its sandboxes
 # outlives it, and its timing-bound cases, never meet another test's sandbox.
-SANDBOX_FILES = {"test_sandbox.py", "test_session.py", "test_run_cli.py", "test_run_samples.py", "test_kiln_py.py",
+SANDBOX_FILES = {"test_sandbox.py", "test_run_cli.py", "test_run_samples.py", "test_kiln_py.py",
                  "test_serve_runs.py", "test_serve_files.py", "test_serve_demo.py",
                  "test_docs_commands.py"}
 # Fixtures that mount something on the host (a small tmpfs for a full disk): a test using

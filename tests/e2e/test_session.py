@@ -2,6 +2,9 @@
 
 Every session here forks from one shared zygote (`kiln zygote`, started once per worker),
 as the service's do; one test starts its own private zygote, as `kiln session` alone does.
+The file is an xdist group of its own, beside the sandbox files: what its sessions leave
+is named after their supervisors' pids (uids, job directories, cgroups), which the sandbox
+tests' host checks tell from their own.
 """
 import base64
 import hashlib
@@ -589,6 +592,9 @@ def test_results_displays_and_tracebacks(zygote):
 
 
 def test_ten_thousand_figures_and_a_gigabyte_display_are_capped(zygote):
+    if SANITIZED:
+        pytest.skip("the caps are the runtime's (Python) and frames.c's (fuzzed); the plain "
+                    "build's run has them")
     with session(zygote, "--memory", "3G", "--timeout", "120") as s:
         t0 = time.monotonic()
         rec = cell_ok(s.execute("import matplotlib.pyplot as plt\n"
