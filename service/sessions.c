@@ -1649,8 +1649,11 @@ static enum MHD_Result session_list(kiln_req *req)
     json_array_foreach(c.items, i, o) {
         const char *id = json_string_value(json_object_get(o, "id"));
         for (svc_session *s = m->list; id && s; s = s->next)
-            if (!s->pooled && strcmp(s->id, id) == 0 && strcmp(s->tenant, req->tenant) == 0)
+            if (!s->pooled && strcmp(s->id, id) == 0 && strcmp(s->tenant, req->tenant) == 0) {
+                /* The replaced object (which id points into) is freed here. */
                 json_array_set_new(c.items, i, session_json(s));
+                break;
+            }
     }
     pthread_mutex_unlock(&m->lock);
     return http_json(req, 200, json_pack("{s:o}", "sessions", c.items));
