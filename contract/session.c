@@ -159,6 +159,8 @@ static void do_files(kiln_session *s, const request *rq)
     json_t *ev = reply_new(rq, "files");
     if (ev)
         json_object_set(ev, "files", files);
+    if (ev && kiln_session_refused(s))
+        json_object_update(ev, (json_t *)kiln_session_refused(s));
     json_decref(files);
     send_reply(rq, ev);
 }
@@ -241,11 +243,12 @@ static void do_get(kiln_session *s, const request *rq)
     send_reply(rq, ev);
 }
 
-static void do_simple(kiln_session *s, const request *rq, const char *op)
+/* 1 when the request was done (a close: the caller ends the session). */
+static int do_simple(kiln_session *s, const request *rq, const char *op)
 {
     static const char *const members[] = {NULL};
     if (only_members(rq, members) < 0)
-        return;
+        return 0;
     json_t *ev = NULL;
     if (strcmp(op, "interrupt") == 0) {
         ev = reply_new(rq, "interrupt");
@@ -259,6 +262,7 @@ static void do_simple(kiln_session *s, const request *rq, const char *op)
         ev = reply_new(rq, "closed");
     }
     send_reply(rq, ev);
+    return 1;
 }
 
 int kiln_session_handle_line(kiln_session *s, const char *line, size_t len,
@@ -296,8 +300,7 @@ int kiln_session_handle_line(kiln_session *s, const char *line, size_t len,
         do_get(s, &rq);
     else if (strcmp(op, "interrupt") == 0 || strcmp(op, "info") == 0 ||
              strcmp(op, "close") == 0) {
-        closing = strcmp(op, "close") == 0;
-        do_simple(s, &rq, op);
+        closing = do_simple(s, &rq, op) && strcmp(op, "close") == 0;
     } else
         reject_with(&rq, KILN_E_USAGE, "/op",
                     "unknown op: execute, interrupt, files, put, get, info or close");

@@ -666,6 +666,13 @@ kiln_status kiln_cgroup_attach(const kiln_cgroup *cg, pid_t pid, kiln_error *err
     return KILN_E_OK;
 }
 
+int kiln_cgroup_oom_kills_one(const kiln_cgroup *cg)
+{
+    if (cg->version != 2 || !cg->v2_path[0])
+        return 0; /* v1 kills one task anyway */
+    return cg_write(cg->v2_path, "memory.oom.group", "0", CG_OPTIONAL);
+}
+
 void kiln_cgroup_read_usage(const kiln_cgroup *cg, kiln_cgroup_usage *usage)
 {
     memset(usage, 0, sizeof *usage);

@@ -144,6 +144,11 @@ typedef struct kiln_cgroup_roots {
 kiln_status kiln_cgroup_create(kiln_cgroup *cg, const kiln_cgroup_roots *roots, const char *name,
                                const kiln_run_limits *limits, kiln_error *err);
 kiln_status kiln_cgroup_attach(const kiln_cgroup *cg, pid_t pid, kiln_error *err);
+/* A job's group is killed whole when one of its processes runs out of memory
+ * (memory.oom.group on v2); a session's may lose a cell's subprocess and
+ * keep its interpreter: the kernel then kills the one task it picks. 0, or
+ * -1 when the file cannot be written. */
+int kiln_cgroup_oom_kills_one(const kiln_cgroup *cg);
 void kiln_cgroup_read_usage(const kiln_cgroup *cg, kiln_cgroup_usage *usage);
 /* SIGKILL every process in the group (cgroup.kill on v2) and wait until
  * the group is empty or a second has passed. */

@@ -103,14 +103,16 @@ struct kiln_session {
     double created, last_active, created_wall;
     uint64_t cells;
     int busy;
+    uint64_t oom_seen; /* the cgroup's memory kills when the last cell ended */
     cell c;
     queued_cell queue[KILN_SESSION_QUEUE_MAX];
     size_t queue_len;
     char *pending; /* the control pipe's unwritten bytes */
     size_t pending_len, pending_off;
-    json_t *files;  /* the listing after the last cell: [{name, bytes, media_type, sha256}] */
-    json_t *ended;  /* {"reason", "message", "at"} once lost or expired */
-    json_t *python; /* the ready frame's "python" */
+    json_t *files;   /* the listing after the last cell: [{name, bytes, media_type, sha256}] */
+    json_t *refused; /* the last listing's {"refused": [{name, reason}], "refused_more"} */
+    json_t *ended;   /* {"reason", "message", "at"} once lost or expired */
+    json_t *python;  /* the ready frame's "python" */
 };
 
 static double now_seconds(void)
@@ -196,6 +198,10 @@ static kiln_status build_sandbox(kiln_session *s, const kiln_session_options *op
     st = kiln_cgroup_create(&s->cg, &roots, cg_name, &s->limits, err);
     if (st != KILN_E_OK)
         return st;
+    /* A subprocess out of memory must not take the interpreter along. */
+    if (kiln_cgroup_oom_kills_one(&s->cg) < 0)
+        return kiln_error_set(err, KILN_E_INTERNAL, "",
+                              "cannot set the session's memory.oom.group");
 
     size_t lib_len = 0, session_len = 0;
     const char *lib = kiln_python_lib(&lib_len);
@@ -559,12 +565,18 @@ kiln_status kiln_session_open(const kiln_session_options *opt, kiln_session **ou
 
 json_t *kiln_session_info(const kiln_session *s)
 {
-    json_t *info = json_pack("{s:s,s:o,s:f,s:f,s:O?,s:I,s:b,s:f}", "language",
+    time_t started = (time_t)s->created_wall;
+    struct tm tm;
+    gmtime_r(&started, &tm);
+    char at[80];
+    snprintf(at, sizeof at, "%04d-%02d-%02dT%02d:%02d:%02dZ", tm.tm_year + 1900, tm.tm_mon + 1,
+             tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
+    json_t *info = json_pack("{s:s,s:o,s:f,s:f,s:O?,s:I,s:b,s:I,s:s}", "language",
                              s->language == KILN_LANG_BASH ? "bash" : "python", "limits",
-                             kiln_job_limits_json(&s->limits), "idle_seconds", s->idle_seconds,
-                             "lifetime_seconds", s->lifetime_seconds, "python", s->python,
-                             "cells", (json_int_t)s->cells, "busy", s->busy, "started_at",
-                             s->created_wall);
+                             kiln_job_limits_json(&s->limits), "idle_timeout", s->idle_seconds,
+                             "lifetime", s->lifetime_seconds, "python", s->python, "cells",
+                             (json_int_t)s->cells, "busy", s->busy, "cells_waiting",
+                             (json_int_t)s->queue_len, "started_at", at);
     if (info && s->ended)
         json_object_set(info, "ended", s->ended);
     return info;
@@ -608,6 +620,11 @@ static void end_session(kiln_session *s, const char *reason, const char *message
             emit(arg, ev);
         json_decref(ev);
     }
+}
+
+const json_t *kiln_session_refused(const kiln_session *s)
+{
+    return s->refused;
 }
 
 const json_t *kiln_session_ended(const kiln_session *s)
@@ -663,6 +680,7 @@ void kiln_session_close(kiln_session *s)
     kiln_seccomp_program_release(&s->filter);
     kiln_frame_reader_release(&s->frames);
     json_decref(s->files);
+    json_decref(s->refused);
     json_decref(s->ended);
     json_decref(s->python);
     free(s);
@@ -1122,6 +1140,7 @@ static void finish_cell(kiln_session *s, kiln_session_emit emit, void *arg)
     memset(&u, 0, sizeof u);
     kiln_cgroup_read_usage(&s->cg, &u);
     const char *status = final_status(s, u.oom_kills);
+    s->oom_seen = u.oom_kills;
 
     json_t *documents = NULL, *changed = NULL;
     if (!s->ended) {
@@ -1154,6 +1173,8 @@ static void finish_cell(kiln_session *s, kiln_session_emit emit, void *arg)
         json_object_set(rec, "outputs", c->outputs);
         json_object_set(rec, "error", c->error ? c->error : json_null());
         json_object_set_new(rec, "files", changed ? changed : json_array());
+        if (!s->ended && s->refused)
+            json_object_update(rec, s->refused);
         json_object_set_new(rec, "documents", documents ? documents : json_array());
         json_object_set_new(rec, "dropped",
                             json_pack("{s:I,s:I}", "displays", (json_int_t)c->dropped_displays,
@@ -1272,7 +1293,7 @@ static void interpreter_gone(kiln_session *s, kiln_session_emit emit, void *arg)
     kiln_cgroup_usage u;
     memset(&u, 0, sizeof u);
     kiln_cgroup_read_usage(&s->cg, &u);
-    int oom = u.oom_kills > (s->busy ? s->c.oom_start : 0), status = 0;
+    int oom = u.oom_kills > (s->busy ? s->c.oom_start : s->oom_seen), status = 0;
     int known = interpreter_status(s, &status) == 0;
     char message[160];
     const char *reason = "interpreter_exited";
@@ -1349,6 +1370,10 @@ json_t *kiln_session_files(kiln_session *s, kiln_error *err)
     if (kiln_collect(s->jd.fd, NULL, &cl, skip, &res, err) != KILN_E_OK)
         return NULL;
     json_t *files = json_incref(res.files);
+    /* What the caps left out is listed as kiln run lists it, never lost. */
+    json_decref(s->refused);
+    s->refused = json_pack("{s:O,s:I}", "refused", res.refused, "refused_more",
+                           (json_int_t)res.refused_more);
     kiln_collect_result_release(&res);
     return files;
 }

@@ -107,6 +107,10 @@ const json_t *kiln_session_ended(const kiln_session *s);
 /* The files in /mnt/data: [{"name","bytes","media_type","sha256"}]. New
  * reference, or NULL with err. */
 json_t *kiln_session_files(kiln_session *s, kiln_error *err);
+/* What the last listing (kiln_session_files, or a cell's end) left out at the
+ * output caps: {"refused": [{"name", "reason"}], "refused_more": N}, as kiln
+ * run's result lists them. Borrowed; NULL before any listing. */
+const json_t *kiln_session_refused(const kiln_session *s);
 /* Put data into /mnt/data/name (replacing a file of that name; never
  * following a link); the file's entry on success (new reference). */
 json_t *kiln_session_put(kiln_session *s, const char *name, const void *data, size_t len,

@@ -916,6 +916,11 @@ static void handle_event(kiln_sessions *m, svc_session *s, json_t *ev)
             close(s->sp.in_fd);
             s->sp.in_fd = -1;
         }
+        /* A stream of a running cell carries it, as kiln session printed it. */
+        for (waiter *w = s->waiters; w; w = w->next)
+            if (w->kind == W_CELL && w->sse)
+                sse_push(w->sse, name, ev);
+        return;
     }
     json_t *idv = json_object_get(ev, "id");
     waiter *w = json_is_integer(idv) ? waiter_find(s, json_integer_value(idv)) : NULL;

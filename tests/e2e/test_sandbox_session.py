@@ -35,6 +35,9 @@ SESSION_CASE_IDS = [
     "slow-stdout-1gib", "stdout-5mib-stderr-2mib",
     "limit-processes-16", "limit-threads-16", "limit-open-files-64",
     "fault-exception", "fault-bash-exit-3", "fault-sigsegv", "fault-real-segfault",
+    # what a cell leaves running lives until the session's close, which must end it
+    "background-bash-sleep", "background-python-daemon",
+    "file-size-rlimit-bash", "fault-syntax-error",
 ] + [c["id"] for c in SECCOMP_CASES]
 
 # Checks that read what only kiln run's result has (its exit code, signal, message or
@@ -42,13 +45,16 @@ SESSION_CASE_IDS = [
 SESSION_SKIP_CHECK = {"basic-identity", "fault-exception", "fault-bash-exit-3", "fault-sigsegv",
                       "fault-real-segfault", "bomb-memory", "bomb-cpu-loop", "bomb-sleep-wall",
                       "bomb-fork-python", "bomb-fork-bash", "slow-stdout-1gib", "bomb-disk-mnt-data",
-                      "links-symlink-hardlink-dirlink", "host-other-job-dir"}
+                      "links-symlink-hardlink-dirlink", "host-other-job-dir", "background-bash-sleep",
+                      "background-python-daemon", "file-size-rlimit-bash", "fault-syntax-error"}
 
 # What a cell of these cases ends as: a crash of the interpreter loses the session.
 SESSION_WANT = {"fault-exception": ("error_exit",), "fault-bash-exit-3": ("error_exit",),
                 "fault-sigsegv": ("signalled",), "fault-real-segfault": ("signalled",),
                 "bomb-memory": ("memory_limit",), "bomb-fork-python": ("timeout", "error_exit", "signalled", "ok"),
-                "bomb-fork-bash": ("timeout", "error_exit", "ok")}
+                "bomb-fork-bash": ("timeout", "error_exit", "ok"),
+                "background-bash-sleep": ("ok",), "background-python-daemon": ("ok",),
+                "file-size-rlimit-bash": ("error_exit",), "fault-syntax-error": ("error_exit",)}
 
 
 @pytest.fixture(scope="module")

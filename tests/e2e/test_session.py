@@ -47,7 +47,8 @@ def test_ready_info_and_close(zygote):
     s = session(zygote, "--timeout", "30", "--memory", "512M", "--idle-timeout", "5m")
     info = s.ready["session"]
     assert info["limits"]["wall_seconds"] == 30 and info["limits"]["memory_bytes"] == 512 << 20
-    assert info["idle_seconds"] == 300 and info["lifetime_seconds"] == 12 * 3600
+    assert info["idle_timeout"] == 300 and info["lifetime"] == 12 * 3600
+    assert info["started_at"].endswith("Z") and info["cells_waiting"] == 0
     assert info["language"] == "python" and info["cells"] == 0 and info["busy"] is False
     ev = s.request("info")
     assert ev["event"] == "info" and ev["session"]["cells"] == 0
@@ -120,6 +121,7 @@ def test_bad_requests_name_the_member(zygote):
             (json.dumps({"op": "get", "id": 11, "name": "missing.txt"}).encode() + b"\n", "/name",
              "unreadable_input"),
             (json.dumps({"op": "info", "id": [1]}).encode() + b"\n", "/id", "usage"),
+            (json.dumps({"op": "close", "id": 12, "now": True}).encode() + b"\n", "/now", "usage"),
         ]
         for line, pointer, code in cases:
             s.send_raw(line)
@@ -321,7 +323,7 @@ def test_inputs_and_request_file(zygote, tmp_path):
            "limits": {"wall_seconds": 15}, "idle_timeout": 600, "language": "python"}
     (tmp_path / "req.json").write_text(json.dumps(req))
     with session(zygote, "--request", str(tmp_path / "req.json")) as s:
-        assert s.ready["session"]["limits"]["wall_seconds"] == 15 and s.ready["session"]["idle_seconds"] == 600
+        assert s.ready["session"]["limits"]["wall_seconds"] == 15 and s.ready["session"]["idle_timeout"] == 600
         rec = cell_ok(s.execute("import pandas as pd\nprint(pd.read_csv('sales.csv').x.sum())")[0])
         assert stdout(rec) == "3\n"
     bad = tmp_path / "bad.json"
@@ -632,3 +634,13 @@ def test_sigkill_of_kiln_session_leaves_nothing_running(zygote):
     with session(zygote) as t:
         cell_ok(t.execute("pass")[0])
     assert not _session_cgroups(pid), _session_cgroups(pid)
+
+
+def test_files_over_the_caps_are_listed_as_refused(zygote):
+    with session(zygote, "--max-files", "2", "--max-file-bytes", "1K") as s:
+        rec = cell_ok(s.execute("for n in 'abc':\n    open(n, 'w').write(n)\nopen('big', 'wb').write(b'x' * 4096)")[0])
+        assert [f["name"] for f in rec["files"]] == ["a", "b"], rec["files"]
+        reasons = {r["name"]: r["reason"] for r in rec["refused"]}
+        assert reasons == {"big": "file over the per-file limit", "c": "over the file count limit"}, rec
+        ev = s.request("files")
+        assert [f["name"] for f in ev["files"]] == ["a", "b"] and len(ev["refused"]) == 2
