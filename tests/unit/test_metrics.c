@@ -30,7 +30,7 @@ static kiln_metrics *make(void)
 static char *text_of(kiln_metrics *m, uint64_t stored, unsigned running, unsigned queued)
 {
     size_t len = 0;
-    char *t = kiln_metrics_text(m, stored, running, queued, 0, 0, &len);
+    char *t = kiln_metrics_text(m, stored, running, queued, 0, 0, 0, &len);
     assert_non_null(t);
     assert_int_equal(strlen(t), len);
     return t;
