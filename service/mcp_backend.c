@@ -61,8 +61,8 @@ static kiln_status be_execute(void *ctx, const char *tenant, const char *session
                               const json_t *request, kiln_mcp_event_fn on_event, void *arg,
                               json_t **record, kiln_error *err)
 {
-    kiln_status st =
-        kiln_sessions_execute(ctx, tenant, session_id, request, on_event, arg, record, err);
+    kiln_status st = kiln_sessions_execute(ctx, tenant, session_id, request, on_event, arg,
+                                           record, err);
     if (st == KILN_E_OK)
         link_documents(*record);
     return st;
@@ -74,15 +74,14 @@ static kiln_status be_interrupt(void *ctx, const char *tenant, const char *sessi
     return kiln_sessions_interrupt(ctx, tenant, session_id, err);
 }
 
-static kiln_status be_files(void *ctx, const char *tenant, const char *session_id,
-                            json_t **files, kiln_error *err)
+static kiln_status be_files(void *ctx, const char *tenant, const char *session_id, json_t **files,
+                            kiln_error *err)
 {
     return kiln_sessions_files(ctx, tenant, session_id, files, err);
 }
 
-static kiln_status be_put(void *ctx, const char *tenant, const char *session_id,
-                          const char *name, const void *data, size_t len, json_t **file,
-                          kiln_error *err)
+static kiln_status be_put(void *ctx, const char *tenant, const char *session_id, const char *name,
+                          const void *data, size_t len, json_t **file, kiln_error *err)
 {
     return kiln_sessions_put(ctx, tenant, session_id, name, data, len, file, err);
 }
@@ -92,10 +91,21 @@ static void be_close(void *ctx, const char *tenant, const char *session_id)
     kiln_sessions_close(ctx, tenant, session_id);
 }
 
+/* The format label of a render, bounded to the known ones. */
+static const char *format_label(const json_t *request)
+{
+    static const char *const known[] = {"xlsx", "docx", "pptx", "pdf"};
+    const char *f = json_string_value(json_object_get(request, "format"));
+    for (size_t i = 0; f && i < sizeof known / sizeof known[0]; i++)
+        if (strcmp(f, known[i]) == 0)
+            return known[i];
+    return "other";
+}
+
 /* A render as POST /v1/render does it (no inputs: a tool's spec names no
  * uploads), its reply turned into the backend's shapes. */
-static kiln_status be_render(void *ctx, const char *tenant, const json_t *request,
-                             json_t **file, json_t **warnings, json_t **errors, kiln_error *err)
+static kiln_status be_render(void *ctx, const char *tenant, const json_t *request, json_t **file,
+                             json_t **warnings, json_t **errors, kiln_error *err)
 {
     kiln_server *srv = ctx;
     *file = *warnings = *errors = NULL;
@@ -112,10 +122,7 @@ static kiln_status be_render(void *ctx, const char *tenant, const json_t *reques
     memset(&reply, 0, sizeof reply);
     kiln_api_render(&srv->api, tenant, rq, &reply);
     json_decref(rq);
-    kiln_metrics_render(srv->metrics,
-                        json_string_value(json_object_get(request, "format"))
-                            ? json_string_value(json_object_get(request, "format"))
-                            : "other",
+    kiln_metrics_render(srv->metrics, format_label(request),
                         reply.status == 201 ? "ok" : "error");
     kiln_status st = KILN_E_OK;
     if (reply.status == 201 && json_is_object(reply.body)) {

@@ -64,9 +64,9 @@ typedef struct mcp_sess {
     char id[SESSION_ID_LEN + 1];
     char tenant[KILN_AUTH_TENANT_MAX + 1];
     kiln_mcp_conn *conn;
-    int refs;          /* the table's while listed, and one per request using it */
-    double used_mono;  /* the end of its last request (CLOCK_MONOTONIC) */
-    int busy;          /* requests using it now */
+    int refs;         /* the table's while listed, and one per request using it */
+    double used_mono; /* the end of its last request (CLOCK_MONOTONIC) */
+    int busy;         /* requests using it now */
 } mcp_sess;
 
 /* The stateless connection of a tenant's modern requests. */
@@ -120,8 +120,8 @@ struct http_call {
     int fd;
     int cancelled;
     /* the reply */
-    int done;       /* the worker's kiln_mcp_handle returned */
-    char *reply;    /* the response message as text, until sent as JSON */
+    int done;    /* the worker's kiln_mcp_handle returned */
+    char *reply; /* the response message as text, until sent as JSON */
     size_t reply_len;
     int reply_code; /* its JSON-RPC error code, 0 for a result */
     int answered;   /* a response was sent (JSON or on the stream) */
@@ -145,9 +145,10 @@ static double mono_now(void)
 static enum MHD_Result queue_text(kiln_req *req, int status, char *text, size_t len,
                                   const char *type, const char *session_id)
 {
-    struct MHD_Response *resp =
-        text ? MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE)
-             : MHD_create_response_from_buffer(0, "", MHD_RESPMEM_PERSISTENT);
+    struct MHD_Response *resp = text ? MHD_create_response_from_buffer(len, text,
+                                                                       MHD_RESPMEM_MUST_FREE)
+                                     : MHD_create_response_from_buffer(0, "",
+                                                                       MHD_RESPMEM_PERSISTENT);
     if (!resp) {
         free(text);
         return MHD_NO;
@@ -690,8 +691,8 @@ static const char *modern_headers_bad(kiln_req *req, const json_t *msg, const ch
                                                                  : NULL;
     if (!member)
         return NULL;
-    const char *body_name =
-        json_string_value(json_object_get(json_object_get(msg, "params"), member));
+    const char *body_name = json_string_value(
+        json_object_get(json_object_get(msg, "params"), member));
     const char *mn = http_header(req, "Mcp-Name");
     if (!mn) {
         snprintf(why, cap, "Header mismatch: the Mcp-Name header is required for %s", method);
@@ -832,8 +833,9 @@ static enum MHD_Result call_reply(kiln_req *req, http_call *c)
         c->stream_queued = 1;
         c->refs++; /* the response's */
         pthread_mutex_unlock(&c->lock);
-        struct MHD_Response *resp = MHD_create_response_from_callback(
-            MHD_SIZE_UNKNOWN, 64 * 1024, stream_read, c, stream_free);
+        struct MHD_Response *resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 64 * 1024,
+                                                                      stream_read, c,
+                                                                      stream_free);
         if (!resp) {
             call_unref(c);
             return MHD_NO;
@@ -867,8 +869,8 @@ static enum MHD_Result call_reply(kiln_req *req, http_call *c)
         /* Cancelled by the client's notifications/cancelled (or its
          * session ended under it): a cancelled request is not answered,
          * so its reply is a stream that ends with nothing in it. */
-        struct MHD_Response *resp =
-            MHD_create_response_from_buffer(0, "", MHD_RESPMEM_PERSISTENT);
+        struct MHD_Response *resp = MHD_create_response_from_buffer(0, "",
+                                                                    MHD_RESPMEM_PERSISTENT);
         if (!resp)
             return MHD_NO;
         MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
@@ -917,7 +919,8 @@ static enum MHD_Result open_session(kiln_req *req, const json_t *msg)
                  srv->opt.mcp_sessions_per_tenant);
         return reply_rpc_error(req, MHD_HTTP_TOO_MANY_REQUESTS, json_object_get(msg, "id"),
                                CODE_TRANSPORT, msg_text,
-                               json_pack("{s:i}", "limit", (int)srv->opt.mcp_sessions_per_tenant));
+                               json_pack("{s:i}", "limit",
+                                         (int)srv->opt.mcp_sessions_per_tenant));
     }
     mcp_sess *s = calloc(1, sizeof *s);
     if (s)

@@ -92,8 +92,8 @@ typedef struct kiln_server_options {
     const char *const *mcp_allow_read;
     size_t n_mcp_allow_read;
     unsigned mcp_sessions_per_tenant; /* MCP sessions (Mcp-Session-Id) open at once; 0 = 32 */
-    unsigned mcp_session_idle; /* seconds without a request before one ends; 0 = 30 min */
-    kiln_server_log_fn log;    /* may be NULL: nothing is logged */
+    unsigned mcp_session_idle;        /* seconds without a request before one ends; 0 = 30 min */
+    kiln_server_log_fn log;           /* may be NULL: nothing is logged */
     void *log_arg;
     /* Called once the data directory is this server's (its lock taken),
      * before the keys are read, so a front end can make a first key there

@@ -89,14 +89,14 @@ typedef struct sse_stream {
 typedef struct waiter {
     struct waiter *next;
     wait_kind kind;
-    json_int_t rid;        /* the id of the request line it waits on (0: ready) */
-    kiln_req *req;         /* suspended, answered through req->reply; NULL for SSE */
-    sse_stream *sse;       /* W_CELL as events */
-    struct waiter *parent; /* W_GET of a cell, W_PUT of a create */
-    json_t *record;        /* W_CELL: the cell record while its files are fetched */
-    json_t *entry;         /* W_GET: the record's files[] entry (borrowed) */
-    size_t pending;        /* W_CELL: gets outstanding; W_CREATE: puts outstanding */
-    int failed;            /* W_CREATE: a put failed (reply already sent) */
+    json_int_t rid;          /* the id of the request line it waits on (0: ready) */
+    kiln_req *req;           /* suspended, answered through req->reply; NULL for SSE */
+    sse_stream *sse;         /* W_CELL as events */
+    struct waiter *parent;   /* W_GET of a cell, W_PUT of a create */
+    json_t *record;          /* W_CELL: the cell record while its files are fetched */
+    json_t *entry;           /* W_GET: the record's files[] entry (borrowed) */
+    size_t pending;          /* W_CELL: gets outstanding; W_CREATE: puts outstanding */
+    int failed;              /* W_CREATE: a put failed (reply already sent) */
     struct sync_reply *sync; /* a caller of the internal API waiting (instead of req) */
     struct timespec start;
 } waiter;
@@ -166,8 +166,8 @@ struct sync_reply {
     pthread_mutex_t lock;
     pthread_cond_t cond;
     int done;
-    int status;   /* the HTTP status /v1/sessions would answer */
-    json_t *body; /* ... and its body */
+    int status;     /* the HTTP status /v1/sessions would answer */
+    json_t *body;   /* ... and its body */
     json_t *events; /* a cell's events not yet taken by the caller */
 };
 
@@ -306,8 +306,7 @@ static void waiter_free(waiter *w)
 {
     /* A caller still waiting is never left so: the session ended under it. */
     if (w->sync)
-        sync_complete(w->sync, 410,
-                      kiln_api_error("session_gone", "The session ended.", NULL));
+        sync_complete(w->sync, 410, kiln_api_error("session_gone", "The session ended.", NULL));
     if (w->sse) {
         sse_push(w->sse, NULL, NULL);
         sse_unref(w->sse);
@@ -610,8 +609,8 @@ static void session_dead(kiln_sessions *m, svc_session *s)
         if (w->kind == W_CREATE && !s->ready) {
             *p = w->next;
             reply_to(w, 503,
-                      kiln_api_error("session_unavailable", "The session could not be started.",
-                                     NULL));
+                     kiln_api_error("session_unavailable", "The session could not be started.",
+                                    NULL));
             waiter_free(w);
         } else {
             p = &w->next;
@@ -2073,11 +2072,11 @@ static kiln_status sync_status(int status, const json_t *body, kiln_error *err)
     if (!msg)
         msg = "The session failed to answer.";
     kiln_status code = status == 404 || status == 410 ? KILN_E_GONE
-                       : status == 409               ? KILN_E_BUSY
-                       : status == 413               ? KILN_E_TOO_LARGE
-                       : status == 422               ? KILN_E_USAGE
-                       : status == 429               ? KILN_E_LIMIT
-                                                     : KILN_E_INTERNAL;
+                       : status == 409                ? KILN_E_BUSY
+                       : status == 413                ? KILN_E_TOO_LARGE
+                       : status == 422                ? KILN_E_USAGE
+                       : status == 429                ? KILN_E_LIMIT
+                                                      : KILN_E_INTERNAL;
     return kiln_error_set(err, code, NULL, "%s", msg);
 }
 
@@ -2086,8 +2085,9 @@ static kiln_status sync_status(int status, const json_t *body, kiln_error *err)
 static kiln_status api_ready(const kiln_sessions *m, kiln_error *err)
 {
     if (!m)
-        return kiln_error_set(err, KILN_E_INTERNAL, NULL,
-                              "Sessions are turned off on this server (kiln serve --sessions off).");
+        return kiln_error_set(
+            err, KILN_E_INTERNAL, NULL,
+            "Sessions are turned off on this server (kiln serve --sessions off).");
     if (m->unavailable)
         return kiln_error_set(err, KILN_E_INTERNAL, NULL,
                               "The sandbox for sessions cannot be set up on this server (kiln "
@@ -2289,8 +2289,8 @@ kiln_status kiln_sessions_interrupt(kiln_server *srv, const char *tenant, const 
 /* Send req (stolen; its id rid) to the tenant's session id and wait for
  * the one reply it gets: *body, new. */
 static kiln_status api_request(kiln_server *srv, const char *tenant, const char *id,
-                               wait_kind kind, json_int_t (*make)(kiln_sessions *m, void *arg,
-                                                                  json_t **line),
+                               wait_kind kind,
+                               json_int_t (*make)(kiln_sessions *m, void *arg, json_t **line),
                                void *arg, json_t **body, kiln_error *err)
 {
     kiln_sessions *m = srv->sessions;

@@ -27,7 +27,6 @@ void kiln_sessions_free(struct kiln_server *srv);
 /* Sessions open (a tenant's) and ready in the pool, for /metrics. */
 void kiln_sessions_counts(struct kiln_server *srv, unsigned *open, unsigned *pool);
 
-
 /*
  * The internal API: the same sessions as /v1/sessions, for a caller in the
  * server that is not an HTTP request (the MCP backend, mcp_backend.c).

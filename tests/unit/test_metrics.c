@@ -71,6 +71,8 @@ static void test_empty_has_every_family(void **state)
         {"kiln_store_bytes", "gauge"},
         {"kiln_jobs_running", "gauge"},
         {"kiln_jobs_queued", "gauge"},
+        {"kiln_mcp_requests_total", "counter"},
+        {"kiln_mcp_sessions_open", "gauge"},
     };
     for (size_t i = 0; i < sizeof families / sizeof families[0]; i++) {
         char help[128], type[128];
