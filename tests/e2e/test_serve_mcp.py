@@ -662,3 +662,27 @@ def test_settings_are_checked(tmp_path):
                  "--mcp-allow-read", str(tmp_path / "nowhere"),
                  env={"KILN_API_KEYS": "a:K", "KILN_SESSIONS": "off"})
     assert p.returncode == 2 and "nowhere" in p.stderr.decode(), p
+
+
+def test_serve_md_walk_through(srv, tmp_path):
+    """docs/serve.md's MCP curl commands, run as written (bash -e: a failing command fails
+    the test) against this module's server, its address put for 127.0.0.1:8080 and its key
+    in kiln-data/api-key."""
+    need_root()
+    import os
+    import subprocess
+    from serve_helpers import REPO
+    text = (REPO / "docs" / "serve.md").read_text(encoding="utf-8")
+    blocks = [b for b in re.findall(r"```sh\n(.*?)```", text, re.S) if "Mcp-Session-Id" in b]
+    assert len(blocks) == 1, blocks
+    (tmp_path / "kiln-data").mkdir()
+    (tmp_path / "kiln-data" / "api-key").write_text("KEY1\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KILN_")}
+    p = subprocess.run(["bash", "-euo", "pipefail", "-c",
+                        blocks[0].replace("127.0.0.1:8080", srv.host)],
+                       cwd=tmp_path, env=env, capture_output=True, timeout=300)
+    out = p.stdout.decode()
+    assert p.returncode == 0, "exit %d\n%s\n%s" % (p.returncode, out[-3000:], p.stderr.decode()[-2000:])
+    assert "execute_code" in out and "notifications/progress" in out, out[-3000:]
+    assert '"text":"42\\n"' in out or "42\\n" in out, out[-3000:]
+    assert (tmp_path / "mcp-hi.xlsx").read_bytes()[:2] == b"PK"
