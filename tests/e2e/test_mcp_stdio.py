@@ -374,3 +374,22 @@ def test_end_of_input_closes_sessions(host):
     assert m.close() == 0
     children = subprocess.run(["pgrep", "-P", str(m.p.pid)], capture_output=True, text=True)
     assert children.stdout.strip() == ""
+
+
+def test_docs_command_and_config_snippet(tmp_path):
+    """docs/mcp.md's command line, exactly as written (HOME a scratch directory
+    holding the data folder it names), ends at the end of its input; its config
+    snippet is JSON that names `kiln mcp`."""
+    import re
+    doc = (KILN_BIN.parents[1] / "docs" / "mcp.md").read_text()
+    line = re.search(r"```sh\n(kiln mcp [^\n]*)\n```", doc).group(1)
+    (tmp_path / "data").mkdir()
+    env = dict(os.environ, HOME=str(tmp_path), PATH="%s:%s" % (KILN_BIN.parent, os.environ["PATH"]))
+    p = subprocess.run(["bash", "-c", line], stdin=subprocess.DEVNULL, capture_output=True,
+                       env=env, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == b""
+    assert (tmp_path / "kiln-out").is_dir()
+    snippet = re.search(r"```json\n(\{\"mcpServers\".*?)\n```", doc, re.S).group(1)
+    cfg = json.loads(snippet)["mcpServers"]["kiln"]
+    assert cfg["args"][0] == "mcp"
