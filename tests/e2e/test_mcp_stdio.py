@@ -18,7 +18,7 @@ import zipfile
 
 import pytest
 
-from conftest import KILN_BIN, SANITIZED
+from conftest import KILN_BIN, REPO, SANITIZED
 
 MODERN = "2026-07-28"
 META = {"io.modelcontextprotocol/protocolVersion": MODERN,
@@ -35,7 +35,12 @@ class Mcp:
         self.bad = []
         self.next_id = 100
         threading.Thread(target=self._read, daemon=True).start()
-        threading.Thread(target=self.p.stderr.read, daemon=True).start()
+        self.stderr = b""
+        threading.Thread(target=self._read_stderr, daemon=True).start()
+
+    def _read_stderr(self):
+        for chunk in iter(lambda: self.p.stderr.read1(65536), b""):
+            self.stderr += chunk
 
     def _read(self):
         for line in self.p.stdout:
@@ -88,6 +93,9 @@ class Mcp:
         self.p.stdin.close()
         rc = self.p.wait(timeout=60)
         assert not self.bad, self.bad
+        # under ASan a report (a leak at exit) is on stderr with a non-zero status
+        assert b"ERROR: AddressSanitizer" not in self.stderr, self.stderr.decode(errors="replace")
+        assert b"runtime error:" not in self.stderr, self.stderr.decode(errors="replace")
         return rc
 
 
@@ -381,7 +389,7 @@ def test_docs_command_and_config_snippet(tmp_path):
     holding the data folder it names), ends at the end of its input; its config
     snippet is JSON that names `kiln mcp`."""
     import re
-    doc = (KILN_BIN.parents[1] / "docs" / "mcp.md").read_text()
+    doc = (REPO / "docs" / "mcp.md").read_text()
     line = re.search(r"```sh\n(kiln mcp [^\n]*)\n```", doc).group(1)
     (tmp_path / "data").mkdir()
     env = dict(os.environ, HOME=str(tmp_path), PATH="%s:%s" % (KILN_BIN.parent, os.environ["PATH"]))
