@@ -401,3 +401,20 @@ def test_docs_command_and_config_snippet(tmp_path):
     snippet = re.search(r"```json\n(\{\"mcpServers\".*?)\n```", doc, re.S).group(1)
     cfg = json.loads(snippet)["mcpServers"]["kiln"]
     assert cfg["args"][0] == "mcp"
+
+
+def test_document_saved_by_a_cell_is_a_link(mcp, host):
+    r = mcp.call("execute_code", {"code": (
+        "import kiln, pandas as pd\n"
+        "wb = kiln.Workbook()\nwb.sheet(pd.DataFrame({'n': [1, 2, 3]}), 'Nums')\n"
+        "wb.save('nums.xlsx')\n")})["result"]
+    assert r["isError"] is False, text_of(r)
+    links = [c for c in r["content"] if c["type"] == "resource_link"]
+    assert [l["name"] for l in links] == ["nums.xlsx"]
+    assert "document nums.xlsx" in text_of(r)
+    doc = r["structuredContent"]["documents"][0]
+    assert doc["ok"] is True and doc["uri"] == links[0]["uri"]
+    data = base64.b64decode(mcp.request("resources/read", {"uri": links[0]["uri"]})
+                            ["result"]["contents"][0]["blob"])
+    assert zipfile.ZipFile(io.BytesIO(data)).testzip() is None
+    assert data == (host / "out" / "nums.xlsx").read_bytes()
