@@ -141,6 +141,29 @@ static double mono_now(void)
 
 /* ---- replies ---- */
 
+static int origin_allowed(const kiln_server *srv, const char *origin)
+{
+    if (!origin)
+        return 1; /* not a browser's request: nothing to rebind */
+    for (size_t i = 0; i < srv->opt.n_mcp_allow_origins; i++)
+        if (strcmp(origin, srv->opt.mcp_allow_origins[i]) == 0)
+            return 1;
+    return 0;
+}
+
+/* A browser's request from an allowed Origin may read the reply (CORS):
+ * the origin echoed, and the headers a client needs exposed. */
+static void cors_headers(kiln_req *req, struct MHD_Response *resp)
+{
+    const char *origin = http_header(req, "Origin");
+    if (!origin || !origin_allowed(req->srv, origin))
+        return;
+    MHD_add_response_header(resp, "Access-Control-Allow-Origin", origin);
+    MHD_add_response_header(resp, "Access-Control-Expose-Headers",
+                            "Mcp-Session-Id, WWW-Authenticate");
+    MHD_add_response_header(resp, "Vary", "Origin");
+}
+
 /* A reply of this file's: text (MUST_FREE'd) with the common headers. */
 static enum MHD_Result queue_text(kiln_req *req, int status, char *text, size_t len,
                                   const char *type, const char *session_id)
@@ -162,6 +185,7 @@ static enum MHD_Result queue_text(kiln_req *req, int status, char *text, size_t 
         MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer realm=\"kiln\"");
     if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
         MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, "POST, DELETE");
+    cors_headers(req, resp);
     return http_queue(req, status, resp, text ? len : 0);
 }
 
@@ -623,16 +647,6 @@ static int accepts(const char *accept, const char *type)
     return accept && strcasestr(accept, type) != NULL;
 }
 
-static int origin_allowed(const kiln_server *srv, const char *origin)
-{
-    if (!origin)
-        return 1; /* not a browser's request: nothing to rebind */
-    for (size_t i = 0; i < srv->opt.n_mcp_allow_origins; i++)
-        if (strcmp(origin, srv->opt.mcp_allow_origins[i]) == 0)
-            return 1;
-    return 0;
-}
-
 /* An Mcp-Name value as its text: itself, or the Base64 of the UTF-8 in
  * =?base64?...?= (streamable-http.mdx, "Value Encoding"). malloc'd, or
  * NULL when the encoding is broken. */
@@ -751,6 +765,24 @@ enum MHD_Result mcp_http_begin(kiln_req *req, int authed)
                                "Forbidden: this Origin is not allowed (kiln serve "
                                "--mcp-allow-origin)",
                                NULL);
+    const char *origin = http_header(req, "Origin");
+    if (strcmp(req->method, "OPTIONS") == 0 && origin &&
+        http_header(req, "Access-Control-Request-Method")) {
+        /* A browser's preflight, from an allowed Origin (checked above):
+         * it carries no key, and asks only which requests may follow. */
+        struct MHD_Response *resp = MHD_create_response_from_buffer(0, "",
+                                                                    MHD_RESPMEM_PERSISTENT);
+        if (!resp)
+            return MHD_NO;
+        MHD_add_response_header(resp, "Access-Control-Allow-Methods", "POST, DELETE");
+        MHD_add_response_header(resp, "Access-Control-Allow-Headers",
+                                "Authorization, Content-Type, Accept, Mcp-Session-Id, "
+                                "MCP-Protocol-Version, Mcp-Method, Mcp-Name, Last-Event-ID");
+        MHD_add_response_header(resp, "Access-Control-Max-Age", "600");
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+        cors_headers(req, resp);
+        return http_queue(req, MHD_HTTP_NO_CONTENT, resp, 0);
+    }
     if (!authed)
         return reply_rpc_error(req, MHD_HTTP_UNAUTHORIZED, NULL, CODE_TRANSPORT,
                                "Unauthorized: a valid API key is required (Authorization: Bearer "
@@ -843,6 +875,7 @@ static enum MHD_Result call_reply(kiln_req *req, http_call *c)
         MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
         MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
         MHD_add_response_header(resp, "X-Accel-Buffering", "no");
+        cors_headers(req, resp);
         return http_queue(req, MHD_HTTP_OK, resp, 0);
     }
     if (!c->done) {
@@ -875,6 +908,7 @@ static enum MHD_Result call_reply(kiln_req *req, http_call *c)
             return MHD_NO;
         MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
         MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+        cors_headers(req, resp);
         return http_queue(req, MHD_HTTP_OK, resp, 0);
     }
     return queue_text(req, reply_status(c->modern, code), text, len, "application/json", NULL);

@@ -12,15 +12,16 @@ import base64
 import hashlib
 import io
 import json
+import os
 import re
 import socket
-import threading
+import subprocess
 import time
 
 import pytest
 
-from conftest import SANITIZED, external_reader
-from serve_helpers import need_root, request_on, rst_close, serve_factory  # noqa: F401
+from conftest import KILN_BIN, REPO, external_reader, run_kiln
+from serve_helpers import need_root, rst_close, serve_factory  # noqa: F401
 
 ACCEPT = "application/json, text/event-stream"
 MODERN = "2026-07-28"
@@ -239,6 +240,25 @@ def test_legacy_session_end_to_end(srv):
     wb = openpyxl.load_workbook(io.BytesIO(data))
     assert [[c.value for c in row] for row in wb["Sales"].iter_rows()] == \
         [["Region", "Sales"], ["North", 10.25], ["South", 32]]
+
+
+def test_document_saved_by_a_cell_is_a_link(srv):
+    need_root()
+    m = Legacy(srv)
+    r, _ = m.call("execute_code", {"code": (
+        "import kiln\nwb = kiln.Workbook()\nwb.sheet({'n': [1, 2, 3]}, 'Nums')\n"
+        "wb.save('nums.xlsx')\n")})
+    assert r["isError"] is False, r
+    doc = r["structuredContent"]["documents"][0]
+    links = [c for c in r["content"] if c["type"] == "resource_link"]
+    assert doc["ok"] is True and doc["uri"] in {l["uri"] for l in links}, r
+    # the document is a stored file of the tenant (source document), read back whole
+    fid = doc["uri"].rsplit("/", 1)[1]
+    meta = srv.request("GET", "/v1/files/" + fid).json
+    assert meta["source"] == "document" and meta["filename"] == "nums.xlsx", meta
+    resp, _, _ = m.request("resources/read", {"uri": doc["uri"]})
+    assert base64.b64decode(resp["result"]["contents"][0]["blob"]) == srv.download(fid)
+    assert m.delete().status == 204
 
 
 def test_legacy_2025_06_18_and_version_header(srv):
@@ -531,6 +551,25 @@ def test_origin_is_checked(srv):
     r = srv.request("DELETE", "/mcp", headers={"Mcp-Session-Id": "0" * 32,
                                               "Origin": "http://evil.example"})
     rpc_error(r, 403, -32000)
+    # a browser on an allowed origin: its preflight (no key), and replies it may read
+    r = srv.request("OPTIONS", "/mcp", key=None, headers={
+        "Origin": ORIGIN, "Access-Control-Request-Method": "POST",
+        "Access-Control-Request-Headers": "authorization, content-type, mcp-session-id"})
+    assert r.status == 204 and r.getheader("Access-Control-Allow-Origin") == ORIGIN, r
+    allowed = r.getheader("Access-Control-Allow-Headers").lower()
+    assert all(h in allowed for h in ("authorization", "mcp-session-id", "mcp-protocol-version"))
+    r = srv.request("OPTIONS", "/mcp", key=None, headers={
+        "Origin": "http://evil.example", "Access-Control-Request-Method": "POST"})
+    rpc_error(r, 403, -32000)
+    assert r.getheader("Access-Control-Allow-Origin") is None, r
+    r = post_raw(srv, json.dumps(INIT), {"Origin": ORIGIN})
+    assert r.getheader("Access-Control-Allow-Origin") == ORIGIN, r
+    assert "Mcp-Session-Id" in r.getheader("Access-Control-Expose-Headers"), r
+    srv.request("DELETE", "/mcp", headers={"Mcp-Session-Id": r.getheader("Mcp-Session-Id")})
+    # no Origin, no CORS headers
+    r = post_raw(srv, json.dumps(INIT))
+    assert r.getheader("Access-Control-Allow-Origin") is None, r
+    srv.request("DELETE", "/mcp", headers={"Mcp-Session-Id": r.getheader("Mcp-Session-Id")})
 
 
 def test_key_is_required(srv):
@@ -652,7 +691,6 @@ def test_mcp_off(serve_factory):
 
 
 def test_settings_are_checked(tmp_path):
-    from conftest import run_kiln
     p = run_kiln("serve", "--data-dir", str(tmp_path / "d"), "--mcp-allow-origin",
                  "localhost:3000")
     assert p.returncode == 2 and "--mcp-allow-origin" in p.stderr.decode(), p
@@ -669,9 +707,6 @@ def test_serve_md_walk_through(srv, tmp_path):
     the test) against this module's server, its address put for 127.0.0.1:8080 and its key
     in kiln-data/api-key."""
     need_root()
-    import os
-    import subprocess
-    from serve_helpers import REPO
     text = (REPO / "docs" / "serve.md").read_text(encoding="utf-8")
     blocks = [b for b in re.findall(r"```sh\n(.*?)```", text, re.S) if "Mcp-Session-Id" in b]
     assert len(blocks) == 1, blocks
@@ -686,3 +721,51 @@ def test_serve_md_walk_through(srv, tmp_path):
     assert "execute_code" in out and "notifications/progress" in out, out[-3000:]
     assert '"text":"42\\n"' in out or "42\\n" in out, out[-3000:]
     assert (tmp_path / "mcp-hi.xlsx").read_bytes()[:2] == b"PK"
+
+
+def test_mcp_md_host_config_connects(srv):
+    """docs/mcp.md's HTTP configuration, used as a host would: its URL (this server's
+    address put for 127.0.0.1:8080) and its headers (${KILN_API_KEY} the key)."""
+    text = (REPO / "docs" / "mcp.md").read_text(encoding="utf-8")
+    http = text[text.index("## HTTP (kiln serve)"):]
+    snippet = re.search(r"```json\n(\{\"mcpServers\".*?)\n```", http, re.S).group(1)
+    cfg = json.loads(snippet)["mcpServers"]["kiln"]
+    assert cfg["type"] == "http" and cfg["url"] == "http://127.0.0.1:8080/mcp", cfg
+    headers = {k: v.replace("${KILN_API_KEY}", "KEY1") for k, v in cfg["headers"].items()}
+    headers.update({"Accept": ACCEPT, "Content-Type": "application/json"})
+    r = srv.request("POST", cfg["url"].split("127.0.0.1:8080", 1)[1], body=json.dumps(INIT),
+                    headers=headers, key=None)
+    assert r.status == 200 and SID_RE.match(r.getheader("Mcp-Session-Id")), r
+    d = srv.request("DELETE", "/mcp", headers={"Mcp-Session-Id": r.getheader("Mcp-Session-Id")})
+    assert d.status == 204, d
+
+
+def test_mcp_md_serve_line(tmp_path):
+    """docs/mcp.md's `kiln serve` line, exactly as written (HOME a scratch directory holding
+    the folder it names; KILN_LISTEN any free port, so it meets no other server): it starts
+    (a first key made in ./kiln-data), serves /mcp, and stops on SIGTERM."""
+    import signal
+    text = (REPO / "docs" / "mcp.md").read_text(encoding="utf-8")
+    line = re.search(r"```sh\n(kiln serve [^\n]*)\n```", text).group(1)
+    (tmp_path / "data").mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KILN_")}
+    env.update(HOME=str(tmp_path), PATH="%s:%s" % (KILN_BIN.parent, os.environ["PATH"]),
+               KILN_LISTEN="127.0.0.1:0", KILN_SESSIONS="off")
+    p = subprocess.Popen(["bash", "-c", "exec " + line], cwd=tmp_path, env=env,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        first = json.loads(p.stdout.readline())
+        assert first["event"] == "listening", first
+        key = (tmp_path / "kiln-data" / "api-key").read_text().strip()
+        import http.client
+        c = http.client.HTTPConnection("127.0.0.1", first["port"], timeout=30)
+        c.request("POST", "/mcp", body=json.dumps(INIT),
+                  headers={"Authorization": "Bearer " + key, "Accept": ACCEPT,
+                           "Content-Type": "application/json"})
+        r = c.getresponse()
+        assert r.status == 200 and SID_RE.match(r.getheader("Mcp-Session-Id") or ""), r.read()
+        c.close()
+    finally:
+        p.send_signal(signal.SIGTERM)
+        rc = p.wait(60)
+    assert rc == 0, p.stderr.read()
