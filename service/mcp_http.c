@@ -118,7 +118,8 @@ struct http_call {
     /* watched (h->lock) */
     int watched;
     int fd;
-    int cancelled;
+    int cancelled; /* kiln_mcp_cancel was called for it */
+    int gone;      /* ... because its client went away (nobody to answer) */
     /* the reply */
     int done;    /* the worker's kiln_mcp_handle returned */
     char *reply; /* the response message as text, until sent as JSON */
@@ -583,7 +584,7 @@ static void *watch_main(void *arg)
                 c = c->next;
             if (!c || c->fd != fds[i].fd || c->cancelled)
                 continue;
-            c->cancelled = 1;
+            c->cancelled = c->gone = 1;
             kiln_mcp_cancel(c->conn, json_object_get(c->msg, "id"));
         }
         if (mono_now() >= next_sweep) {
@@ -887,13 +888,13 @@ static enum MHD_Result call_reply(kiln_req *req, http_call *c)
     }
     char *text = c->reply;
     size_t len = c->reply_len;
-    int code = c->reply_code, cancelled = 0;
+    int code = c->reply_code, gone = 0;
     c->reply = NULL;
     pthread_mutex_unlock(&c->lock);
     pthread_mutex_lock(&c->h->lock);
-    cancelled = c->cancelled;
+    gone = c->gone;
     pthread_mutex_unlock(&c->h->lock);
-    if (!text && cancelled) {
+    if (!text && gone) {
         /* Its client left: close rather than answer. */
         req->client_gone = 1;
         return MHD_NO;
@@ -979,12 +980,26 @@ static enum MHD_Result open_session(kiln_req *req, const json_t *msg)
             return http_internal(req, "initialize was not answered");
         return queue_text(req, MHD_HTTP_OK, text, strlen(text), "application/json", NULL);
     }
+    /* Counted again as it is listed: another initialize may have come
+     * meanwhile. */
     pthread_mutex_lock(&h->lock);
-    s->refs = 1;
-    s->used_mono = mono_now();
-    s->next = h->sessions;
-    h->sessions = s;
+    int full = sess_count(h, req->tenant) >= srv->opt.mcp_sessions_per_tenant;
+    if (!full) {
+        s->refs = 1;
+        s->used_mono = mono_now();
+        s->next = h->sessions;
+        h->sessions = s;
+    }
     pthread_mutex_unlock(&h->lock);
+    if (full) {
+        kiln_mcp_conn_free(s->conn);
+        free(s);
+        free(text);
+        return reply_rpc_error(req, MHD_HTTP_TOO_MANY_REQUESTS, json_object_get(msg, "id"),
+                               CODE_TRANSPORT, "Too many MCP sessions of this tenant",
+                               json_pack("{s:i}", "limit",
+                                         (int)srv->opt.mcp_sessions_per_tenant));
+    }
     http_event(srv, "mcp_session_opened",
                json_pack("{s:s, s:s, s:s}", "mcp_session", s->id, "tenant", s->tenant,
                          "protocol_version",
@@ -1037,10 +1052,12 @@ static enum MHD_Result serve(kiln_req *req, http_call *c)
     req->job = JOB_WAITING;
     MHD_suspend_connection(req->conn);
     pthread_mutex_unlock(&c->lock);
+    /* The pool goes away under the lock at the stop (mcp_http_stop). */
     pthread_mutex_lock(&h->lock);
     watch_add(h, c, req->conn);
+    int rc = h->pool && !atomic_load(&h->stopping) ? kiln_jobs_submit(h->pool, call_run, c) : -1;
     pthread_mutex_unlock(&h->lock);
-    if (kiln_jobs_submit(h->pool, call_run, c) != 0) {
+    if (rc != 0) {
         /* The pool is full (or stopping): answered as a stop's queued
          * request is, with the reason. */
         watch_remove(h, c);
@@ -1231,7 +1248,7 @@ void mcp_http_completed(kiln_req *req)
      * was read): its request is cancelled, as one whose socket the
      * watcher saw close. */
     if (unanswered && c->watched && !c->cancelled) {
-        c->cancelled = 1;
+        c->cancelled = c->gone = 1;
         kiln_mcp_cancel(c->conn, json_object_get(c->msg, "id"));
     }
     pthread_mutex_unlock(&c->h->lock);
@@ -1292,10 +1309,12 @@ void mcp_http_stop(kiln_server *srv)
     atomic_store(&h->stopping, 1);
     /* The sessions have stopped (kiln_server_stop), so no worker waits on
      * a cell any more: queued requests answer 500, running ones end. */
-    if (h->pool) {
-        kiln_jobs_shutdown(h->pool, call_cancel);
-        h->pool = NULL;
-    }
+    pthread_mutex_lock(&h->lock);
+    kiln_jobs *pool = h->pool;
+    h->pool = NULL;
+    pthread_mutex_unlock(&h->lock);
+    if (pool)
+        kiln_jobs_shutdown(pool, call_cancel);
     if (h->watcher_started) {
         pthread_mutex_lock(&h->lock);
         h->quit = 1;

@@ -400,6 +400,20 @@ class StreamedCall:
                 return self.data
 
 
+def dechunk(raw):
+    """The body of a raw HTTP/1.1 chunked response (headers and all)."""
+    head, _, rest = raw.partition(b"\r\n\r\n")
+    assert b"transfer-encoding: chunked" in head.lower(), head
+    out = b""
+    while rest:
+        size_line, _, rest = rest.partition(b"\r\n")
+        n = int(size_line.split(b";")[0], 16)
+        if n == 0:
+            break
+        out, rest = out + rest[:n], rest[n + 2:]
+    return out
+
+
 LONG_CELL = "import time\nprint('running', flush=True)\nfor i in range(600): time.sleep(0.1)\ndone = 1"
 
 
@@ -419,10 +433,33 @@ def test_cancelled_notification_interrupts_the_cell(srv):
     # the stream ends with no response to the cancelled request
     body = st.rest()
     st.sock.close()
-    assert b'"id":%d' % rid not in body, body
+    assert not [x for x in sse_messages(dechunk(body)) if x.get("id") == rid], body
     r, _ = m.call("execute_code", {"code": "print('done' in dir(), kept)"})
     assert "False yes" in text_of(r), r
     assert m.delete().status == 204
+
+
+def test_delete_under_a_running_cell(srv):
+    need_root()
+    m = Legacy(srv)
+    r, _ = m.call("execute_code", {"code": "1"})
+    ksid = r["structuredContent"]["session_id"]
+    rid = m.rid()
+    st = StreamedCall(srv, m.headers(), {"jsonrpc": "2.0", "id": rid, "method": "tools/call",
+                                         "params": {"name": "execute_code",
+                                                    "arguments": {"code": LONG_CELL},
+                                                    "_meta": {"progressToken": 1}}})
+    st.until(b'"message":"started"')
+    assert m.delete().status == 204
+    # the running request is cancelled: its stream ends without a response
+    body = st.rest()
+    st.sock.close()
+    assert not [x for x in sse_messages(dechunk(body)) if x.get("id") == rid], body
+    # its Kiln session closes once the request has let go of the MCP session (just after
+    # the stream's end reached the client)
+    r = wait_for(lambda: (lambda r: r if r.status == 410 else None)(
+        srv.request("GET", "/v1/sessions/" + ksid)), what="the Kiln session closed")
+    assert r.json["error"]["details"]["session"]["reason"] == "closed", r
 
 
 def test_client_going_away_interrupts_the_cell(srv):
@@ -637,9 +674,9 @@ def test_metrics_and_access_log(srv):
     assert metric(srv, "kiln_mcp_sessions_open") >= 1
     assert metric(srv, "kiln_http_requests_total", route="/mcp", method="POST", status="200") >= 2
     assert m.delete().status == 204
-    ev = [x for x in srv.log() if x.get("event") == "mcp_session_ended"
-          and x.get("mcp_session") == m.sid]
-    assert ev and ev[0]["reason"] == "deleted", ev
+    ev = wait_for(lambda: [x for x in srv.log() if x.get("event") == "mcp_session_ended"
+                           and x.get("mcp_session") == m.sid], what="the mcp_session_ended event")
+    assert ev[0]["reason"] == "deleted", ev
 
 
 # --------------------------------------------------------------------------- limits, settings
@@ -769,3 +806,24 @@ def test_mcp_md_serve_line(tmp_path):
         p.send_signal(signal.SIGTERM)
         rc = p.wait(60)
     assert rc == 0, p.stderr.read()
+
+
+def test_stop_under_a_running_cell(serve_factory):
+    """SIGTERM while a tools/call runs a cell: the session ends, the call gets its tool
+    error (the session is gone), and the server exits 0."""
+    need_root()
+    import signal
+    s = serve_factory("--sessions", "on", "--session-pool", "0", name="mcp-stop")
+    m = Legacy(s)
+    rid = m.rid()
+    st = StreamedCall(s, m.headers(), {"jsonrpc": "2.0", "id": rid, "method": "tools/call",
+                                       "params": {"name": "execute_code",
+                                                  "arguments": {"code": LONG_CELL},
+                                                  "_meta": {"progressToken": 1}}})
+    st.until(b'"message":"started"')
+    s.signal(signal.SIGTERM)
+    body = st.rest()
+    st.sock.close()
+    resp = [x for x in sse_messages(dechunk(body)) if x.get("id") == rid]
+    assert s.wait(60) == 0, s.stderr()[-2000:]
+    assert resp and resp[0]["result"]["isError"] is True, body[-2000:]
