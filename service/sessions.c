@@ -2286,15 +2286,16 @@ kiln_status kiln_sessions_interrupt(kiln_server *srv, const char *tenant, const 
     return KILN_E_OK;
 }
 
-/* Send req (stolen; its id rid) to the tenant's session id and wait for
- * the one reply it gets: *body, new. */
+/* Send line (stolen; its "id" is set here) to the tenant's session id and
+ * wait for the one reply it gets: *body, new. The caller makes the line
+ * before the manager's lock is taken (a put's base64 is large). */
 static kiln_status api_request(kiln_server *srv, const char *tenant, const char *id,
-                               wait_kind kind,
-                               json_int_t (*make)(kiln_sessions *m, void *arg, json_t **line),
-                               void *arg, json_t **body, kiln_error *err)
+                               wait_kind kind, json_t *line, json_t **body, kiln_error *err)
 {
     kiln_sessions *m = srv->sessions;
     *body = NULL;
+    if (!line)
+        return kiln_error_set(err, KILN_E_NOMEM, NULL, "out of memory");
     if (m)
         pthread_mutex_lock(&m->lock);
     kiln_status st = api_ready(m, err);
@@ -2302,13 +2303,14 @@ static kiln_status api_request(kiln_server *srv, const char *tenant, const char 
     if (!s) {
         if (m)
             pthread_mutex_unlock(&m->lock);
+        json_decref(line);
         return st != KILN_E_OK ? st : err->code;
     }
-    json_t *line = NULL;
-    json_int_t rid = make(m, arg, &line);
+    json_int_t rid = ++m->next_rid;
+    json_object_set_new(line, "id", json_integer(rid));
     struct sync_reply sy;
     sync_init(&sy);
-    waiter *w = line ? waiter_add(s, kind, rid, NULL) : NULL;
+    waiter *w = waiter_add(s, kind, rid, NULL);
     if (!w || send_line(m, s, line) != 0) {
         if (w) {
             waiter_unlink(s, w);
@@ -2332,19 +2334,12 @@ static kiln_status api_request(kiln_server *srv, const char *tenant, const char 
     return st;
 }
 
-static json_int_t make_files(kiln_sessions *m, void *arg, json_t **line)
-{
-    (void)arg;
-    json_int_t rid = ++m->next_rid;
-    *line = json_pack("{s:s, s:I}", "op", "files", "id", rid);
-    return rid;
-}
-
 kiln_status kiln_sessions_files(kiln_server *srv, const char *tenant, const char *id,
                                 json_t **files, kiln_error *err)
 {
     json_t *body = NULL;
-    kiln_status st = api_request(srv, tenant, id, W_FILES, make_files, NULL, &body, err);
+    kiln_status st = api_request(srv, tenant, id, W_FILES, json_pack("{s:s}", "op", "files"),
+                                 &body, err);
     *files = NULL;
     if (st == KILN_E_OK) {
         json_t *list = json_object_get(body, "files");
@@ -2352,25 +2347,6 @@ kiln_status kiln_sessions_files(kiln_server *srv, const char *tenant, const char
     }
     json_decref(body);
     return st;
-}
-
-struct put_args {
-    const char *name;
-    const void *data;
-    size_t len;
-};
-
-static json_int_t make_put(kiln_sessions *m, void *arg, json_t **line)
-{
-    const struct put_args *a = arg;
-    json_int_t rid = ++m->next_rid;
-    size_t b64_len = 0;
-    char *b64 = kiln_base64_encode(a->data, a->len, &b64_len);
-    *line = b64 ? json_pack("{s:s, s:I, s:s, s:s%}", "op", "put", "id", rid, "name", a->name,
-                            "content_base64", b64, b64_len)
-                : NULL;
-    free(b64);
-    return rid;
 }
 
 kiln_status kiln_sessions_put(kiln_server *srv, const char *tenant, const char *id,
@@ -2382,9 +2358,14 @@ kiln_status kiln_sessions_put(kiln_server *srv, const char *tenant, const char *
         return kiln_error_set(err, KILN_E_USAGE, "/name",
                               "The name cannot be a file's name in /mnt/data (one path "
                               "component, no control characters).");
-    struct put_args a = {.name = name, .data = data, .len = len};
+    size_t b64_len = 0;
+    char *b64 = kiln_base64_encode(data, len, &b64_len);
+    json_t *line = b64 ? json_pack("{s:s, s:s, s:s%}", "op", "put", "name", name,
+                                   "content_base64", b64, b64_len)
+                       : NULL;
+    free(b64);
     json_t *body = NULL;
-    kiln_status st = api_request(srv, tenant, id, W_PUT, make_put, &a, &body, err);
+    kiln_status st = api_request(srv, tenant, id, W_PUT, line, &body, err);
     if (st == KILN_E_OK) {
         json_t *f = json_object_get(body, "file");
         *file = json_is_object(f) ? json_incref(f) : json_object();
