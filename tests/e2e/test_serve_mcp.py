@@ -741,15 +741,14 @@ def test_settings_are_checked(tmp_path):
 
 def test_serve_md_walk_through(srv, tmp_path):
     """docs/serve.md's MCP curl commands, run as written (bash -e: a failing command fails
-    the test) against this module's server, its address put for 127.0.0.1:8080 and its key
-    in kiln-data/api-key."""
+    the test) against this module's server, its address put for 127.0.0.1:8080 and KEY one
+    of its keys."""
     need_root()
     text = (REPO / "docs" / "serve.md").read_text(encoding="utf-8")
     blocks = [b for b in re.findall(r"```sh\n(.*?)```", text, re.S) if "Mcp-Session-Id" in b]
     assert len(blocks) == 1, blocks
-    (tmp_path / "kiln-data").mkdir()
-    (tmp_path / "kiln-data" / "api-key").write_text("KEY1\n")
     env = {k: v for k, v in os.environ.items() if not k.startswith("KILN_")}
+    env["KEY"] = "KEY1"
     p = subprocess.run(["bash", "-euo", "pipefail", "-c",
                         blocks[0].replace("127.0.0.1:8080", srv.host)],
                        cwd=tmp_path, env=env, capture_output=True, timeout=300)
