@@ -1283,8 +1283,9 @@ kiln_status mcp_http_start(kiln_server *srv, kiln_error *err)
         return kiln_error_set(err, KILN_E_INTERNAL, NULL, "cannot set up /mcp: %s",
                               strerror(errno));
     /* A worker per session the server may have open (each blocks for the
-     * length of a cell), and a few for renders and file reads. */
-    h->workers = srv->opt.max_sessions + 4;
+     * length of a cell), and a few for renders and file reads. Idle
+     * workers cost a stack's address space, not memory. */
+    h->workers = (srv->opt.sessions_enabled ? srv->opt.max_sessions : 0) + 4;
     if (h->workers > 256)
         h->workers = 256;
     if ((st = kiln_jobs_init(&h->pool, h->workers, QUEUE_MAX, err)) != KILN_E_OK)
