@@ -432,5 +432,10 @@ def test_requests_sent_behind_initialize_find_it_done(host):
              {"jsonrpc": "2.0", "id": 3, "method": "resources/templates/list"}]
     m.p.stdin.write("".join(json.dumps(x) + "\n" for x in lines).encode())
     m.p.stdin.flush()
-    assert "result" in m.wait(1) and "result" in m.wait(2) and "result" in m.wait(3)
+    replies = {}
+    while len(replies) < 3:
+        msg = m.q.get(timeout=60)
+        assert msg is not None
+        replies[msg["id"]] = msg
+    assert all("result" in replies[i] for i in (1, 2, 3)), replies
     assert m.close() == 0
