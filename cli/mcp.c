@@ -66,11 +66,16 @@ static const char usage[] =
 
 typedef struct mcp_cli {
     kiln_mcp_conn *conn;
-    pthread_mutex_t lock; /* the output, the count and ids below */
-    pthread_cond_t idle;
-    unsigned running;
-    json_t *ids; /* the ids of the requests being worked on */
+    pthread_mutex_t out_lock; /* standard output */
     int out_broken;
+    pthread_mutex_t lock; /* everything below */
+    pthread_cond_t idle;  /* running dropped, or the pool is stopping */
+    pthread_cond_t work;  /* a request was queued */
+    unsigned running;     /* requests taken and not yet answered */
+    json_t *ids;          /* their ids */
+    json_t *queue;        /* requests waiting for a thread */
+    unsigned threads, waiting;
+    int stopping;
 } mcp_cli;
 
 static void send_line(void *arg, const json_t *message)
@@ -88,31 +93,45 @@ static void send_line(void *arg, const json_t *message)
     free(line);
 }
 
-typedef struct worker_arg {
-    mcp_cli *m;
-    json_t *msg;
-} worker_arg;
-
+/* The request threads: a pool that grows to REQUESTS_MAX as requests
+ * wait and keeps its threads. A thread made per request would cost each
+ * request a scheduler slice before it first runs (milliseconds on a busy
+ * machine); a waiting thread is woken at once. */
 static void *worker_main(void *p)
 {
-    worker_arg *w = p;
-    mcp_cli *m = w->m;
-    kiln_mcp_handle(m->conn, w->msg, send_line, m);
-    const json_t *id = json_object_get(w->msg, "id");
+    mcp_cli *m = p;
     pthread_mutex_lock(&m->lock);
-    size_t i;
-    json_t *v;
-    json_array_foreach(m->ids, i, v) {
-        if (json_equal(v, id)) {
-            json_array_remove(m->ids, i);
-            break;
+    for (;;) {
+        while (!json_array_size(m->queue) && !m->stopping) {
+            m->waiting++;
+            pthread_cond_wait(&m->work, &m->lock);
+            m->waiting--;
         }
+        if (!json_array_size(m->queue))
+            break;
+        json_t *msg = json_incref(json_array_get(m->queue, 0));
+        json_array_remove(m->queue, 0);
+        pthread_mutex_unlock(&m->lock);
+
+        kiln_mcp_handle(m->conn, msg, send_line, m);
+
+        pthread_mutex_lock(&m->lock);
+        const json_t *id = json_object_get(msg, "id");
+        size_t i;
+        json_t *v;
+        json_array_foreach(m->ids, i, v) {
+            if (json_equal(v, id)) {
+                json_array_remove(m->ids, i);
+                break;
+            }
+        }
+        json_decref(msg);
+        m->running--;
+        pthread_cond_broadcast(&m->idle);
     }
-    m->running--;
+    m->threads--;
     pthread_cond_broadcast(&m->idle);
     pthread_mutex_unlock(&m->lock);
-    json_decref(w->msg);
-    free(w);
     return NULL;
 }
 
@@ -124,12 +143,14 @@ static void reply_error(mcp_cli *m, const json_t *id, int code, const char *mess
     json_decref(reply);
 }
 
-/* A request gets a thread; a notification is done here, at once, so a
- * cancellation is never queued behind the request it cancels. msg is
- * stolen. */
+/* A request goes to the pool; a notification is done here, at once, so a
+ * cancellation is never queued behind the request it cancels, and so is
+ * `initialize`, so that what a client sends behind it finds the
+ * connection initialized. msg is stolen. */
 static void dispatch(mcp_cli *m, json_t *msg)
 {
-    if (kiln_mcp_classify(msg) != KILN_MCP_REQUEST) {
+    const char *method = json_string_value(json_object_get(msg, "method"));
+    if (kiln_mcp_classify(msg) != KILN_MCP_REQUEST || strcmp(method, "initialize") == 0) {
         kiln_mcp_handle(m->conn, msg, send_line, m);
         json_decref(msg);
         return;
@@ -139,34 +160,35 @@ static void dispatch(mcp_cli *m, json_t *msg)
     if (!busy) {
         m->running++;
         json_array_append(m->ids, json_object_get(msg, "id"));
+        json_array_append(m->queue, msg);
+        if (m->waiting < json_array_size(m->queue) && m->threads < REQUESTS_MAX) {
+            pthread_t t;
+            pthread_attr_t attr;
+            pthread_attr_init(&attr);
+            pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+            if (pthread_create(&t, &attr, worker_main, m) == 0)
+                m->threads++;
+            pthread_attr_destroy(&attr);
+        }
+        pthread_cond_signal(&m->work);
+    }
+    /* Not even one thread could start: answer here, late but answered. */
+    int here = !busy && m->threads == 0;
+    if (here) {
+        json_array_remove(m->queue, json_array_size(m->queue) - 1);
+        json_array_remove(m->ids, json_array_size(m->ids) - 1);
     }
     pthread_mutex_unlock(&m->lock);
-    if (busy) {
+    if (busy)
         reply_error(m, json_object_get(msg, "id"), SERVER_BUSY,
                     "too many requests at once: wait for one to be answered");
-        json_decref(msg);
-        return;
-    }
-    worker_arg *w = malloc(sizeof *w);
-    pthread_t t;
-    pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    if (w) {
-        w->m = m;
-        w->msg = msg;
-    }
-    if (!w || pthread_create(&t, &attr, worker_main, w) != 0) {
-        reply_error(m, json_object_get(msg, "id"), KILN_MCP_INTERNAL_ERROR,
-                    "cannot start a thread for the request");
+    if (here) {
+        kiln_mcp_handle(m->conn, msg, send_line, m);
         pthread_mutex_lock(&m->lock);
         m->running--;
-        json_array_remove(m->ids, json_array_size(m->ids) - 1);
         pthread_mutex_unlock(&m->lock);
-        json_decref(msg);
-        free(w);
     }
-    pthread_attr_destroy(&attr);
+    json_decref(msg);
 }
 
 static void handle_line(mcp_cli *m, const char *line, size_t len)
@@ -258,6 +280,10 @@ static void drain(mcp_cli *m)
     json_decref(ids);
     pthread_mutex_lock(&m->lock);
     while (m->running)
+        pthread_cond_wait(&m->idle, &m->lock);
+    m->stopping = 1;
+    pthread_cond_broadcast(&m->work);
+    while (m->threads)
         pthread_cond_wait(&m->idle, &m->lock);
     pthread_mutex_unlock(&m->lock);
 }
@@ -354,11 +380,13 @@ int kiln_mcp_main(int argc, char **argv)
     if (kiln_mcp_server_new(&opt, &srv, &err) != KILN_E_OK)
         goto free_backend;
 
-    mcp_cli m = {.ids = json_array()};
+    mcp_cli m = {.ids = json_array(), .queue = json_array()};
+    pthread_mutex_init(&m.out_lock, NULL);
     pthread_mutex_init(&m.lock, NULL);
     pthread_cond_init(&m.idle, NULL);
+    pthread_cond_init(&m.work, NULL);
     m.conn = kiln_mcp_conn_new(srv, "local");
-    if (!m.conn || !m.ids || sig_fd < 0) {
+    if (!m.conn || !m.ids || !m.queue || sig_fd < 0) {
         kiln_error_set(&err, KILN_E_NOMEM, "", "out of memory");
         status = 70;
     } else {
@@ -367,8 +395,11 @@ int kiln_mcp_main(int argc, char **argv)
     }
     kiln_mcp_conn_free(m.conn);
     json_decref(m.ids);
+    json_decref(m.queue);
+    pthread_mutex_destroy(&m.out_lock);
     pthread_mutex_destroy(&m.lock);
     pthread_cond_destroy(&m.idle);
+    pthread_cond_destroy(&m.work);
     kiln_mcp_server_free(srv);
     kiln_mcp_local_free(backend);
     if (sig_fd >= 0)

@@ -418,3 +418,24 @@ def test_document_saved_by_a_cell_is_a_link(mcp, host):
                             ["result"]["contents"][0]["blob"])
     assert zipfile.ZipFile(io.BytesIO(data)).testzip() is None
     assert data == (host / "out" / "nums.xlsx").read_bytes()
+
+
+def test_requests_sent_behind_initialize_find_it_done(host):
+    """A client that does not wait for initialize's reply before its next
+    requests (allowed to be refused, but easy to trip over) is served."""
+    m = Mcp("--out", str(host / "out6"))
+    lines = [{"jsonrpc": "2.0", "id": 1, "method": "initialize",
+              "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                         "clientInfo": {"name": "x", "version": "1"}}},
+             {"jsonrpc": "2.0", "method": "notifications/initialized"},
+             {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+             {"jsonrpc": "2.0", "id": 3, "method": "resources/templates/list"}]
+    m.p.stdin.write("".join(json.dumps(x) + "\n" for x in lines).encode())
+    m.p.stdin.flush()
+    replies = {}
+    while len(replies) < 3:
+        msg = m.q.get(timeout=60)
+        assert msg is not None
+        replies[msg["id"]] = msg
+    assert all("result" in replies[i] for i in (1, 2, 3)), replies
+    assert m.close() == 0
