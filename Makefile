@@ -33,7 +33,7 @@ SERVICE_LDLIBS := $(shell $(PKG_CONFIG) --libs $(SERVICE_PKGS) 2>/dev/null) -lpt
 # kiln-writers.so beside it.
 LIB_SRCS  := $(sort $(filter-out artifacts/writers_dl.c,$(wildcard common/*.c artifacts/*.c artifacts/spec/*.c artifacts/layout/*.c \
 	artifacts/xlsx/*.c artifacts/opc/*.c artifacts/docx/*.c artifacts/pdf/*.c \
-	artifacts/pptx/*.c contract/*.c exec/*.c service/*.c)))
+	artifacts/pptx/*.c contract/*.c exec/*.c mcp/*.c service/*.c)))
 WRITER_SRCS := $(sort $(wildcard artifacts/writers.c artifacts/xlsx/*.c artifacts/opc/*.c \
 	artifacts/docx/*.c artifacts/pdf/*.c artifacts/pptx/*.c))
 SERVICE_SRCS := $(sort $(wildcard service/*.c))
@@ -50,7 +50,7 @@ SERVICE_OBJS := $(SERVICE_SRCS:%.c=$(BUILD)/%.o) $(SERVE_SRCS:%.c=$(BUILD)/%.o)
 SERVICE_SO := $(dir $(BIN))kiln-service.so
 UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
-TEMPLATES := $(shell find templates -type f) exec/python/kiln.py exec/python/kiln_session.py
+TEMPLATES := $(shell find templates -type f) exec/python/kiln.py exec/python/kiln_session.py docs/tools/mcp.json
 
 .PHONY: all deps check unit unit-bins e2e asan asan-bins fuzz fuzz-check fuzz-corpus fuzz-targets format format-check bench samples demo serve clean
 all: $(BIN)
