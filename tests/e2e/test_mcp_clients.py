@@ -159,6 +159,9 @@ def scenario(res, name):
 
 
 def check_connection(res, version):
+    fatal = [f for f in res["failures"] if f.startswith("driver:")]
+    assert not fatal, "the SDK client could not run over %s:\n%s\n--- server stderr:\n%s" % (
+        res.get("transport"), "\n".join(fatal), (res.get("server_stderr") or "")[-3000:])
     assert res["negotiated"] == version, "asked for %s, the server answered %s" % (version, res["negotiated"])
     caps = res["capabilities"] or {}
     assert "tools" in caps and "resources" in caps, caps
