@@ -282,7 +282,7 @@ int kiln_mcp_main(int argc, char **argv)
                                          {NULL, 0, NULL, 0}};
     const char *allow[ALLOW_MAX];
     size_t n_allow = 0;
-    kiln_mcp_local_options lopt = {.out_dir = "kiln-out"};
+    kiln_mcp_local_options lopt = {.out_dir = "kiln-out", .spare = 1};
     int c;
     optind = 1;
     opterr = 0;

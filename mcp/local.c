@@ -80,6 +80,7 @@ typedef struct lsession {
     pending *pending;
     json_int_t next_rid;
     int ready, dead, refs;
+    int delivering; /* the reader is in a callback of a pending, outside the lock */
     char why[KILN_MESSAGE_MAX];
 } lsession;
 
@@ -94,6 +95,10 @@ typedef struct local {
     lsession *sessions;
     unsigned n_sessions;
     json_t *files; /* file objects, oldest first */
+    /* The spare session (spare_main), started ahead of its need. */
+    int use_spare, spare_starting, spare_failed, spare_joinable, stopping;
+    lsession *spare;
+    pthread_t spare_thread;
 } local;
 
 static void random_id(char out[33])
@@ -160,11 +165,16 @@ static void dispatch(local *l, lsession *s, json_t *ev)
     if (streaming(kind)) {
         kiln_mcp_event_fn fn = p->fn;
         void *arg = p->arg;
+        /* The waiter may be woken meanwhile (the session closed under it):
+         * it waits for this callback before it returns, so arg lives. */
+        s->delivering++;
         pthread_mutex_unlock(&l->lock);
-        /* p stays: only its waiter frees it, once it is done, which only
-         * this thread makes it. */
         if (fn)
             fn(arg, ev);
+        pthread_mutex_lock(&l->lock);
+        s->delivering--;
+        pthread_cond_broadcast(&l->cond);
+        pthread_mutex_unlock(&l->lock);
         return;
     }
     p->reply = json_incref(ev);
@@ -301,7 +311,7 @@ static kiln_status ask(local *l, lsession *s, json_t *req, kiln_mcp_event_fn fn,
     pthread_mutex_lock(&l->lock);
     if (wrote != 0)
         p->done = 1;
-    while (!p->done)
+    while (!p->done || s->delivering)
         pthread_cond_wait(&l->cond, &l->lock);
     for (pending **pp = &s->pending; *pp; pp = &(*pp)->next)
         if (*pp == p) {
@@ -415,29 +425,17 @@ reaped:
     free(s);
 }
 
-static kiln_status session_open(void *ctx, const char *tenant, char *id, kiln_error *err)
+/* Start a session's child and wait until it is ready; *out is not yet in
+ * the list. */
+static kiln_status start_session(local *l, lsession **out, kiln_error *err)
 {
-    local *l = ctx;
+    *out = NULL;
     lsession *s = calloc(1, sizeof *s);
     if (!s)
         return kiln_error_set(err, KILN_E_NOMEM, "", "out of memory");
     random_id(s->id);
-    snprintf(s->tenant, sizeof s->tenant, "%s", tenant);
     s->to_fd = s->from_fd = -1;
     pthread_mutex_init(&s->write_lock, NULL);
-
-    pthread_mutex_lock(&l->lock);
-    if (l->n_sessions >= l->max_sessions) {
-        pthread_mutex_unlock(&l->lock);
-        pthread_mutex_destroy(&s->write_lock);
-        free(s);
-        return kiln_error_set(err, KILN_E_BUSY, "/session_id",
-                              "%u sessions are open, as many as this server keeps: pass the "
-                              "session_id of one of them",
-                              l->max_sessions);
-    }
-    l->n_sessions++;
-    pthread_mutex_unlock(&l->lock);
 
     kiln_status st = spawn_child(l, s, err);
     reader_arg *ra = st == KILN_E_OK ? malloc(sizeof *ra) : NULL;
@@ -458,9 +456,6 @@ static kiln_status session_open(void *ctx, const char *tenant, char *id, kiln_er
             waitpid(s->pid, NULL, 0);
             close(s->from_fd);
         }
-        pthread_mutex_lock(&l->lock);
-        l->n_sessions--;
-        pthread_mutex_unlock(&l->lock);
         pthread_mutex_destroy(&s->write_lock);
         free(s);
         return st;
@@ -470,22 +465,12 @@ static kiln_status session_open(void *ctx, const char *tenant, char *id, kiln_er
     clock_gettime(CLOCK_REALTIME, &until);
     until.tv_sec += READY_SECONDS;
     pthread_mutex_lock(&l->lock);
-    s->next = l->sessions;
-    l->sessions = s;
     while (!s->ready && !s->dead)
         if (pthread_cond_timedwait(&l->cond, &l->lock, &until) == ETIMEDOUT)
             break;
     int ready = s->ready && !s->dead;
     char why[KILN_MESSAGE_MAX];
     snprintf(why, sizeof why, "%s", s->why);
-    if (!ready) {
-        for (lsession **p = &l->sessions; *p; p = &(*p)->next)
-            if (*p == s) {
-                *p = s->next;
-                break;
-            }
-        l->n_sessions--;
-    }
     pthread_mutex_unlock(&l->lock);
     if (!ready) {
         reap(l, s);
@@ -494,8 +479,84 @@ static kiln_status session_open(void *ctx, const char *tenant, char *id, kiln_er
                               "sandbox, and says why on its standard error",
                               why[0] ? why : "no ready event");
     }
-    snprintf(id, KILN_MCP_ID_MAX, "%s", s->id);
+    *out = s;
     return KILN_E_OK;
+}
+
+/* The spare: one session started ahead, so that the first cell of a
+ * session does not wait for an interpreter to start (a second or more:
+ * numpy, pandas and matplotlib are imported before it is ready). */
+static void *spare_main(void *arg)
+{
+    local *l = arg;
+    lsession *s = NULL;
+    kiln_error err;
+    memset(&err, 0, sizeof err);
+    start_session(l, &s, &err);
+    pthread_mutex_lock(&l->lock);
+    l->spare = s;
+    l->spare_failed = s == NULL;
+    l->spare_starting = 0;
+    pthread_cond_broadcast(&l->cond);
+    pthread_mutex_unlock(&l->lock);
+    return NULL;
+}
+
+/* Start the next spare, unless one is there or on its way (under lock). */
+static void spare_start_locked(local *l)
+{
+    if (!l->use_spare || l->spare || l->spare_starting || l->spare_failed || l->stopping)
+        return;
+    if (l->spare_joinable) {
+        pthread_join(l->spare_thread, NULL);
+        l->spare_joinable = 0;
+    }
+    if (pthread_create(&l->spare_thread, NULL, spare_main, l) == 0) {
+        l->spare_starting = 1;
+        l->spare_joinable = 1;
+    }
+}
+
+static kiln_status session_open(void *ctx, const char *tenant, char *id, kiln_error *err)
+{
+    local *l = ctx;
+    pthread_mutex_lock(&l->lock);
+    if (l->n_sessions >= l->max_sessions) {
+        pthread_mutex_unlock(&l->lock);
+        return kiln_error_set(err, KILN_E_BUSY, "/session_id",
+                              "%u sessions are open, as many as this server keeps: pass the "
+                              "session_id of one of them",
+                              l->max_sessions);
+    }
+    l->n_sessions++;
+    /* A spare on its way is waited for: it is further along than a new one. */
+    while (l->spare_starting)
+        pthread_cond_wait(&l->cond, &l->lock);
+    lsession *s = l->spare;
+    if (s && s->dead) { /* it died waiting: start afresh */
+        l->spare = NULL;
+        pthread_mutex_unlock(&l->lock);
+        reap(l, s);
+        pthread_mutex_lock(&l->lock);
+        s = NULL;
+    }
+    l->spare = NULL;
+    spare_start_locked(l);
+    pthread_mutex_unlock(&l->lock);
+
+    kiln_status st = s ? KILN_E_OK : start_session(l, &s, err);
+    pthread_mutex_lock(&l->lock);
+    if (st != KILN_E_OK) {
+        l->n_sessions--;
+    } else {
+        snprintf(s->tenant, sizeof s->tenant, "%s", tenant);
+        s->next = l->sessions;
+        l->sessions = s;
+    }
+    pthread_mutex_unlock(&l->lock);
+    if (st == KILN_E_OK)
+        snprintf(id, KILN_MCP_ID_MAX, "%s", s->id);
+    return st;
 }
 
 static void session_close(void *ctx, const char *tenant, const char *id)
@@ -961,6 +1022,10 @@ kiln_status kiln_mcp_local_new(const kiln_mcp_local_options *opt, kiln_mcp_backe
                                     .render = render,
                                     .file_list = file_list,
                                     .file_read = file_read};
+    l->use_spare = opt->spare;
+    pthread_mutex_lock(&l->lock);
+    spare_start_locked(l);
+    pthread_mutex_unlock(&l->lock);
     *out = &l->backend;
     return KILN_E_OK;
 }
@@ -970,6 +1035,14 @@ void kiln_mcp_local_free(kiln_mcp_backend *backend)
     if (!backend)
         return;
     local *l = (local *)backend;
+    pthread_mutex_lock(&l->lock);
+    l->stopping = 1;
+    int joinable = l->spare_joinable;
+    pthread_mutex_unlock(&l->lock);
+    if (joinable)
+        pthread_join(l->spare_thread, NULL);
+    if (l->spare)
+        reap(l, l->spare);
     for (;;) {
         pthread_mutex_lock(&l->lock);
         lsession *s = l->sessions;

@@ -20,6 +20,7 @@ typedef struct kiln_mcp_local_options {
     const char *session_request; /* NULL, or a file each child gets as --request */
     unsigned max_sessions;       /* 0: KILN_MCP_LOCAL_SESSIONS */
     uint64_t max_file_bytes;     /* a file kept or rendered; 0: 30 MiB */
+    int spare;                   /* keep one session started ahead of its need */
 } kiln_mcp_local_options;
 
 /* *out is new (kiln_mcp_local_free). KILN_E_USAGE when out_dir cannot be

@@ -66,7 +66,8 @@ typedef struct kiln_mcp_backend {
     /* A new session; its id (at most KILN_MCP_ID_MAX - 1 bytes) into id. */
     kiln_status (*session_open)(void *ctx, const char *tenant, char *id, kiln_error *err);
     /* Run a cell and wait for its end. request: {"code", "language",
-     * "timeout"} (borrowed). The cell's events go to on_event as they come;
+     * "timeout"} (borrowed). The cell's events go to on_event as they come
+     * (on any thread, never after this call has returned);
      * *record is its cell record (docs/session.md) with every entry of
      * "files" and "documents" that is a file given a "file": the file
      * object it was kept as. New. */
@@ -125,8 +126,10 @@ kiln_mcp_conn *kiln_mcp_conn_new(kiln_mcp_server *srv, const char *tenant);
 /* Closes the sessions the connection opened; no call may be running. */
 void kiln_mcp_conn_free(kiln_mcp_conn *c);
 
-/* Where a message goes out: called once per message, on the thread of the
- * kiln_mcp_handle call it belongs to (borrowed). */
+/* Where a message goes out (borrowed): called once per message, while the
+ * kiln_mcp_handle call it belongs to runs, on its thread or (a progress
+ * notification) on the thread the backend delivers a cell's events on; so
+ * it must be safe to call from two threads at once. */
 typedef void (*kiln_mcp_send_fn)(void *arg, const json_t *message);
 
 typedef enum kiln_mcp_kind {

@@ -285,12 +285,14 @@ static json_t *file_link(const json_t *file, const char *description)
     return link;
 }
 
-static void add_files(json_t *content, text_out *t, json_t *entries, const char *what)
+static void add_files(json_t *content, text_out *t, json_t *entries)
 {
     size_t i;
     json_t *entry;
     json_array_foreach(entries, i, entry) {
         json_t *file = json_object_get(entry, "file");
+        const char *source = json_string_value(json_object_get(entry, "source"));
+        const char *what = source && strcmp(source, "document") == 0 ? "document" : "file";
         json_t *link = file_link(file, what);
         if (!link)
             continue;
@@ -302,6 +304,36 @@ static void add_files(json_t *content, text_out *t, json_t *entries, const char 
                  json_string_value(json_object_get(link, "uri")));
         text_adds(t, line);
         json_array_append_new(content, link);
+    }
+}
+
+/* The documents: each rendered one's entry gets its file's uri; one that
+ * failed says why, every error at its pointer into the spec the cell
+ * saved, so the model can fix the code that made it. */
+static void add_documents(text_out *t, json_t *documents)
+{
+    size_t i, j;
+    json_t *doc, *e;
+    json_array_foreach(documents, i, doc) {
+        const json_t *file = json_object_get(doc, "file");
+        if (json_is_string(json_object_get(file, "id"))) {
+            char uri[KILN_MCP_ID_MAX + 16];
+            snprintf(uri, sizeof uri, "kiln://files/%s",
+                     json_string_value(json_object_get(file, "id")));
+            json_object_set_new(doc, "uri", json_string(uri));
+        }
+        if (json_is_true(json_object_get(doc, "ok")))
+            continue;
+        char line[KILN_POINTER_MAX + KILN_MESSAGE_MAX + 64];
+        snprintf(line, sizeof line, "document %s was not rendered:\n",
+                 json_string_value(json_object_get(doc, "name")) ?: "?");
+        text_adds(t, line);
+        json_array_foreach(json_object_get(doc, "errors"), j, e) {
+            const char *pointer = json_string_value(json_object_get(e, "pointer"));
+            snprintf(line, sizeof line, "  %s: %s\n", pointer && *pointer ? pointer : "(spec)",
+                     json_string_value(json_object_get(e, "message")) ?: "");
+            text_adds(t, line);
+        }
     }
 }
 
@@ -355,7 +387,8 @@ static json_t *cell_result(json_t *record, const char *sid, int fresh)
         snprintf(line, sizeof line, "[status %s: %s]\n", status, note);
         text_adds(&t, line);
     }
-    add_files(content, &t, json_object_get(record, "files"), "file");
+    add_files(content, &t, json_object_get(record, "files"));
+    add_documents(&t, json_object_get(record, "documents"));
     if (t.left_out) {
         char line[200];
         snprintf(line, sizeof line,

@@ -18,7 +18,7 @@ import zipfile
 
 import pytest
 
-from conftest import KILN_BIN, SANITIZED
+from conftest import KILN_BIN, REPO, SANITIZED
 
 MODERN = "2026-07-28"
 META = {"io.modelcontextprotocol/protocolVersion": MODERN,
@@ -35,7 +35,12 @@ class Mcp:
         self.bad = []
         self.next_id = 100
         threading.Thread(target=self._read, daemon=True).start()
-        threading.Thread(target=self.p.stderr.read, daemon=True).start()
+        self.stderr = b""
+        threading.Thread(target=self._read_stderr, daemon=True).start()
+
+    def _read_stderr(self):
+        for chunk in iter(lambda: self.p.stderr.read1(65536), b""):
+            self.stderr += chunk
 
     def _read(self):
         for line in self.p.stdout:
@@ -88,6 +93,9 @@ class Mcp:
         self.p.stdin.close()
         rc = self.p.wait(timeout=60)
         assert not self.bad, self.bad
+        # under ASan a report (a leak at exit) is on stderr with a non-zero status
+        assert b"ERROR: AddressSanitizer" not in self.stderr, self.stderr.decode(errors="replace")
+        assert b"runtime error:" not in self.stderr, self.stderr.decode(errors="replace")
         return rc
 
 
@@ -381,7 +389,7 @@ def test_docs_command_and_config_snippet(tmp_path):
     holding the data folder it names), ends at the end of its input; its config
     snippet is JSON that names `kiln mcp`."""
     import re
-    doc = (KILN_BIN.parents[1] / "docs" / "mcp.md").read_text()
+    doc = (REPO / "docs" / "mcp.md").read_text()
     line = re.search(r"```sh\n(kiln mcp [^\n]*)\n```", doc).group(1)
     (tmp_path / "data").mkdir()
     env = dict(os.environ, HOME=str(tmp_path), PATH="%s:%s" % (KILN_BIN.parent, os.environ["PATH"]))
@@ -393,3 +401,20 @@ def test_docs_command_and_config_snippet(tmp_path):
     snippet = re.search(r"```json\n(\{\"mcpServers\".*?)\n```", doc, re.S).group(1)
     cfg = json.loads(snippet)["mcpServers"]["kiln"]
     assert cfg["args"][0] == "mcp"
+
+
+def test_document_saved_by_a_cell_is_a_link(mcp, host):
+    r = mcp.call("execute_code", {"code": (
+        "import kiln, pandas as pd\n"
+        "wb = kiln.Workbook()\nwb.sheet(pd.DataFrame({'n': [1, 2, 3]}), 'Nums')\n"
+        "wb.save('nums.xlsx')\n")})["result"]
+    assert r["isError"] is False, text_of(r)
+    links = [c for c in r["content"] if c["type"] == "resource_link"]
+    assert [l["name"] for l in links] == ["nums.xlsx"]
+    assert "document nums.xlsx" in text_of(r)
+    doc = r["structuredContent"]["documents"][0]
+    assert doc["ok"] is True and doc["uri"] == links[0]["uri"]
+    data = base64.b64decode(mcp.request("resources/read", {"uri": links[0]["uri"]})
+                            ["result"]["contents"][0]["blob"])
+    assert zipfile.ZipFile(io.BytesIO(data)).testzip() is None
+    assert data == (host / "out" / "nums.xlsx").read_bytes()
