@@ -117,7 +117,9 @@ DEB_PKGS := build-essential pkg-config libjansson-dev libxlsxwriter-dev libmd4c-
 # node_modules/.package-lock.json), so a second `make deps` does nothing.
 MCP_NODE_STAMP := tests/mcp/node_modules/.package-lock.json
 $(MCP_NODE_STAMP): tests/mcp/package.json tests/mcp/package-lock.json
-	@command -v npm >/dev/null || { echo "make deps: npm is missing (Node.js 20 and npm)"; exit 1; }
+	@command -v npm >/dev/null || { echo "make deps: no npm here: installing Debian's nodejs and npm"; \
+		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); $$SUDO apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q --no-install-recommends nodejs npm; }
 	npm ci --prefix tests/mcp --no-audit --no-fund
 	touch $@
 
