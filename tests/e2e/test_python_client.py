@@ -473,3 +473,270 @@ def test_session_busy_from_threads(srv):
         for t in threads:
             t.join(60)
         assert not errors and len(results) == 16 and all(r["status"] == "ok" for r in results)
+
+
+# =========================================================================== docs/assistants.md
+
+ASSISTANTS_MD = REPO / "docs" / "assistants.md"
+EXAMPLES = REPO / "clients" / "examples"
+RECORDED = EXAMPLES / "recorded"
+FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.S | re.M)
+ID_LINK = re.compile(r"id ([0-9a-f]{32}): (http://\S+)")
+UNITS = [["Region", "Units"], ["North", 412], ["South", 298], ["East", 377], ["West", 251],
+         ["Total", "=SUM(B2:B5)"]]
+
+# kiln_tools.py comes from the tools branch (clients/python/kiln_tools.py); until it is
+# there, the scripts run against this stand-in of from_openai_strict: the nulls that
+# stand for absent members left out.
+STAND_IN = '''
+def from_openai_strict(name, args):
+    def strip(v):
+        if isinstance(v, dict):
+            return {k: strip(x) for k, x in v.items() if x is not None}
+        if isinstance(v, list):
+            return [strip(x) for x in v]
+        return v
+    return strip(args)
+'''
+
+
+def doc_blocks(lang):
+    return [body for found, body in FENCE.findall(ASSISTANTS_MD.read_text(encoding="utf-8"))
+            if found == lang]
+
+
+def json_load(path):
+    import json
+    with open(path, encoding="utf-8") as fh:
+        return json.load(fh)
+
+
+def stand_in_dir(tmp):
+    """A directory holding the kiln_tools stand-in when the real one is missing, else None."""
+    if (REPO / "clients" / "python" / "kiln_tools.py").is_file():
+        return None
+    d = tmp / "stand-in"
+    d.mkdir(exist_ok=True)
+    (d / "kiln_tools.py").write_text(STAND_IN)
+    return d
+
+
+@pytest.fixture(scope="module")
+def docs_dir(tmp_path_factory, srv):
+    """A directory laid out as the docs assume (the checkout's clients/, kiln-data/api-key
+    holding a key of the module's server, Debian's python3 first on PATH)."""
+    d = tmp_path_factory.mktemp("assistants")
+    (d / "clients").symlink_to(REPO / "clients")
+    (d / "kiln-data").mkdir()
+    (d / "kiln-data" / "api-key").write_text(KEYS["alpha"] + "\n")
+    (d / "bin").mkdir()
+    (d / "bin" / "python3").symlink_to("/usr/bin/python3")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KILN_")}
+    env["PATH"] = "%s:%s" % (d / "bin", env.get("PATH", "/usr/bin:/bin"))
+    stand_in = stand_in_dir(d)
+    if stand_in:
+        env["PYTHONPATH"] = str(stand_in)
+    return d, env
+
+
+def run_doc_script(docs_dir, srv, script, interpreter):
+    import subprocess
+    d, env = docs_dir
+    assert "127.0.0.1:8080" in script, script
+    p = subprocess.run(interpreter + [script.replace("127.0.0.1:8080", srv.host)], cwd=d,
+                       env=env, capture_output=True, timeout=300)
+    assert p.returncode == 0, "exit %d\n%s\n%s" % (p.returncode, p.stdout.decode()[-3000:],
+                                                   p.stderr.decode()[-3000:])
+    return p.stdout.decode(), p.stderr.decode()
+
+
+@pytest.fixture(scope="module")
+def loops(docs_dir, srv):
+    """docs/assistants.md's shell block, run as written (bash -euo pipefail) against the
+    module's server: the three next-request bodies and what jq printed."""
+    need_root()
+    [block] = [b for b in doc_blocks("sh") if "kiln-data/api-key" in b]
+    for script in ("openai_responses_loop.py", "openai_chat_loop.py", "anthropic_loop.py"):
+        assert "clients/examples/" + script in block, script
+    out, _err = run_doc_script(docs_dir, srv, block, ["bash", "-euo", "pipefail", "-c"])
+    d = docs_dir[0]
+    return {name: json_load(d / ("%s-next.json" % name))
+            for name in ("responses", "chat", "anthropic")}, out
+
+
+def check_render_text(kiln, text):
+    """A render's result text: the workbook it names is real (openpyxl, values exact), and
+    so is its signed link (no key)."""
+    m = ID_LINK.search(text)
+    assert m and "units_by_region.xlsx" in text, text
+    body = kiln.download(m.group(1))
+    ws = openpyxl.load_workbook(io.BytesIO(body))["Units"]
+    assert [[c.value for c in row] for row in ws.iter_rows()] == UNITS
+    assert Client(kiln.base_url, None).fetch(m.group(2)) == body
+
+
+def check_cell_text(text):
+    assert text.startswith("status: ok"), text
+    assert "stdout:\ntotal units: 1338" in text and "result:\n334.5" in text, text
+    assert re.search(r"session_id: [0-9a-f]{32}", text), text
+
+
+def png_data_url(url):
+    import base64
+    assert url.startswith("data:image/png;base64,"), url[:60]
+    assert base64.b64decode(url.split(",", 1)[1])[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def openai_tools_as(form):
+    tools = json_load(REPO / "docs" / "tools" / "openai.json")
+    tools = tools["tools"] if isinstance(tools, dict) else tools
+    out = []
+    for t in tools:
+        if form == "flat" and "function" in t:
+            t = dict(t["function"], type="function")
+        if form == "nested" and "function" not in t:
+            t = {"type": "function", "function": {k: v for k, v in t.items() if k != "type"}}
+        out.append(t)
+    return out
+
+
+@python_only
+def test_openai_responses_loop(loops, kiln):
+    body = loops[0]["responses"]
+    turn = json_load(RECORDED / "openai_responses_turn.json")
+    calls = [o for o in turn["output"] if o["type"] == "function_call"]
+    assert [c["name"] for c in calls] == ["render_document", "execute_code"]
+    n = len(turn["output"])
+    assert body["input"][1:1 + n] == turn["output"], "the model's items go back as they came"
+    outputs = body["input"][1 + n:]
+    assert [o["type"] for o in outputs] == ["function_call_output"] * 2, outputs
+    assert [o["call_id"] for o in outputs] == [c["call_id"] for c in calls]
+    assert isinstance(outputs[0]["output"], str)
+    check_render_text(kiln, outputs[0]["output"])
+    text, image = outputs[1]["output"]
+    assert text["type"] == "input_text" and image["type"] == "input_image", outputs[1]
+    check_cell_text(text["text"])
+    png_data_url(image["image_url"])
+    assert body["tools"] == openai_tools_as("flat") and body["model"] == turn["model"]
+
+
+@python_only
+def test_openai_chat_loop(loops, kiln):
+    body = loops[0]["chat"]
+    turn = json_load(RECORDED / "openai_chat_turn.json")
+    message = turn["choices"][0]["message"]
+    msgs = body["messages"]
+    assert [m["role"] for m in msgs] == ["system", "user", "assistant", "tool", "tool", "user"]
+    assert msgs[2] == message
+    assert [m["tool_call_id"] for m in msgs[3:5]] == [c["id"] for c in message["tool_calls"]]
+    check_render_text(kiln, msgs[3]["content"])
+    check_cell_text(msgs[4]["content"])
+    parts = msgs[5]["content"]
+    assert parts[0]["type"] == "text" and message["tool_calls"][1]["id"] in parts[0]["text"]
+    assert parts[1]["type"] == "image_url"
+    png_data_url(parts[1]["image_url"]["url"])
+    assert body["tools"] == openai_tools_as("nested")
+
+
+@python_only
+def test_anthropic_loop(loops, kiln):
+    import json
+    body, jq_out = loops[0]["anthropic"], loops[1]
+    turn = json_load(RECORDED / "anthropic_turn.json")
+    uses = [b for b in turn["content"] if b["type"] == "tool_use"]
+    msgs = body["messages"]
+    assert [m["role"] for m in msgs] == ["user", "assistant", "user"]
+    assert msgs[1] == {"role": "assistant", "content": turn["content"]}
+    results = msgs[2]["content"]
+    assert [r["type"] for r in results] == ["tool_result"] * 2
+    assert [r["tool_use_id"] for r in results] == [u["id"] for u in uses]
+    assert [r["is_error"] for r in results] == [False, False]
+    check_render_text(kiln, results[0]["content"][0]["text"])
+    text, image = results[1]["content"]
+    check_cell_text(text["text"])
+    assert image["type"] == "image" and image["source"]["type"] == "base64"
+    assert image["source"]["media_type"] == "image/png"
+    png_data_url("data:image/png;base64," + image["source"]["data"])
+    assert body["tools"] == json_load(REPO / "docs" / "tools" / "anthropic.json")
+    # the doc's jq line: one object per result
+    shown = [json.loads(x) for x in re.findall(r"^\{.*?^\}", jq_out, re.S | re.M)]
+    assert [s["tool_use_id"] for s in shown] == [u["id"] for u in uses], jq_out
+    assert "total units: 1338" in shown[1]["text"]
+
+
+@python_only
+def test_tool_results_of_failures(kiln, tmp_path):
+    """A bad spec, a failing cell, a session passed back, an ended one and an unknown tool,
+    through the examples' runner and each vendor's message."""
+    need_root()
+    sys.path.insert(0, str(EXAMPLES))
+    stand_in = stand_in_dir(tmp_path)
+    if stand_in:
+        sys.path.insert(0, str(stand_in))
+    try:
+        import anthropic_loop
+        import kiln_tools_runner
+        import openai_chat_loop
+        import openai_responses_loop
+    finally:
+        sys.path.remove(str(EXAMPLES))
+        if stand_in:
+            sys.path.remove(str(stand_in))
+    runner = kiln_tools_runner.ToolRunner(kiln)
+    try:
+        bad = runner.call("render_document", {"format": "xlsx", "spec": {
+            "sheets": [{"name": "S", "rows": [[1]], "colour": "red"}, {"rows": "x"}]}})
+        assert bad.is_error and not bad.files, bad
+        pointers = [e["pointer"] for e in bad.structured["errors"]]
+        assert "/sheets/0/colour" in pointers and len(pointers) >= 2, bad.structured
+        for p in pointers:
+            assert "\n%s: " % p in bad.text, bad.text
+        assert anthropic_loop.tool_result("toolu_x", bad)["is_error"] is True
+        assert openai_responses_loop.function_call_output("call_x", bad)["output"] == bad.text
+        assert openai_chat_loop.tool_message("call_x", bad)["content"] == bad.text
+
+        first = runner.call("execute_code", {"code": "y = 6"})
+        sid = first.structured["session_id"]
+        failed = runner.call("execute_code", {"code": "y / 0"})
+        assert failed.is_error and "ZeroDivisionError" in failed.text, failed.text
+        assert failed.structured["status"] == "error" and failed.structured["session_id"] == sid
+        other = kiln_tools_runner.ToolRunner(kiln)   # the session passed back by its id
+        shared = other.call("execute_code", {"code": "print(y * 7)", "session_id": sid})
+        assert not shared.is_error and "stdout:\n42" in shared.text, shared.text
+        made = runner.call("execute_code", {"code": "open('/mnt/data/t.txt', 'w').write('t')",
+                                            "language": "python", "timeout_seconds": 20})
+        [ref] = made.files
+        assert ref["filename"] == "t.txt" and kiln.download(ref["id"]) == b"t", made
+        bash = runner.call("execute_code", {"code": "exit 4", "language": "bash"})
+        assert bash.is_error and "exit status 4" in bash.text, bash.text
+        unknown = runner.call("make_coffee", {})
+        assert unknown.is_error and "render_document" in unknown.text
+    finally:
+        runner.close()
+    gone = kiln_tools_runner.ToolRunner(kiln).call("execute_code", {"code": "1", "session_id": sid})
+    assert gone.is_error and "ended" in gone.text, gone.text
+
+
+@python_only
+def test_docs_python_snippet(docs_dir, srv):
+    need_root()
+    [snippet] = doc_blocks("python")
+    out, _err = run_doc_script(docs_dir, srv, snippet, ["python3", "-c"])
+    assert out == "['/sheets/0/rows']\nstarted \nstdout 42\n\ncell \n", out
+    ws = openpyxl.load_workbook(docs_dir[0] / "hello.xlsx")["Hi"]
+    assert [[c.value for c in row] for row in ws.iter_rows()] == [["Hello", 42]]
+
+
+@python_only
+def test_docs_config_snippets():
+    import json
+    snippets = [json.loads(b) for b in doc_blocks("json")]
+    stdio = {"mcpServers": {"kiln": {"command": "/path/to/kiln", "args": [
+        "mcp", "--out", "/path/to/out", "--allow-read", "/path/to/inputs"]}}}
+    assert stdio in snippets, snippets
+    http = [s for s in snippets if s["mcpServers"]["kiln"].get("url")]
+    assert http and http[0]["mcpServers"]["kiln"]["url"].endswith("/mcp"), snippets
+    text = ASSISTANTS_MD.read_text(encoding="utf-8")
+    for target in re.findall(r"\]\(([^)#]+)\)", text):
+        if not target.startswith("http"):
+            assert (ASSISTANTS_MD.parent / target).resolve().exists() or target == "mcp.md", target
