@@ -300,11 +300,15 @@ _STATUS_CLASSES = {
 }
 
 # A session's own refusal inside an event stream (a `rejected` event) carries the
-# contract's codes (docs/session.md): the API code and status the plain reply would have.
+# contract's codes (docs/session.md): the status and API code the plain reply has for each
+# (service/sessions.c maps them so).
 _CONTRACT_CODES = {
     "session_busy": (409, "session_busy"), "session_gone": (410, "session_gone"),
     "too_large": (413, "too_large"), "not_found": (404, "not_found"),
+    "gone": (410, "session_gone"),
 }
+_CONTRACT_422 = {"usage", "invalid_run", "invalid_session", "invalid_cell", "limit_exceeded",
+                 "unreadable_input"}
 
 
 def _error_class(status, code):
@@ -352,7 +356,9 @@ def _rejected_error(event):
     """A `rejected` event of a cell's stream, as the error the plain reply would raise."""
     errors = event.get("errors") if isinstance(event.get("errors"), list) else []
     first = errors[0] if errors and isinstance(errors[0], dict) else {}
-    status, code = _CONTRACT_CODES.get(first.get("code"), (422, "invalid_request"))
+    code = first.get("code")
+    status, code = _CONTRACT_CODES.get(code) or ((422, "invalid_request") if code in _CONTRACT_422
+                                                 else (500, "internal"))
     details = {"errors": errors, "more_errors": event.get("more_errors", 0)}
     if isinstance(event.get("session"), dict):
         details["session"] = event["session"]
@@ -399,8 +405,8 @@ class Client:
         api_key: the tenant's key (`kiln-data/api-key` after a first start, or one of
             KILN_API_KEYS); sent as "Authorization: Bearer KEY".
         timeout: seconds any one wait on the socket may last (connecting, or between two
-            pieces of a reply). A run or a cell is given at least its own time limit on
-            top of this when the request says one (limits.wall_seconds, a cell's timeout).
+            pieces of a reply). A run or a cell that says its time limit
+            (limits.wall_seconds, a cell's timeout) waits that plus 30 s when longer.
         ssl_context: for https, an ssl.SSLContext (default: the system's trust store).
     """
 

@@ -69,6 +69,7 @@ SPEC = {"sheets": [{"name": "Figures", "rows": [["Region", "Units", "Price", "Op
 def test_smoke_under_asan(kiln, srv, tmp_path):
     """The C server's main paths through the client: upload, list, download (bytes equal),
     a render, a bad spec, a wrong key, a missing file, delete."""
+    assert kiln.health() == {"status": "ok"}
     data = os.urandom(3000) + b"\x00end"
     f = kiln.upload(data, "blob.bin", "application/octet-stream")
     assert f["bytes"] == len(data) and f["sha256"] == hashlib.sha256(data).hexdigest(), f
@@ -347,10 +348,15 @@ def test_session_streamed_events_in_order(session):
     result = [e for e in events if e["event"] == "result"][0]
     assert result["data"]["text/plain"] == "42"
     assert all(e.get("cell") == record["cell"] for e in events[:-1]), events
-    # a bad cell request before the stream starts raises
-    with pytest.raises(kiln_client.InvalidRequest) as e:
+    # a cell the session refuses (its `rejected` event in the stream) raises what the
+    # plain reply does
+    with pytest.raises(kiln_client.InvalidRequest) as streamed:
         list(session.execute("1", timeout=10 ** 6))
-    assert e.value.pointers == ["/timeout"], e.value
+    with pytest.raises(kiln_client.InvalidRequest) as plain:
+        session.run_cell("1", timeout=10 ** 6)
+    assert streamed.value.pointers == ["/timeout"], streamed.value
+    assert (streamed.value.status, streamed.value.code, streamed.value.errors) == (
+        plain.value.status, plain.value.code, plain.value.errors)
 
 
 @python_only
