@@ -14,7 +14,9 @@ docs/assistants.md explains the mapping.
 """
 import json
 
-from kiln_tools_runner import ToolRunner, arguments, kiln_client, load_json, say, tool_definitions
+from kiln_tools_runner import ToolRunner, arguments, kiln_client, load_json, say
+
+import kiln_tools  # noqa: E402 (clients/python, which kiln_tools_runner puts on the path)
 
 MODEL = "claude-sonnet-4-5-20250929"
 MAX_TOKENS = 4096
@@ -50,9 +52,9 @@ def carry_out(message, runner):
 
 def next_request(message, answer):
     """The next request: the conversation so far, the assistant's content as it came,
-    the answer, the same tools (docs/tools/anthropic.json)."""
+    the answer, the same tools (docs/tools/anthropic.json, kiln_tools.load)."""
     return {"model": MODEL, "max_tokens": MAX_TOKENS, "system": SYSTEM,
-            "tools": tool_definitions("anthropic.json"),
+            "tools": kiln_tools.load("anthropic"),
             "messages": [{"role": "user", "content": USER},
                          {"role": "assistant", "content": message["content"]}, answer]}
 

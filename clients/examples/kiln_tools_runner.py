@@ -181,12 +181,6 @@ def load_json(path):
         return json.load(fh)
 
 
-def tool_definitions(name):
-    """docs/tools/NAME.json's tool list (the file is a list, or an object with "tools")."""
-    tools = load_json(REPO / "docs" / "tools" / name)
-    return tools["tools"] if isinstance(tools, dict) and "tools" in tools else tools
-
-
 def say(text):
     """Progress, on standard error (standard output carries the request body only)."""
     print(text, file=sys.stderr)

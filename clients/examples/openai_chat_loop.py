@@ -15,26 +15,15 @@ docs/assistants.md explains the mapping.
 """
 import json
 
-from kiln_tools_runner import ToolRunner, arguments, kiln_client, load_json, say, tool_definitions
+from kiln_tools_runner import ToolRunner, arguments, kiln_client, load_json, say
 
-import kiln_tools
+import kiln_tools  # noqa: E402 (clients/python, which kiln_tools_runner puts on the path)
 
 MODEL = "gpt-4.1-2025-04-14"
 SYSTEM = ("You are an analyst. Make files with render_document and compute with "
           "execute_code; give the user the download links the tools return.")
 USER = ("Make me a spreadsheet of units sold by region (North 412, South 298, East 377, "
         "West 251) with a total, and chart the figures.")
-
-
-def chat_tools():
-    """docs/tools/openai.json as Chat Completions takes tools:
-    {"type": "function", "function": {"name", "description", "parameters", "strict"}}."""
-    out = []
-    for t in tool_definitions("openai.json"):
-        if "function" not in t:             # the Responses form, flat
-            t = {"type": "function", "function": {k: v for k, v in t.items() if k != "type"}}
-        out.append(t)
-    return out
 
 
 def tool_message(call_id, result):
@@ -76,7 +65,7 @@ def next_request(completion, answers):
     message = completion["choices"][0]["message"]
     messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": USER},
                 message] + answers
-    return {"model": MODEL, "messages": messages, "tools": chat_tools(),
+    return {"model": MODEL, "messages": messages, "tools": kiln_tools.load("openai", chat=True),
             "parallel_tool_calls": True}
 
 

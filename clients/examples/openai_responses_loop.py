@@ -15,27 +15,17 @@ docs/assistants.md explains the mapping.
 """
 import json
 
-from kiln_tools_runner import ToolRunner, arguments, kiln_client, load_json, say, tool_definitions
+from kiln_tools_runner import ToolRunner, arguments, kiln_client, load_json, say
 
-import kiln_tools
+import kiln_tools  # noqa: E402 (clients/python, which kiln_tools_runner puts on the path)
 
-# The request that produced the recorded turn (its tools: docs/tools/openai.json).
+# The request that produced the recorded turn (its tools: docs/tools/openai.json,
+# kiln_tools.load("openai")).
 MODEL = "gpt-4.1-2025-04-14"
 INSTRUCTIONS = ("You are an analyst. Make files with render_document and compute with "
                 "execute_code; give the user the download links the tools return.")
 USER = ("Make me a spreadsheet of units sold by region (North 412, South 298, East 377, "
         "West 251) with a total, and chart the figures.")
-
-
-def responses_tools():
-    """docs/tools/openai.json as the Responses API takes tools: flat
-    {"type": "function", "name", "description", "parameters", "strict"}."""
-    out = []
-    for t in tool_definitions("openai.json"):
-        if "function" in t:                 # the Chat Completions form, nested
-            t = dict(t["function"], type="function")
-        out.append(t)
-    return out
 
 
 def function_call_output(call_id, result):
@@ -69,7 +59,7 @@ def next_request(response, outputs):
     first = [{"role": "user", "content": [{"type": "input_text", "text": USER}]}]
     return {"model": MODEL, "instructions": INSTRUCTIONS,
             "input": first + response["output"] + outputs,
-            "tools": responses_tools(), "parallel_tool_calls": response["parallel_tool_calls"]}
+            "tools": kiln_tools.load("openai"), "parallel_tool_calls": response["parallel_tool_calls"]}
 
 
 def main():

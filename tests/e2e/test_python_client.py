@@ -32,6 +32,7 @@ from serve_helpers import KEYS, need_root, serve_factory  # noqa: F401 (fixture)
 
 sys.path.insert(0, str(REPO / "clients" / "python"))
 import kiln_client  # noqa: E402
+import kiln_tools  # noqa: E402
 from kiln_client import Client  # noqa: E402
 
 try:
@@ -491,21 +492,6 @@ ID_LINK = re.compile(r"id ([0-9a-f]{32}): (http://\S+)")
 UNITS = [["Region", "Units"], ["North", 412], ["South", 298], ["East", 377], ["West", 251],
          ["Total", "=SUM(B2:B5)"]]
 
-# kiln_tools.py comes from the tools branch (clients/python/kiln_tools.py); until it is
-# there, the scripts run against this stand-in of from_openai_strict: the nulls that
-# stand for absent members left out.
-STAND_IN = '''
-def from_openai_strict(name, args):
-    def strip(v):
-        if isinstance(v, dict):
-            return {k: strip(x) for k, x in v.items() if x is not None}
-        if isinstance(v, list):
-            return [strip(x) for x in v]
-        return v
-    return strip(args)
-'''
-
-
 def doc_blocks(lang):
     return [body for found, body in FENCE.findall(ASSISTANTS_MD.read_text(encoding="utf-8"))
             if found == lang]
@@ -515,16 +501,6 @@ def json_load(path):
     import json
     with open(path, encoding="utf-8") as fh:
         return json.load(fh)
-
-
-def stand_in_dir(tmp):
-    """A directory holding the kiln_tools stand-in when the real one is missing, else None."""
-    if (REPO / "clients" / "python" / "kiln_tools.py").is_file():
-        return None
-    d = tmp / "stand-in"
-    d.mkdir(exist_ok=True)
-    (d / "kiln_tools.py").write_text(STAND_IN)
-    return d
 
 
 @pytest.fixture(scope="module")
@@ -539,9 +515,6 @@ def docs_dir(tmp_path_factory, srv):
     (d / "bin" / "python3").symlink_to("/usr/bin/python3")
     env = {k: v for k, v in os.environ.items() if not k.startswith("KILN_")}
     env["PATH"] = "%s:%s" % (d / "bin", env.get("PATH", "/usr/bin:/bin"))
-    stand_in = stand_in_dir(d)
-    if stand_in:
-        env["PYTHONPATH"] = str(stand_in)
     return d, env
 
 
@@ -593,19 +566,6 @@ def png_data_url(url):
     assert base64.b64decode(url.split(",", 1)[1])[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-def openai_tools_as(form):
-    tools = json_load(REPO / "docs" / "tools" / "openai.json")
-    tools = tools["tools"] if isinstance(tools, dict) else tools
-    out = []
-    for t in tools:
-        if form == "flat" and "function" in t:
-            t = dict(t["function"], type="function")
-        if form == "nested" and "function" not in t:
-            t = {"type": "function", "function": {k: v for k, v in t.items() if k != "type"}}
-        out.append(t)
-    return out
-
-
 @python_only
 def test_openai_responses_loop(loops, kiln):
     body = loops[0]["responses"]
@@ -623,7 +583,7 @@ def test_openai_responses_loop(loops, kiln):
     assert text["type"] == "input_text" and image["type"] == "input_image", outputs[1]
     check_cell_text(text["text"])
     png_data_url(image["image_url"])
-    assert body["tools"] == openai_tools_as("flat") and body["model"] == turn["model"]
+    assert body["tools"] == kiln_tools.load("openai") and body["model"] == turn["model"]
 
 
 @python_only
@@ -641,7 +601,7 @@ def test_openai_chat_loop(loops, kiln):
     assert parts[0]["type"] == "text" and message["tool_calls"][1]["id"] in parts[0]["text"]
     assert parts[1]["type"] == "image_url"
     png_data_url(parts[1]["image_url"]["url"])
-    assert body["tools"] == openai_tools_as("nested")
+    assert body["tools"] == kiln_tools.load("openai", chat=True)
 
 
 @python_only
@@ -663,7 +623,7 @@ def test_anthropic_loop(loops, kiln):
     assert image["type"] == "image" and image["source"]["type"] == "base64"
     assert image["source"]["media_type"] == "image/png"
     png_data_url("data:image/png;base64," + image["source"]["data"])
-    assert body["tools"] == json_load(REPO / "docs" / "tools" / "anthropic.json")
+    assert body["tools"] == kiln_tools.load("anthropic")
     # the doc's jq line: one object per result
     shown = [json.loads(x) for x in re.findall(r"^\{.*?^\}", jq_out, re.S | re.M)]
     assert [s["tool_use_id"] for s in shown] == [u["id"] for u in uses], jq_out
@@ -676,9 +636,6 @@ def test_tool_results_of_failures(kiln, tmp_path):
     through the examples' runner and each vendor's message."""
     need_root()
     sys.path.insert(0, str(EXAMPLES))
-    stand_in = stand_in_dir(tmp_path)
-    if stand_in:
-        sys.path.insert(0, str(stand_in))
     try:
         import anthropic_loop
         import kiln_tools_runner
@@ -686,8 +643,6 @@ def test_tool_results_of_failures(kiln, tmp_path):
         import openai_responses_loop
     finally:
         sys.path.remove(str(EXAMPLES))
-        if stand_in:
-            sys.path.remove(str(stand_in))
     runner = kiln_tools_runner.ToolRunner(kiln)
     try:
         bad = runner.call("render_document", {"format": "xlsx", "spec": {
