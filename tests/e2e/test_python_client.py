@@ -9,7 +9,12 @@ variable, the streamed events in order, an interrupt of a long cell seen from it
 output, files put and got, close then SessionGone, the context manager), and the error
 classes: every code docs/openapi.json and docs/serve.md document has its class, and the
 server's real replies (401, 404, 410 gone, 416, 403, 422s, 429 too_many_sessions, 503
-sessions_disabled) raise the class their code names.
+sessions_disabled) raise the class their code names. Then docs/assistants.md: its shell
+block run as written (the three worked loops of clients/examples/ against the module's
+server: each next request's tool-result messages carry the recorded call ids, a workbook
+openpyxl reads back and the cell's output text and figure), its Python snippet, its config
+snippets, the recorded turns against docs/tools/, and the results of failures (a bad spec,
+a failing cell, an ended session) in each vendor's form.
 
 The file starts sandboxes (a run, sessions): like every file outside SANDBOX_FILES it is an
 xdist group of its own (conftest.py). Under ASan (SANITIZED) only test_smoke_under_asan
@@ -701,3 +706,29 @@ def test_docs_config_snippets():
     for target in re.findall(r"\]\(([^)#]+)\)", text):
         if not target.startswith("http"):
             assert (ASSISTANTS_MD.parent / target).resolve().exists() or target == "mcp.md", target
+
+
+@python_only
+def test_recorded_turns_fit_the_tools():
+    """The recorded OpenAI calls are what strict mode makes of docs/tools/openai.json (their
+    arguments valid against its schemas, every optional member there as null), and mean
+    what the recorded Anthropic calls mean."""
+    import json
+    from jsonschema import Draft202012Validator
+    params = {t["name"]: t["parameters"] for t in kiln_tools.load("openai")}
+    anthropic = {b["name"]: b["input"] for b in json_load(RECORDED / "anthropic_turn.json")["content"]
+                 if b["type"] == "tool_use"}
+    responses = json_load(RECORDED / "openai_responses_turn.json")["output"]
+    chat = json_load(RECORDED / "openai_chat_turn.json")["choices"][0]["message"]["tool_calls"]
+    calls = [(o["name"], o["arguments"]) for o in responses] + \
+            [(c["function"]["name"], c["function"]["arguments"]) for c in chat]
+    assert sorted(n for n, _a in calls) == ["execute_code"] * 2 + ["render_document"] * 2
+    for name, text in calls:
+        args = json.loads(text)
+        errors = list(Draft202012Validator(params[name]).iter_errors(args))
+        assert not errors, (name, [e.message for e in errors[:5]])
+        kiln_form = kiln_tools.from_openai_strict(name, args)
+        want = dict(anthropic[name], **({"language": "python"} if name == "execute_code" else {}))
+        assert kiln_form == want, (name, kiln_form)
+    tools = {t["name"] for t in kiln_tools.load("anthropic")}
+    assert set(anthropic) <= tools
