@@ -493,7 +493,7 @@ ASSISTANTS_MD = REPO / "docs" / "assistants.md"
 EXAMPLES = REPO / "clients" / "examples"
 RECORDED = EXAMPLES / "recorded"
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.S | re.M)
-ID_LINK = re.compile(r"id ([0-9a-f]{32}): (http://\S+)")
+ID_LINK = re.compile(r"\(\d+ bytes\): (http://\S+/v1/files/([0-9a-f]{32})/content\S*)")
 UNITS = [["Region", "Units"], ["North", 412], ["South", 298], ["East", 377], ["West", 251],
          ["Total", "=SUM(B2:B5)"]]
 
@@ -552,17 +552,17 @@ def check_render_text(kiln, text):
     """A render's result text: the workbook it names is real (openpyxl, values exact), and
     so is its signed link (no key)."""
     m = ID_LINK.search(text)
-    assert m and "units_by_region.xlsx" in text, text
-    body = kiln.download(m.group(1))
+    assert m and text.startswith("Rendered units_by_region.xlsx ("), text
+    body = kiln.download(m.group(2))
     ws = openpyxl.load_workbook(io.BytesIO(body))["Units"]
     assert [[c.value for c in row] for row in ws.iter_rows()] == UNITS
-    assert Client(kiln.base_url, None).fetch(m.group(2)) == body
+    assert Client(kiln.base_url, None).fetch(m.group(1)) == body
 
 
 def check_cell_text(text):
-    assert text.startswith("status: ok"), text
-    assert "stdout:\ntotal units: 1338" in text and "result:\n334.5" in text, text
-    assert re.search(r"session_id: [0-9a-f]{32}", text), text
+    """The cell's text, as kiln mcp gives it: the session it started, stdout, the value."""
+    assert re.fullmatch(r"\[a new session was started: session_id [0-9a-f]{32}\]\n"
+                        r"total units: 1338\nOut(\[\d+\])?: 334\.5\n", text), text
 
 
 def png_data_url(url):
@@ -668,7 +668,7 @@ def test_tool_results_of_failures(kiln, tmp_path):
         assert failed.structured["status"] == "error" and failed.structured["session_id"] == sid
         other = kiln_tools_runner.ToolRunner(kiln)   # the session passed back by its id
         shared = other.call("execute_code", {"code": "print(y * 7)", "session_id": sid})
-        assert not shared.is_error and "stdout:\n42" in shared.text, shared.text
+        assert not shared.is_error and shared.text == "42\n", shared.text
         made = runner.call("execute_code", {"code": "open('/mnt/data/t.txt', 'w').write('t')",
                                             "language": "python", "timeout_seconds": 20})
         [ref] = made.files
