@@ -33,7 +33,7 @@ SERVICE_LDLIBS := $(shell $(PKG_CONFIG) --libs $(SERVICE_PKGS) 2>/dev/null) -lpt
 # kiln-writers.so beside it.
 LIB_SRCS  := $(sort $(filter-out artifacts/writers_dl.c,$(wildcard common/*.c artifacts/*.c artifacts/spec/*.c artifacts/layout/*.c \
 	artifacts/xlsx/*.c artifacts/opc/*.c artifacts/docx/*.c artifacts/pdf/*.c \
-	artifacts/pptx/*.c contract/*.c exec/*.c service/*.c)))
+	artifacts/pptx/*.c contract/*.c exec/*.c mcp/*.c service/*.c)))
 WRITER_SRCS := $(sort $(wildcard artifacts/writers.c artifacts/xlsx/*.c artifacts/opc/*.c \
 	artifacts/docx/*.c artifacts/pdf/*.c artifacts/pptx/*.c))
 SERVICE_SRCS := $(sort $(wildcard service/*.c))
@@ -50,7 +50,7 @@ SERVICE_OBJS := $(SERVICE_SRCS:%.c=$(BUILD)/%.o) $(SERVE_SRCS:%.c=$(BUILD)/%.o)
 SERVICE_SO := $(dir $(BIN))kiln-service.so
 UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
-TEMPLATES := $(shell find templates -type f) exec/python/kiln.py exec/python/kiln_session.py
+TEMPLATES := $(shell find templates -type f) exec/python/kiln.py exec/python/kiln_session.py docs/tools/mcp.json
 
 .PHONY: all deps check unit unit-bins e2e asan asan-bins fuzz fuzz-check fuzz-corpus fuzz-targets format format-check bench samples demo serve tools clean
 all: $(BIN)
@@ -111,7 +111,17 @@ DEB_PKGS := build-essential pkg-config libjansson-dev libxlsxwriter-dev libmd4c-
 	libmicrohttpd-dev curl jq wrk nginx-light clang-format \
 	python3-numpy python3-pandas python3-matplotlib python3-pytest-xdist libpython3.11-dev \
 	python3-ipykernel python3-jupyter-client python3-ipython
-deps:
+# The real MCP clients the tests drive Kiln with (tests/e2e/test_mcp_clients.py): the
+# official TypeScript SDK and the Inspector CLI, pinned in tests/mcp/package-lock.json.
+# npm ci runs only when the lock file is newer than the tree it installed (npm writes
+# node_modules/.package-lock.json), so a second `make deps` does nothing.
+MCP_NODE_STAMP := tests/mcp/node_modules/.package-lock.json
+$(MCP_NODE_STAMP): tests/mcp/package.json tests/mcp/package-lock.json
+	@command -v npm >/dev/null || { echo "make deps: npm is missing (Node.js 20 and npm)"; exit 1; }
+	npm ci --prefix tests/mcp --no-audit --no-fund
+	touch $@
+
+deps: $(MCP_NODE_STAMP)
 	@missing=$$(for p in $(DEB_PKGS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null \
 		| grep -q 'install ok installed' || echo $$p; done); \
 	if [ -n "$$missing" ]; then \
@@ -298,7 +308,7 @@ bench/node_modules: bench/package.json
 	npm ci --prefix bench --no-audit --no-fund
 	@touch $@
 
-# BENCH=xlsx|docx|pdf|pptx|run|serve|scale|session runs one benchmark (bench/run.py); the default
+# BENCH=xlsx|docx|pdf|pptx|run|serve|scale|session|mcp runs one benchmark (bench/run.py); the default
 # runs them all (run only as root; serve starts `kiln serve` and nginx under wrk).
 bench: $(BIN) samples bench/node_modules
 	KILN_BIN=$(BIN) KILN_LIB=$(BUILD)/libkiln.a $(PYTHON) bench/run.py $(BENCH)

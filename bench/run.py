@@ -968,13 +968,14 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("workload", nargs="?",
                     choices=("xlsx", "docx", "pdf", "pptx", "all", "run", "serve", "scale",
-                             "session"),
+                             "session", "mcp"),
                     default="all",
                     help="which benchmark to run (default: all, the four document formats; "
                          "run: the sandbox of `kiln run` against bare python3 and bubblewrap, "
                          "needs root; serve: `kiln serve` under wrk beside nginx; scale: a "
                          "million paragraphs and a million inline rows in each format; session: "
-                         "kiln session beside a Jupyter kernel, needs root)")
+                         "kiln session beside a Jupyter kernel, needs root; mcp: a cell's round "
+                         "trip through MCP beside the same without it, needs root)")
     ap.add_argument("--rows", type=int, default=200_000, help="xlsx: rows of the big dataset")
     ap.add_argument("--small-rows", type=int, default=50_000, help="xlsx: rows of the small one")
     ap.add_argument("--sections", type=int, default=60,
@@ -1008,6 +1009,12 @@ def main():
                     help="session: groupby cells timed for (c)")
     ap.add_argument("--pss-counts", default="1,10,50",
                     help="session: how many sessions are open for each PSS figure of (d)")
+    ap.add_argument("--mcp-cells", type=int, default=200,
+                    help="mcp: round trips timed on each transport")
+    ap.add_argument("--mcp-warmup", type=int, default=20,
+                    help="mcp: round trips before those, not timed")
+    ap.add_argument("--mcp-cpu-cells", type=int, default=1000,
+                    help="mcp: round trips over which the servers' CPU time per call is taken")
     args = ap.parse_args()
     if args.workload in ("xlsx", "all") and not 0 < args.small_rows < args.rows:
         ap.error("need 0 < --small-rows < --rows")
@@ -1025,6 +1032,9 @@ def main():
     if args.workload == "session":
         from session_bench import run_session
         return run_session(args)
+    if args.workload == "mcp":
+        from mcp_bench import run_mcp
+        return run_mcp(args)
     status = 0
     if args.workload in ("xlsx", "all"):
         status |= run_xlsx(args)

@@ -207,28 +207,30 @@ def start_kiln(kiln, tmp, threads):
     fd = proc.stdout.fileno()
     deadline = time.monotonic() + START_TIMEOUT
     buf = b""
-    while b"\n" not in buf:
-        left = deadline - time.monotonic()
-        if left <= 0 or proc.poll() is not None:
+    port = None
+    # With sessions on, the zygote's start (its own event line) may come first.
+    while port is None:
+        while b"\n" not in buf:
+            left = deadline - time.monotonic()
+            if left <= 0 or proc.poll() is not None:
+                stop_group(proc)
+                raise BenchError("kiln serve did not print its listening line (stderr: %s)"
+                                 % (tail(err_path).strip() or "empty"))
+            ready, _, _ = select.select([fd], [], [], min(left, 0.2))
+            if ready:
+                chunk = os.read(fd, 65536)
+                if not chunk:
+                    continue
+                buf += chunk
+        line, buf = buf.split(b"\n", 1)
+        try:
+            event = json.loads(line)
+            if event.get("event") == "listening":
+                port = int(event["port"])
+        except (ValueError, KeyError, TypeError, AttributeError) as e:
             stop_group(proc)
-            raise BenchError("kiln serve did not print its listening line (stderr: %s)"
-                             % (tail(err_path).strip() or "empty"))
-        ready, _, _ = select.select([fd], [], [], min(left, 0.2))
-        if ready:
-            chunk = os.read(fd, 65536)
-            if not chunk:
-                continue
-            buf += chunk
-    first = buf.split(b"\n", 1)[0]
-    try:
-        event = json.loads(first)
-        port = int(event["port"])
-        if event.get("event") != "listening":
-            raise ValueError("not a listening event")
-    except (ValueError, KeyError, TypeError) as e:
-        stop_group(proc)
-        raise BenchError("kiln serve's first line is not {\"event\": \"listening\", ..., "
-                         "\"port\": N}: %r (%s)" % (first[:200], e))
+            raise BenchError("kiln serve printed a line that is not an event, or a listening "
+                             "event without \"port\": N: %r (%s)" % (line[:200], e))
 
     def drain():
         try:

@@ -46,6 +46,8 @@ static const char usage_main[] =
     "  serve [OPTIONS]        run the HTTP service (docs/serve.md)\n"
     "  session [OPTIONS]      a live sandboxed interpreter over JSON lines on stdin and\n"
     "                         stdout (docs/session.md)\n"
+    "  mcp [OPTIONS]          the Model Context Protocol server on stdio, for assistant\n"
+    "                         hosts (docs/mcp.md)\n"
     "  help [COMMAND]         show help for a command\n"
     "\n"
     "options:\n"
@@ -874,6 +876,9 @@ static int cmd_help(int argc, char **argv)
     } else if (strcmp(argv[1], "session") == 0) {
         char *help_argv[] = {"session", "--help", NULL};
         return kiln_session_main(2, help_argv);
+    } else if (strcmp(argv[1], "mcp") == 0) {
+        char *help_argv[] = {"mcp", "--help", NULL};
+        return kiln_mcp_main(2, help_argv);
     } else if (strcmp(argv[1], "help") == 0)
         fputs(usage_main, stdout);
     else
@@ -924,6 +929,8 @@ static int run(int argc, char **argv)
         return cmd_serve(argc - 1, argv + 1);
     if (strcmp(cmd, "session") == 0)
         return kiln_session_main(argc - 1, argv + 1);
+    if (strcmp(cmd, "mcp") == 0)
+        return kiln_mcp_main(argc - 1, argv + 1);
     if (strcmp(cmd, "zygote") == 0)
         return kiln_zygote_command(argc - 1, argv + 1);
     if (strcmp(cmd, "help") == 0)

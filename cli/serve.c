@@ -66,6 +66,11 @@ static const char usage_serve[] =
     "      --session-pool N        ready sessions kept for POST /v1/sessions (2; 0 = none)\n"
     "      --session-idle-timeout DURATION  a session's idle timeout unless it asks (20m)\n"
     "      --session-lifetime DURATION  a session's longest (and default) lifetime (12h)\n"
+    "      --mcp on|off            serve /mcp, the MCP server over HTTP (on)\n"
+    "      --mcp-allow-origin ORIGIN  a browser Origin /mcp serves (repeatable; none)\n"
+    "      --mcp-allow-read DIR    load_file reads below DIR only (repeatable; none)\n"
+    "      --mcp-sessions-per-tenant N  MCP sessions open at once of one tenant (32)\n"
+    "      --mcp-session-idle-timeout DURATION  an MCP session's idle timeout (30m)\n"
     "The most a POST /v1/runs or /v1/sessions may ask for, and what it gets when it asks for nothing\n"
     "(kiln run's limit flags with run- before them; defaults: kiln run's, docs/run.md):\n";
 static const char usage_serve_tail[] =
@@ -80,7 +85,10 @@ static const char usage_serve_tail[] =
 /* Bytes of a generated API key before encoding. */
 #define KEY_BYTES 32
 
-enum kind { K_STR, K_COUNT, K_SIZE, K_DURATION, K_LISTEN, K_URL, K_LIMIT };
+/* K_LIST: a list, a flag given again adds to it; the environment and the
+ * config file give it comma-separated (in the file, a name given again
+ * adds too). Kept as one value, the items separated by newlines. */
+enum kind { K_STR, K_COUNT, K_SIZE, K_DURATION, K_LISTEN, K_URL, K_LIMIT, K_LIST };
 
 struct setting {
     const char *name; /* long flag without --, config name */
@@ -92,7 +100,9 @@ struct setting {
     const char *value;           /* chosen value */
     char origin[PATH_MAX + 64];
     const char *flag_val;
+    char *flag_list; /* K_LIST: every flag's value */
     const char *env_val;
+    char *env_list; /* K_LIST: the environment's, newline-separated */
     char *file_val;
     unsigned file_line;
 };
@@ -121,6 +131,11 @@ enum {
     S_SESSION_POOL,
     S_SESSION_IDLE,
     S_SESSION_LIFETIME,
+    S_MCP,
+    S_MCP_ALLOW_ORIGIN,
+    S_MCP_ALLOW_READ,
+    S_MCP_SESSIONS_TENANT,
+    S_MCP_SESSION_IDLE,
     /* then a --run-FLAG per run limit, in the table's order */
     S_RUN_FIRST,
     S__COUNT = S_RUN_FIRST + KILN_JOB_LIMIT_COUNT
@@ -155,7 +170,48 @@ static struct setting settings[S__COUNT] = {
     /* a session request's own idle_timeout and lifetime go to 30 days */
     [S_SESSION_IDLE] = {.name = "session-idle-timeout", .kind = K_DURATION, .max = 30 * 86400},
     [S_SESSION_LIFETIME] = {.name = "session-lifetime", .kind = K_DURATION, .max = 30 * 86400},
+    [S_MCP] = {.name = "mcp", .kind = K_STR, .max = 0},
+    [S_MCP_ALLOW_ORIGIN] = {.name = "mcp-allow-origin", .kind = K_LIST, .max = 0},
+    [S_MCP_ALLOW_READ] = {.name = "mcp-allow-read", .kind = K_LIST, .max = 0},
+    [S_MCP_SESSIONS_TENANT] = {.name = "mcp-sessions-per-tenant", .kind = K_COUNT, .max = 100000},
+    [S_MCP_SESSION_IDLE] = {.name = "mcp-session-idle-timeout",
+                            .kind = K_DURATION,
+                            .max = 30 * 86400},
 };
+
+/* Append item to a newline-separated list (*list malloc'd): 0, or -1. */
+static int list_add(char **list, const char *item, size_t n)
+{
+    size_t have = *list ? strlen(*list) : 0;
+    char *grown = realloc(*list, have + n + 2);
+    if (!grown)
+        return -1;
+    if (have)
+        grown[have++] = '\n';
+    memcpy(grown + have, item, n);
+    grown[have + n] = '\0';
+    *list = grown;
+    return 0;
+}
+
+/* Each comma-separated item of text (spaces around it dropped) appended. */
+static int list_add_commas(char **list, const char *text)
+{
+    for (const char *p = text; *p;) {
+        size_t n = strcspn(p, ",");
+        const char *a = p, *b = p + n;
+        while (a < b && (*a == ' ' || *a == '\t'))
+            a++;
+        while (b > a && (b[-1] == ' ' || b[-1] == '\t'))
+            b--;
+        if (b > a && list_add(list, a, (size_t)(b - a)) != 0)
+            return -1;
+        p += n;
+        if (*p == ',')
+            p++;
+    }
+    return 0;
+}
 
 /* The --run-* settings: kiln run's limit flags with run- before them,
  * one per row of the limits table. */
@@ -322,6 +378,14 @@ static int read_config(const char *path, const char *origin)
         if (!*value) {
             status = usage_error("%s:%u: %s has no value", path, lineno, name);
             break;
+        }
+        if (settings[found].kind == K_LIST) {
+            if (list_add_commas(&settings[found].file_val, value) != 0) {
+                status = usage_error("out of memory");
+                break;
+            }
+            settings[found].file_line = lineno;
+            continue;
         }
         free(settings[found].file_val);
         settings[found].file_val = strdup(value);
@@ -568,11 +632,31 @@ static void start_error(const kiln_error *err, const char *data_dir)
 
 /* ---- main ---- */
 
+/* The lists' items for the server's options: pointers into a copy of
+ * each list (freed with free_settings). */
+static char **mcp_origins, **mcp_reads;
+static char *list_copies[2];
+
+static void free_lists(void)
+{
+    free(mcp_origins);
+    free(mcp_reads);
+    free(list_copies[0]);
+    free(list_copies[1]);
+    mcp_origins = mcp_reads = NULL;
+    list_copies[0] = list_copies[1] = NULL;
+}
+
 static void free_settings(void)
 {
+    free_lists();
     for (int i = 0; i < S__COUNT; i++) {
         free(settings[i].file_val);
         settings[i].file_val = NULL;
+        free(settings[i].flag_list);
+        settings[i].flag_list = NULL;
+        free(settings[i].env_list);
+        settings[i].env_list = NULL;
     }
 }
 
@@ -586,6 +670,12 @@ static void choose(const char *config_path)
         s->env_val = getenv(env);
         if (s->env_val && !s->env_val[0])
             s->env_val = NULL;
+        if (s->kind == K_LIST) {
+            if (s->flag_list)
+                s->flag_val = s->flag_list;
+            if (s->env_val && list_add_commas(&s->env_list, s->env_val) == 0 && s->env_list)
+                s->env_val = s->env_list;
+        }
         if (s->flag_val) {
             s->value = s->flag_val;
             snprintf(s->origin, sizeof s->origin, "--%s", s->name);
@@ -685,10 +775,30 @@ static int parse_setting(struct setting *s, uint64_t *out, char *host, size_t ho
         break;
     }
     case K_STR:
-        if (s == &settings[S_SESSIONS] && strcmp(s->value, "on") != 0 &&
-            strcmp(s->value, "off") != 0) {
+        if ((s == &settings[S_SESSIONS] || s == &settings[S_MCP]) &&
+            strcmp(s->value, "on") != 0 && strcmp(s->value, "off") != 0) {
             status = bad_value(s, "expected on or off");
             return status;
+        }
+        break;
+    case K_LIST:
+        if (s == &settings[S_MCP_ALLOW_ORIGIN]) {
+            /* An origin as a browser sends it: scheme://host[:port], no
+             * path, no trailing slash (compared exactly). */
+            for (const char *p = s->value; *p;) {
+                size_t n = strcspn(p, "\n");
+                const char *sep = memmem(p, n, "://", 3);
+                const char *name = sep ? sep + 3 : NULL;
+                if (!sep || sep == p || !name || name >= p + n ||
+                    memchr(name, '/', (size_t)(p + n - name))) {
+                    status = bad_value(s, "expected origins such as http://localhost:3000 "
+                                          "(scheme://host[:port], no path)");
+                    return status;
+                }
+                p += n;
+                if (*p == '\n')
+                    p++;
+            }
         }
         break;
     }
@@ -766,9 +876,45 @@ static void apply_setting(int i, const struct setting *s, uint64_t v, kiln_serve
     case S_SESSION_LIFETIME:
         opt->session_lifetime = (unsigned)v;
         break;
+    case S_MCP:
+        opt->mcp_enabled = strcmp(s->value, "on") == 0;
+        break;
+    case S_MCP_SESSIONS_TENANT:
+        opt->mcp_sessions_per_tenant = (unsigned)v;
+        break;
+    case S_MCP_SESSION_IDLE:
+        opt->mcp_session_idle = (unsigned)v;
+        break;
     default:
         break;
     }
+}
+
+/* text's newline-separated items as a NULL-terminated array (*items
+ * malloc'd, the strings in a copy kept in list_copies). 0, or -1. */
+static int list_items(const char *text, char ***items, size_t *n)
+{
+    *items = NULL;
+    *n = 0;
+    if (!text)
+        return 0;
+    char *copy = strdup(text);
+    size_t cap = 1;
+    for (const char *p = text; *p; p++)
+        cap += *p == '\n';
+    char **out = calloc(cap + 1, sizeof *out);
+    if (!copy || !out) {
+        free(copy);
+        free(out);
+        return -1;
+    }
+    size_t k = 0;
+    for (char *save = NULL, *t = strtok_r(copy, "\n", &save); t; t = strtok_r(NULL, "\n", &save))
+        out[k++] = t;
+    list_copies[list_copies[0] ? 1 : 0] = copy;
+    *items = out;
+    *n = k;
+    return 0;
 }
 
 /* Every chosen setting into opt (host: room for the address's host). 0, or
@@ -785,6 +931,12 @@ static int gather_settings(kiln_server_options *opt, char *host, size_t host_cap
             return status;
         apply_setting(i, s, v, opt);
     }
+    if (list_items(settings[S_MCP_ALLOW_ORIGIN].value, &mcp_origins, &opt->n_mcp_allow_origins) !=
+            0 ||
+        list_items(settings[S_MCP_ALLOW_READ].value, &mcp_reads, &opt->n_mcp_allow_read) != 0)
+        return usage_error("out of memory");
+    opt->mcp_allow_origins = (const char *const *)mcp_origins;
+    opt->mcp_allow_read = (const char *const *)mcp_reads;
     opt->env_keys = getenv("KILN_API_KEYS");
     if (opt->env_keys && !opt->env_keys[0])
         opt->env_keys = NULL;
@@ -854,7 +1006,13 @@ int kiln_serve_main(int argc, char **argv)
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
         if (c >= 256 && c < 256 + S__COUNT) {
-            settings[c - 256].flag_val = optarg;
+            struct setting *s = &settings[c - 256];
+            if (s->kind == K_LIST) {
+                if (list_add(&s->flag_list, optarg, strlen(optarg)) != 0)
+                    return usage_error("out of memory");
+                continue;
+            }
+            s->flag_val = optarg;
             continue;
         }
         switch (c) {

@@ -37,6 +37,8 @@ KILN_EMBED(kiln_tpl_pptx_table_styles, "templates/pptx/tableStyles.xml")
  * the sandbox runner writes into each job's root (exec/run.c). */
 KILN_EMBED(kiln_python_kiln_py, "exec/python/kiln.py")
 KILN_EMBED(kiln_python_session_py, "exec/python/kiln_session.py")
+/* The MCP tools' definitions (docs/tools/mcp.json, made by `make tools`). */
+KILN_EMBED(kiln_tools_mcp, "docs/tools/mcp.json")
 
 static const struct {
     const char *name;
@@ -62,6 +64,7 @@ static const struct {
     {"pptx/tableStyles.xml", kiln_tpl_pptx_table_styles_start, kiln_tpl_pptx_table_styles_end},
     {"python/kiln.py", kiln_python_kiln_py_start, kiln_python_kiln_py_end},
     {"python/kiln_session.py", kiln_python_session_py_start, kiln_python_session_py_end},
+    {"tools/mcp.json", kiln_tools_mcp_start, kiln_tools_mcp_end},
 };
 
 const char *kiln_template(const char *name, size_t *len)

@@ -168,10 +168,14 @@ void kiln_metrics_render(kiln_metrics *m, const char *format, const char *result
 /* One session cell done: its status ("ok", "timeout", ...) and the time
  * from its request to its record (files stored). */
 void kiln_metrics_cell(kiln_metrics *m, const char *outcome, double seconds);
+/* One message to /mcp: its JSON-RPC method (a bounded label: the known
+ * ones, "other") and what came of it ("ok", "error", "notification",
+ * "cancelled", or the transport's refusal: "header_mismatch", ...). */
+void kiln_metrics_mcp(kiln_metrics *m, const char *method, const char *outcome);
 /* The exposition text (new, malloc'd, NUL-terminated): the counters and
  * histograms above plus the gauges passed in. */
 char *kiln_metrics_text(kiln_metrics *m, uint64_t bytes_stored, unsigned jobs_running,
                         unsigned jobs_queued, unsigned sessions_open, unsigned sessions_pool,
-                        size_t *len);
+                        unsigned mcp_sessions, size_t *len);
 
 #endif

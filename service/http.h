@@ -9,6 +9,8 @@
  *   download.c     GET/HEAD /v1/files/{id}/content.
  *   job_requests.c POST /v1/render and /v1/runs through the job pool.
  *   sessions.c     /v1/sessions: `kiln session` children, their zygote and pool.
+ *   mcp_http.c     /mcp: the MCP server (mcp/) over Streamable HTTP; its
+ *                  tools act through mcp_backend.c (mcp_api.h).
  *
  * A request's life: server.c makes a kiln_req on the access handler's
  * first call (route, auth, early refusals), the route's body callback eats
@@ -64,6 +66,7 @@ struct kiln_server {
     struct kiln_reaper *reaper;
 
     struct kiln_sessions *sessions; /* sessions.c; NULL when they are off */
+    struct kiln_mcp_http *mcp;      /* mcp_http.c; NULL when /mcp is off */
 
     pthread_mutex_t jobs_lock; /* guards jobs: NULL once shutdown began */
     kiln_jobs *jobs;
@@ -90,6 +93,7 @@ typedef enum {
     ROUTE_SESSION_FILES,     /* /v1/sessions/{id}/files */
     ROUTE_HEALTHZ,
     ROUTE_METRICS,
+    ROUTE_MCP, /* /mcp */
 } kiln_route;
 
 /* What the request is doing with its body. */
@@ -143,6 +147,10 @@ typedef struct kiln_req {
     unsigned retry_after; /* seconds, for a 429 */
     int client_gone;      /* the client left while its job waited or ran: no reply,
                              logged as termination client_abort */
+
+    /* /mcp */
+    struct http_call *mcp; /* the message being served (mcp_http.c) */
+    char mcp_method[48];   /* its JSON-RPC method, for the access log ("" none) */
 } kiln_req;
 
 /* ---- http_util.c ---- */
@@ -306,5 +314,27 @@ void jobs_cancel(void *arg);
 /* Every /v1/sessions route, on its last call; a request that waits on a
  * session is suspended and, once answered, queued from req->reply. */
 enum MHD_Result sessions_request(kiln_req *req);
+
+/* ---- mcp_http.c ---- */
+/* Start /mcp (nothing when it is off): the MCP server, its workers and the
+ * watcher of their clients. A --mcp-allow-read that is no directory fails
+ * (KILN_E_USAGE, pointer "/mcp-allow-read"). */
+kiln_status mcp_http_start(kiln_server *srv, kiln_error *err);
+/* The stop begins: new messages answer 503. */
+void mcp_http_quiesce(kiln_server *srv);
+/* After kiln_sessions_stop: queued requests answered, the workers and the
+ * watcher joined. */
+void mcp_http_stop(kiln_server *srv);
+/* After the daemon stopped: every MCP session and connection freed. */
+void mcp_http_free(kiln_server *srv);
+/* The first call of a request to /mcp (authed: its bearer key is valid):
+ * Origin, key, method, media types, the body's limit. */
+enum MHD_Result mcp_http_begin(kiln_req *req, int authed);
+/* Its last call, and the calls after a worker resumed it. */
+enum MHD_Result mcp_http_request(kiln_req *req);
+/* on_completed: the request lets go of its message. */
+void mcp_http_completed(kiln_req *req);
+/* MCP sessions open, for /metrics. */
+void mcp_http_counts(kiln_server *srv, unsigned *sessions);
 
 #endif

@@ -50,6 +50,7 @@ struct kiln_metrics {
     struct family runs;     /* outcome */
     struct family renders;  /* format, result */
     struct family cells;    /* outcome */
+    struct family mcp;      /* method, outcome */
     struct histogram cell_latency;
     struct histogram *hist;
     size_t n_hist, cap_hist;
@@ -77,6 +78,7 @@ void kiln_metrics_free(kiln_metrics *m)
     free(m->runs.items);
     free(m->renders.items);
     free(m->cells.items);
+    free(m->mcp.items);
     free(m->hist);
     pthread_mutex_destroy(&m->lock);
     free(m);
@@ -203,6 +205,15 @@ void kiln_metrics_render(kiln_metrics *m, const char *format, const char *result
     pthread_mutex_unlock(&m->lock);
 }
 
+void kiln_metrics_mcp(kiln_metrics *m, const char *method, const char *outcome)
+{
+    pthread_mutex_lock(&m->lock);
+    struct counter *c = counter_get(m, &m->mcp, method, outcome, NULL);
+    if (c)
+        c->value++;
+    pthread_mutex_unlock(&m->lock);
+}
+
 void kiln_metrics_cell(kiln_metrics *m, const char *outcome, double seconds)
 {
     pthread_mutex_lock(&m->lock);
@@ -289,7 +300,7 @@ static void put_float(struct text *t, double v)
 
 char *kiln_metrics_text(kiln_metrics *m, uint64_t bytes_stored, unsigned jobs_running,
                         unsigned jobs_queued, unsigned sessions_open, unsigned sessions_pool,
-                        size_t *len)
+                        unsigned mcp_sessions, size_t *len)
 {
     struct text t = {.buf = malloc(4096), .cap = 4096};
     if (!t.buf)
@@ -382,6 +393,15 @@ char *kiln_metrics_text(kiln_metrics *m, uint64_t bytes_stored, unsigned jobs_ru
             (unsigned long long)h->count);
     }
 
+    put_header(&t, "kiln_mcp_requests_total", "counter",
+               "Messages to /mcp, by JSON-RPC method and outcome.");
+    for (size_t i = 0; i < m->mcp.n; i++) {
+        put(&t, "kiln_mcp_requests_total{");
+        put_label(&t, "method", m->mcp.items[i].a, 1);
+        put_label(&t, "outcome", m->mcp.items[i].b, 0);
+        put(&t, "} %llu\n", (unsigned long long)m->mcp.items[i].value);
+    }
+
     put_header(&t, "kiln_metrics_dropped_total", "counter",
                "Metric updates dropped because a family reached its series limit.");
     put(&t, "kiln_metrics_dropped_total %llu\n", (unsigned long long)m->dropped);
@@ -397,6 +417,8 @@ char *kiln_metrics_text(kiln_metrics *m, uint64_t bytes_stored, unsigned jobs_ru
     put(&t, "kiln_sessions_open %u\n", sessions_open);
     put_header(&t, "kiln_session_pool_ready", "gauge", "Ready sessions waiting in the pool.");
     put(&t, "kiln_session_pool_ready %u\n", sessions_pool);
+    put_header(&t, "kiln_mcp_sessions_open", "gauge", "MCP sessions (Mcp-Session-Id) open.");
+    put(&t, "kiln_mcp_sessions_open %u\n", mcp_sessions);
 
     if (t.failed) {
         free(t.buf);

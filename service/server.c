@@ -51,6 +51,7 @@ void kiln_server_options_init(kiln_server_options *opt)
     opt->queue_max = KILN_SERVER_DEFAULT_QUEUE;
     opt->sessions_enabled = 1;
     opt->session_pool = KILN_SERVER_DEFAULT_SESSION_POOL;
+    opt->mcp_enabled = 1;
 }
 
 static unsigned cpu_count(void)
@@ -90,6 +91,8 @@ static const char *route_name(kiln_route r)
         return "/healthz";
     case ROUTE_METRICS:
         return "/metrics";
+    case ROUTE_MCP:
+        return "/mcp";
     default:
         return "other";
     }
@@ -123,6 +126,8 @@ const char *http_route_allow(kiln_route r)
         return "GET, HEAD";
     case ROUTE_METRICS:
         return "GET, HEAD";
+    case ROUTE_MCP:
+        return "POST, DELETE";
     default:
         return "";
     }
@@ -154,6 +159,8 @@ kiln_route http_route_of(const char *url, char *id_seg, size_t cap)
         return ROUTE_HEALTHZ;
     if (strcmp(url, "/metrics") == 0)
         return ROUTE_METRICS;
+    if (strcmp(url, "/mcp") == 0)
+        return ROUTE_MCP;
     if (strcmp(url, "/v1/render") == 0)
         return ROUTE_RENDER;
     if (strcmp(url, "/v1/runs") == 0)
@@ -513,11 +520,12 @@ static enum MHD_Result reply_metrics(kiln_req *req)
     if (srv->jobs)
         kiln_jobs_counts(srv->jobs, &running, &queued);
     pthread_mutex_unlock(&srv->jobs_lock);
-    unsigned open = 0, pool = 0;
+    unsigned open = 0, pool = 0, mcp_sessions = 0;
     kiln_sessions_counts(srv, &open, &pool);
+    mcp_http_counts(srv, &mcp_sessions);
     size_t len = 0;
     char *text = kiln_metrics_text(srv->metrics, kiln_store_bytes(srv->store), running, queued,
-                                   open, pool, &len);
+                                   open, pool, mcp_sessions, &len);
     if (!text)
         return http_internal(req, "cannot build the metrics text: out of memory");
     struct MHD_Response *resp = MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
@@ -546,8 +554,11 @@ static enum MHD_Result begin(kiln_req *req)
     kiln_server *srv = req->srv;
     char seg[64];
     req->route = http_route_of(req->path, seg, sizeof seg);
-    if (req->route == ROUTE_OTHER)
+    if (req->route == ROUTE_OTHER || (req->route == ROUTE_MCP && !srv->mcp))
         return http_not_found(req);
+    /* /mcp answers in JSON-RPC's shapes, its refusals too (mcp_http.c). */
+    if (req->route == ROUTE_MCP)
+        return mcp_http_begin(req, auth_bearer(req) == 0);
     if (!http_method_allowed(req->route, req->method)) {
         char msg[96];
         snprintf(msg, sizeof msg, "%s is not allowed here; use %s.", req->method,
@@ -671,6 +682,8 @@ static enum MHD_Result body_data(kiln_req *req, const char *data, size_t size)
 
 static enum MHD_Result finish(kiln_req *req)
 {
+    if (req->route == ROUTE_MCP)
+        return mcp_http_request(req);
     if ((req->job == JOB_WAITING || req->job == JOB_DONE) && req->route >= ROUTE_SESSIONS &&
         req->route <= ROUTE_SESSION_FILES)
         return sessions_request(req);
@@ -797,6 +810,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
         pthread_mutex_unlock(&srv->reaper->lock);
     }
     files_upload_cleanup(req);
+    mcp_http_completed(req);
     struct timespec end;
     clock_gettime(CLOCK_MONOTONIC, &end);
     double seconds = (double)(end.tv_sec - req->start.tv_sec) +
@@ -821,6 +835,8 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                               : termination_name(toe);
         if (line && why)
             json_object_set_new(line, "termination", json_string(why));
+        if (line && req->mcp_method[0])
+            json_object_set_new(line, "mcp_method", json_string(req->mcp_method));
         char *text = line ? json_dumps(line, JSON_COMPACT | JSON_REAL_PRECISION(9)) : NULL;
         json_decref(line);
         if (text)
@@ -978,6 +994,10 @@ static void apply_defaults(kiln_server_options *o)
         o->session_idle = KILN_SERVER_DEFAULT_SESSION_IDLE;
     if (!o->session_lifetime)
         o->session_lifetime = KILN_SERVER_DEFAULT_SESSION_LIFETIME;
+    if (!o->mcp_sessions_per_tenant)
+        o->mcp_sessions_per_tenant = KILN_SERVER_DEFAULT_MCP_SESSIONS_PER_TENANT;
+    if (!o->mcp_session_idle)
+        o->mcp_session_idle = KILN_SERVER_DEFAULT_MCP_SESSION_IDLE;
 }
 
 static void server_free(kiln_server *srv)
@@ -989,7 +1009,8 @@ static void server_free(kiln_server *srv)
         pthread_mutex_unlock(&srv->sweep_lock);
         pthread_join(srv->sweeper, NULL);
     }
-    kiln_sessions_stop(srv);
+    mcp_http_free(srv);
+    kiln_sessions_free(srv);
     reaper_free(srv);
     if (srv->jobs)
         kiln_jobs_shutdown(srv->jobs, jobs_cancel);
@@ -1088,6 +1109,8 @@ kiln_status kiln_server_start(kiln_server **out, const kiln_server_options *opt,
     if ((st = reaper_start(srv, err)) != KILN_E_OK)
         goto free_server;
     if ((st = kiln_sessions_start(srv, err)) != KILN_E_OK)
+        goto free_server;
+    if ((st = mcp_http_start(srv, err)) != KILN_E_OK)
         goto free_server;
 
     struct sockaddr_storage ss;
@@ -1211,8 +1234,11 @@ void kiln_server_stop(kiln_server *srv)
     }
 
     /* Sessions end: their waiting requests are answered (503/410), their
-     * streams closed, every child and the zygote killed. */
+     * streams closed, every child and the zygote killed; then the MCP
+     * requests waiting on them end, and the workers are joined. */
+    mcp_http_quiesce(srv);
     kiln_sessions_stop(srv);
+    mcp_http_stop(srv);
 
     /* Requests still in flight (a download, the replies just resumed)
      * finish until the deadline, and for a second at least. */

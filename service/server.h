@@ -40,6 +40,8 @@
 #define KILN_SERVER_DEFAULT_SESSION_POOL 2
 #define KILN_SERVER_DEFAULT_SESSION_IDLE (20 * 60)
 #define KILN_SERVER_DEFAULT_SESSION_LIFETIME (12 * 3600)
+#define KILN_SERVER_DEFAULT_MCP_SESSIONS_PER_TENANT 32
+#define KILN_SERVER_DEFAULT_MCP_SESSION_IDLE (30 * 60)
 
 /* One line (a JSON object, no newline) for the log. Called from any of the
  * server's threads, possibly at once: the callback serialises. */
@@ -81,7 +83,17 @@ typedef struct kiln_server_options {
     unsigned session_pool; /* ready sessions kept (0 = none: the init sets the default) */
     unsigned session_idle; /* seconds: a session's idle timeout when it asks none; 0 = 20 min */
     unsigned session_lifetime; /* seconds: the longest (and default) lifetime; 0 = 12 h */
-    kiln_server_log_fn log;    /* may be NULL: nothing is logged */
+    int mcp_enabled;           /* /mcp on (kiln_server_options_init: 1) */
+    /* Origins a browser's request to /mcp may come from (exact match); a
+     * request without an Origin header is always served. */
+    const char *const *mcp_allow_origins;
+    size_t n_mcp_allow_origins;
+    /* load_file reads below these directories only (kiln mcp --allow-read). */
+    const char *const *mcp_allow_read;
+    size_t n_mcp_allow_read;
+    unsigned mcp_sessions_per_tenant; /* MCP sessions (Mcp-Session-Id) open at once; 0 = 32 */
+    unsigned mcp_session_idle;        /* seconds without a request before one ends; 0 = 30 min */
+    kiln_server_log_fn log;           /* may be NULL: nothing is logged */
     void *log_arg;
     /* Called once the data directory is this server's (its lock taken),
      * before the keys are read, so a front end can make a first key there

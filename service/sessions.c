@@ -89,14 +89,15 @@ typedef struct sse_stream {
 typedef struct waiter {
     struct waiter *next;
     wait_kind kind;
-    json_int_t rid;        /* the id of the request line it waits on (0: ready) */
-    kiln_req *req;         /* suspended, answered through req->reply; NULL for SSE */
-    sse_stream *sse;       /* W_CELL as events */
-    struct waiter *parent; /* W_GET of a cell, W_PUT of a create */
-    json_t *record;        /* W_CELL: the cell record while its files are fetched */
-    json_t *entry;         /* W_GET: the record's files[] entry (borrowed) */
-    size_t pending;        /* W_CELL: gets outstanding; W_CREATE: puts outstanding */
-    int failed;            /* W_CREATE: a put failed (reply already sent) */
+    json_int_t rid;          /* the id of the request line it waits on (0: ready) */
+    kiln_req *req;           /* suspended, answered through req->reply; NULL for SSE */
+    sse_stream *sse;         /* W_CELL as events */
+    struct waiter *parent;   /* W_GET of a cell, W_PUT of a create */
+    json_t *record;          /* W_CELL: the cell record while its files are fetched */
+    json_t *entry;           /* W_GET: the record's files[] entry (borrowed) */
+    size_t pending;          /* W_CELL: gets outstanding; W_CREATE: puts outstanding */
+    int failed;              /* W_CREATE: a put failed (reply already sent) */
+    struct sync_reply *sync; /* a caller of the internal API waiting (instead of req) */
     struct timespec start;
 } waiter;
 
@@ -151,6 +152,23 @@ struct kiln_sessions {
     double pool_retry_at, pool_backoff;
     char zygote_dir[PATH_MAX];
     char zygote_socket[PATH_MAX + 16];
+    int stopped; /* kiln_sessions_stop ran: the internal API refuses */
+};
+
+/*
+ * A caller of the internal API (sessions.h) waits on one of these, on its
+ * own stack, instead of a suspended connection. The manager fills it under
+ * its lock and signals; a cell's events are queued here, not delivered,
+ * so the caller's callback never runs under the manager's lock (it may
+ * take locks of its own that are held around calls into this file).
+ */
+struct sync_reply {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    int done;
+    int status;     /* the HTTP status /v1/sessions would answer */
+    json_t *body;   /* ... and its body */
+    json_t *events; /* a cell's events not yet taken by the caller */
 };
 
 /* ---- time ---- */
@@ -282,8 +300,13 @@ static void waiter_unlink(svc_session *s, waiter *w)
     }
 }
 
+static void sync_complete(struct sync_reply *sy, int status, json_t *body);
+
 static void waiter_free(waiter *w)
 {
+    /* A caller still waiting is never left so: the session ended under it. */
+    if (w->sync)
+        sync_complete(w->sync, 410, kiln_api_error("session_gone", "The session ended.", NULL));
     if (w->sse) {
         sse_push(w->sse, NULL, NULL);
         sse_unref(w->sse);
@@ -306,9 +329,50 @@ static void reply_req(kiln_req *req, int status, json_t *body)
     MHD_resume_connection(req->conn);
 }
 
+/* Fill a waiting caller's reply (body stolen) and wake it. */
+static void sync_complete(struct sync_reply *sy, int status, json_t *body)
+{
+    pthread_mutex_lock(&sy->lock);
+    if (!sy->done) {
+        sy->done = 1;
+        sy->status = status;
+        sy->body = body ? body : json_object();
+        body = NULL;
+    }
+    pthread_cond_signal(&sy->cond);
+    pthread_mutex_unlock(&sy->lock);
+    json_decref(body);
+}
+
+/* A copy of a cell's event (borrowed) for the waiting caller. */
+static void sync_event(struct sync_reply *sy, const json_t *ev)
+{
+    json_t *copy = json_deep_copy(ev);
+    json_object_del(copy, "id");
+    pthread_mutex_lock(&sy->lock);
+    if (!sy->events)
+        sy->events = json_array();
+    json_array_append_new(sy->events, copy);
+    pthread_cond_signal(&sy->cond);
+    pthread_mutex_unlock(&sy->lock);
+}
+
+/* Answer whoever waits on w: its suspended request or its caller. After
+ * this the waiter answers nobody (body stolen). */
+static void reply_to(waiter *w, int status, json_t *body)
+{
+    if (w->sync) {
+        sync_complete(w->sync, status, body);
+        w->sync = NULL;
+    } else {
+        reply_req(w->req, status, body);
+    }
+    w->req = NULL;
+}
+
 /* The contract's error code as an HTTP status: the one place the
  * session's codes meet HTTP (http_contract_status). */
-static void reply_errors(kiln_req *req, const json_t *ev)
+static void reply_errors(waiter *w, const json_t *ev)
 {
     const json_t *errors = json_object_get(ev, "errors");
     const json_t *first = json_array_get(errors, 0);
@@ -329,9 +393,9 @@ static void reply_errors(kiln_req *req, const json_t *ev)
                                 json_is_integer(more) ? json_integer_value(more) : 0);
     if (json_object_get(ev, "session"))
         json_object_set(details, "session", json_object_get(ev, "session"));
-    reply_req(req, status,
-              kiln_api_error(api_code, message ? message : "The session refused the request.",
-                             details));
+    reply_to(w, status,
+             kiln_api_error(api_code, message ? message : "The session refused the request.",
+                            details));
 }
 
 /* 422 for one member at fault, in the shape of every 422 (details.errors
@@ -485,13 +549,13 @@ static void fail_waiters(svc_session *s)
     while (w) {
         waiter *next = w->next;
         if (w->kind == W_CLOSE) {
-            reply_req(w->req, 204, NULL);
+            reply_to(w, 204, NULL);
         } else if (w->sse) {
             json_t *ev = json_pack("{s:s, s:O}", "event", "lost", "session", s->ended);
             sse_push(w->sse, "lost", ev);
             json_decref(ev);
         } else if (w->kind != W_GET) {
-            reply_req(w->req, 410, gone_body(s->id, s->ended));
+            reply_to(w, 410, gone_body(s->id, s->ended));
         }
         waiter_free(w);
         w = next;
@@ -544,9 +608,9 @@ static void session_dead(kiln_sessions *m, svc_session *s)
         waiter *w = *p;
         if (w->kind == W_CREATE && !s->ready) {
             *p = w->next;
-            reply_req(w->req, 503,
-                      kiln_api_error("session_unavailable", "The session could not be started.",
-                                     NULL));
+            reply_to(w, 503,
+                     kiln_api_error("session_unavailable", "The session could not be started.",
+                                    NULL));
             waiter_free(w);
         } else {
             p = &w->next;
@@ -771,7 +835,7 @@ static void finish_cell(kiln_sessions *m, svc_session *s, waiter *w)
         sse_push(w->sse, "cell", w->record);
     } else {
         json_object_del(w->record, "event");
-        reply_req(w->req, 200, json_incref(w->record));
+        reply_to(w, 200, json_incref(w->record));
     }
     waiter_unlink(s, w);
     waiter_free(w);
@@ -865,7 +929,7 @@ static void created(kiln_sessions *m, svc_session *s, waiter *w)
     if (w->req && o) {
         snprintf(w->req->reply.location, sizeof w->req->reply.location, "/v1/sessions/%s", s->id);
     }
-    reply_req(w->req, 201, o);
+    reply_to(w, 201, o);
     waiter_unlink(s, w);
     waiter_free(w);
 }
@@ -895,13 +959,13 @@ static void handle_event(kiln_sessions *m, svc_session *s, json_t *ev)
             /* The sandbox or the zygote failed: the server's trouble. */
             http_event(m->srv, "session_failed",
                        json_pack("{s:s, s:s}", "session", s->id, "message", why ? why : "?"));
-            reply_req(w->req, 503,
-                      kiln_api_error("session_unavailable", "The session could not be started.",
-                                     json_pack("{s:s}", "reason", why ? why : "unknown")));
+            reply_to(w, 503,
+                     kiln_api_error("session_unavailable", "The session could not be started.",
+                                    json_pack("{s:s}", "reason", why ? why : "unknown")));
             waiter_unlink(s, w);
             waiter_free(w);
         } else if (w && w->kind == W_CREATE) {
-            reply_errors(w->req, ev);
+            reply_errors(w, ev);
             waiter_unlink(s, w);
             waiter_free(w);
         }
@@ -917,9 +981,12 @@ static void handle_event(kiln_sessions *m, svc_session *s, json_t *ev)
             s->sp.in_fd = -1;
         }
         /* A stream of a running cell carries it, as kiln session printed it. */
-        for (waiter *w = s->waiters; w; w = w->next)
+        for (waiter *w = s->waiters; w; w = w->next) {
             if (w->kind == W_CELL && w->sse)
                 sse_push(w->sse, name, ev);
+            else if (w->kind == W_CELL && w->sync)
+                sync_event(w->sync, ev);
+        }
         return;
     }
     json_t *idv = json_object_get(ev, "id");
@@ -938,7 +1005,7 @@ static void handle_event(kiln_sessions *m, svc_session *s, json_t *ev)
                 sse_push(w->sse, name, copy);
                 json_decref(copy);
             } else {
-                reply_errors(w->req, ev);
+                reply_errors(w, ev);
             }
             waiter_unlink(s, w);
             waiter_free(w);
@@ -947,6 +1014,8 @@ static void handle_event(kiln_sessions *m, svc_session *s, json_t *ev)
             json_object_del(copy, "id");
             sse_push(w->sse, name, copy);
             json_decref(copy);
+        } else if (w->sync) {
+            sync_event(w->sync, ev);
         }
         break;
     case W_GET: {
@@ -966,31 +1035,34 @@ static void handle_event(kiln_sessions *m, svc_session *s, json_t *ev)
         break;
     }
     case W_INTERRUPT:
-        reply_req(w->req, 200,
-                  json_pack("{s:b}", "interrupted",
-                            json_is_true(json_object_get(ev, "interrupted"))));
+        reply_to(w, 200,
+                 json_pack("{s:b}", "interrupted",
+                           json_is_true(json_object_get(ev, "interrupted"))));
         waiter_unlink(s, w);
         waiter_free(w);
         break;
     case W_FILES:
         if (strcmp(name, "files") == 0)
-            reply_req(w->req, 200, json_pack("{s:O}", "files", json_object_get(ev, "files")));
+            reply_to(w, 200, json_pack("{s:O}", "files", json_object_get(ev, "files")));
         else
-            reply_errors(w->req, ev);
+            reply_errors(w, ev);
         waiter_unlink(s, w);
         waiter_free(w);
         break;
     case W_PUT: {
         waiter *parent = w->parent;
-        kiln_req *put_req = w->req;
         int ok = strcmp(name, "put") == 0;
+        /* A put of its own is answered first, then let go of. */
+        if (!parent && ok)
+            reply_to(w, 201, json_pack("{s:O}", "file", json_object_get(ev, "file")));
+        else if (!parent)
+            reply_errors(w, ev);
         waiter_unlink(s, w);
         waiter_free(w);
         if (parent) {
             if (!ok && !parent->failed) {
                 parent->failed = 1;
-                reply_errors(parent->req, ev);
-                parent->req = NULL;
+                reply_errors(parent, ev);
             }
             if (--parent->pending == 0) {
                 if (parent->failed) {
@@ -1001,10 +1073,6 @@ static void handle_event(kiln_sessions *m, svc_session *s, json_t *ev)
                     created(m, s, parent);
                 }
             }
-        } else if (ok) {
-            reply_req(put_req, 201, json_pack("{s:O}", "file", json_object_get(ev, "file")));
-        } else {
-            reply_errors(put_req, ev);
         }
         break;
     }
@@ -1328,10 +1396,11 @@ kiln_status kiln_sessions_start(kiln_server *srv, kiln_error *err)
 void kiln_sessions_stop(kiln_server *srv)
 {
     kiln_sessions *m = srv->sessions;
-    if (!m)
+    if (!m || m->stopped)
         return;
     pthread_mutex_lock(&m->lock);
     m->quit = 1;
+    m->stopped = 1;
     wake(m);
     pthread_mutex_unlock(&m->lock);
     if (m->started)
@@ -1354,7 +1423,16 @@ void kiln_sessions_stop(kiln_server *srv)
     if (m->zygote_dir[0]) {
         unlink(m->zygote_socket);
         rmdir(m->zygote_dir);
+        m->zygote_dir[0] = '\0';
     }
+}
+
+void kiln_sessions_free(kiln_server *srv)
+{
+    kiln_sessions *m = srv->sessions;
+    if (!m)
+        return;
+    kiln_sessions_stop(srv);
     close(m->wake_fd);
     pthread_mutex_destroy(&m->lock);
     free(m);
@@ -1473,6 +1551,61 @@ static json_t *put_request(json_int_t rid, const char *name, int fd)
     return req;
 }
 
+/* Locked. 1 when tenant may not open one more session (*limit the cap it
+ * met, *server_full whether the server's), else 0. */
+static int over_cap(const kiln_sessions *m, const char *tenant, unsigned *limit, int *server_full)
+{
+    const kiln_server *srv = m->srv;
+    *server_full = tenant_count(m, NULL) >= (int)srv->opt.max_sessions;
+    if (*server_full) {
+        *limit = srv->opt.max_sessions;
+        return 1;
+    }
+    *limit = srv->opt.max_sessions_per_tenant;
+    return tenant_count(m, tenant) >= (int)srv->opt.max_sessions_per_tenant;
+}
+
+/* Locked. A session for tenant as rq asks: a pooled one when rq asks what
+ * the pool's have (its inputs are then the caller's to put), else a new
+ * child given the inputs. On the list, the tenant's, saved and logged; or
+ * NULL with reply set. *pooled says which it was. */
+static svc_session *take_session(kiln_sessions *m, const char *tenant, kiln_session_request *rq,
+                                 double idle, double life, const kiln_api_input *inputs,
+                                 size_t n_in, int *pooled, kiln_api_reply *reply)
+{
+    svc_session *s = NULL;
+    *pooled = 0;
+    if (memcmp(&rq->limits, &m->pool_limits, sizeof rq->limits) == 0 && rq->render) {
+        for (svc_session *t = m->list; t; t = t->next) {
+            if (t->pooled && t->ready && !t->ended) {
+                s = t;
+                *pooled = 1;
+                break;
+            }
+        }
+    }
+    if (!s)
+        s = spawn_session(m, rq, inputs, n_in, reply);
+    if (!s)
+        return NULL;
+    s->pooled = 0;
+    s->language = rq->language;
+    s->idle_seconds = idle;
+    s->lifetime_seconds = life;
+    snprintf(s->tenant, sizeof s->tenant, "%s", tenant);
+    if (kiln_store_new_id(s->id) != 0)
+        snprintf(s->id, sizeof s->id, "%032x", (unsigned)rand());
+    s->created_at = (int64_t)time(NULL);
+    s->created_mono = s->active_mono = mono_now();
+    if (s->ready)
+        snprintf(s->status, sizeof s->status, "ready");
+    session_save(m, s);
+    http_event(m->srv, "session_created",
+               json_pack("{s:s, s:s, s:b, s:i}", "session", s->id, "tenant", s->tenant, "pooled",
+                         *pooled, "pid", (int)s->sp.pid));
+    return s;
+}
+
 static enum MHD_Result session_create(kiln_req *req, json_t *body)
 {
     kiln_server *srv = req->srv;
@@ -1526,34 +1659,20 @@ static enum MHD_Result session_create(kiln_req *req, json_t *body)
 
     enum MHD_Result res = MHD_YES;
     pthread_mutex_lock(&m->lock);
-    if (tenant_count(m, NULL) >= (int)srv->opt.max_sessions ||
-        tenant_count(m, req->tenant) >= (int)srv->opt.max_sessions_per_tenant) {
-        int server_full = tenant_count(m, NULL) >= (int)srv->opt.max_sessions;
+    unsigned limit = 0;
+    int server_full = 0;
+    if (over_cap(m, req->tenant, &limit, &server_full)) {
         pthread_mutex_unlock(&m->lock);
         kiln_api_inputs_close(inputs, n_in);
         char msg[128];
-        snprintf(msg, sizeof msg, "At most %u sessions may be open %s.",
-                 server_full ? srv->opt.max_sessions : srv->opt.max_sessions_per_tenant,
+        snprintf(msg, sizeof msg, "At most %u sessions may be open %s.", limit,
                  server_full ? "on this server" : "per tenant");
         req->retry_after = 1;
         return http_error(req, 429, "too_many_sessions", msg,
-                          json_pack("{s:i}", "limit",
-                                    (int)(server_full ? srv->opt.max_sessions
-                                                      : srv->opt.max_sessions_per_tenant)));
+                          json_pack("{s:i}", "limit", (int)limit));
     }
-    svc_session *s = NULL;
     int pooled = 0;
-    if (memcmp(&rq.limits, &m->pool_limits, sizeof rq.limits) == 0 && rq.render) {
-        for (svc_session *t = m->list; t; t = t->next) {
-            if (t->pooled && t->ready && !t->ended) {
-                s = t;
-                pooled = 1;
-                break;
-            }
-        }
-    }
-    if (!s)
-        s = spawn_session(m, &rq, inputs, pooled ? 0 : n_in, &reply);
+    svc_session *s = take_session(m, req->tenant, &rq, idle, life, inputs, n_in, &pooled, &reply);
     if (!s) {
         pthread_mutex_unlock(&m->lock);
         kiln_api_inputs_close(inputs, n_in);
@@ -1563,21 +1682,6 @@ static enum MHD_Result session_create(kiln_req *req, json_t *body)
                                  reply.log));
         return http_json(req, reply.status ? reply.status : 500, reply.body);
     }
-    s->pooled = 0;
-    s->language = rq.language;
-    s->idle_seconds = idle;
-    s->lifetime_seconds = life;
-    snprintf(s->tenant, sizeof s->tenant, "%s", req->tenant);
-    if (kiln_store_new_id(s->id) != 0)
-        snprintf(s->id, sizeof s->id, "%032x", (unsigned)rand());
-    s->created_at = (int64_t)time(NULL);
-    s->created_mono = s->active_mono = mono_now();
-    if (s->ready)
-        snprintf(s->status, sizeof s->status, "ready");
-    session_save(m, s);
-    http_event(srv, "session_created",
-               json_pack("{s:s, s:s, s:b, s:i}", "session", s->id, "tenant", s->tenant, "pooled",
-                         pooled, "pid", (int)s->sp.pid));
     waiter *w = NULL;
     if (!s->ready || (pooled && n_in)) {
         w = waiter_add(s, W_CREATE, 0, req);
@@ -1857,6 +1961,9 @@ enum MHD_Result sessions_request(kiln_req *req)
         return http_error(req, MHD_HTTP_SERVICE_UNAVAILABLE, "sandbox_unavailable",
                           "The sandbox for sessions cannot be set up on this server.",
                           json_pack("{s:s}", "reason", "kiln serve is not running as root"));
+    if (m->stopped)
+        return http_error(req, MHD_HTTP_SERVICE_UNAVAILABLE, "unavailable",
+                          "The server is shutting down.", NULL);
     int post = strcmp(req->method, "POST") == 0;
     int del = strcmp(req->method, "DELETE") == 0;
     json_t *body = NULL;
@@ -1905,4 +2012,377 @@ enum MHD_Result sessions_request(kiln_req *req)
     }
     json_decref(body);
     return res;
+}
+
+/* ---- the internal API (sessions.h) ----
+ * The same sessions as /v1/sessions for a caller that is not an HTTP
+ * request (the MCP backend, mcp_backend.c): it leaves a waiter that names
+ * a sync_reply instead of a suspended connection, and blocks on it. The
+ * replies are those /v1/sessions would send; sync_status turns them into
+ * the status and message the caller reports. */
+
+static void sync_init(struct sync_reply *sy)
+{
+    memset(sy, 0, sizeof *sy);
+    pthread_mutex_init(&sy->lock, NULL);
+    pthread_cond_init(&sy->cond, NULL);
+}
+
+static void sync_destroy(struct sync_reply *sy)
+{
+    json_decref(sy->body);
+    json_decref(sy->events);
+    pthread_cond_destroy(&sy->cond);
+    pthread_mutex_destroy(&sy->lock);
+}
+
+/* Wait for the reply, handing the events queued before it to on_event (may
+ * be NULL) outside every lock, in order. */
+static void sync_wait(struct sync_reply *sy, kiln_sessions_event_fn on_event, void *arg)
+{
+    pthread_mutex_lock(&sy->lock);
+    for (;;) {
+        while (!sy->done && json_array_size(sy->events) == 0)
+            pthread_cond_wait(&sy->cond, &sy->lock);
+        if (json_array_size(sy->events) == 0)
+            break; /* done, and every event delivered */
+        json_t *batch = sy->events;
+        sy->events = NULL;
+        pthread_mutex_unlock(&sy->lock);
+        size_t i;
+        json_t *ev;
+        json_array_foreach(batch, i, ev) {
+            if (on_event)
+                on_event(arg, ev);
+        }
+        json_decref(batch);
+        pthread_mutex_lock(&sy->lock);
+    }
+    pthread_mutex_unlock(&sy->lock);
+}
+
+/* A reply of /v1/sessions as a status: KILN_E_OK for a 2xx, else the error
+ * its code stands for, with its message. */
+static kiln_status sync_status(int status, const json_t *body, kiln_error *err)
+{
+    if (status >= 200 && status < 300)
+        return KILN_E_OK;
+    const char *msg = json_string_value(
+        json_object_get(json_object_get(body, "error"), "message"));
+    if (!msg)
+        msg = "The session failed to answer.";
+    kiln_status code = status == 404 || status == 410 ? KILN_E_GONE
+                       : status == 409                ? KILN_E_BUSY
+                       : status == 413                ? KILN_E_TOO_LARGE
+                       : status == 422                ? KILN_E_USAGE
+                       : status == 429                ? KILN_E_LIMIT
+                                                      : KILN_E_INTERNAL;
+    return kiln_error_set(err, code, NULL, "%s", msg);
+}
+
+/* Locked: 0 when the internal API may go on, else the status with err
+ * set (sessions off, no sandbox, the server stopping). */
+static kiln_status api_ready(const kiln_sessions *m, kiln_error *err)
+{
+    if (!m)
+        return kiln_error_set(
+            err, KILN_E_INTERNAL, NULL,
+            "Sessions are turned off on this server (kiln serve --sessions off).");
+    if (m->unavailable)
+        return kiln_error_set(err, KILN_E_INTERNAL, NULL,
+                              "The sandbox for sessions cannot be set up on this server (kiln "
+                              "serve is not running as root).");
+    if (m->stopped)
+        return kiln_error_set(err, KILN_E_INTERNAL, NULL, "The server is shutting down.");
+    return KILN_E_OK;
+}
+
+/* Locked: the tenant's live session id, or NULL with err set (no such
+ * session: another tenant's is one; or how it ended). */
+static svc_session *api_find(kiln_sessions *m, const char *tenant, const char *id,
+                             kiln_error *err)
+{
+    for (svc_session *s = m->list; id && s; s = s->next) {
+        if (s->pooled || strcmp(s->id, id) != 0)
+            continue;
+        if (strcmp(s->tenant, tenant) != 0)
+            break;
+        if (s->ended) {
+            const char *reason = json_string_value(json_object_get(s->ended, "reason"));
+            kiln_error_set(err, KILN_E_GONE, NULL, "Session %s has ended (%s).", id,
+                           reason ? reason : "unknown");
+            return NULL;
+        }
+        return s;
+    }
+    kiln_error_set(err, KILN_E_GONE, NULL, "No such session: %s.", id ? id : "");
+    return NULL;
+}
+
+kiln_status kiln_sessions_open(kiln_server *srv, const char *tenant,
+                               char id[KILN_STORE_ID_LEN + 1], kiln_error *err)
+{
+    kiln_sessions *m = srv->sessions;
+    kiln_api_reply reply;
+    memset(&reply, 0, sizeof reply);
+    /* The defaults a POST /v1/sessions {} gets: the pool's. */
+    kiln_run_limits max = m ? m->pool_limits : srv->api.run_max;
+    kiln_job_parse_options po = {.inputs = KILN_JOB_INPUT_IDS, .max = &max, .unset = &max};
+    kiln_session_request rq;
+    kiln_errors *errs = malloc(sizeof *errs);
+    json_t *empty = json_object();
+    if (!errs || !empty) {
+        free(errs);
+        json_decref(empty);
+        return kiln_error_set(err, KILN_E_NOMEM, NULL, "out of memory");
+    }
+    kiln_errors_init(errs);
+    kiln_status pst = kiln_session_request_parse(empty, &po, &rq, errs);
+    json_decref(empty);
+    if (pst != KILN_E_OK) {
+        kiln_status st = kiln_error_set(err, KILN_E_INTERNAL, NULL,
+                                        "The default session request is refused: %s",
+                                        errs->count ? errs->items[0].message : "?");
+        free(errs);
+        return st;
+    }
+    free(errs);
+    rq.inputs = NULL; /* borrowed from the document, which is gone: it had none */
+    if (m)
+        pthread_mutex_lock(&m->lock);
+    kiln_status st = api_ready(m, err);
+    if (st != KILN_E_OK) {
+        if (m)
+            pthread_mutex_unlock(&m->lock);
+        return st;
+    }
+    unsigned limit = 0;
+    int server_full = 0;
+    if (over_cap(m, tenant, &limit, &server_full)) {
+        pthread_mutex_unlock(&m->lock);
+        return kiln_error_set(err, KILN_E_LIMIT, NULL, "At most %u sessions may be open %s.",
+                              limit, server_full ? "on this server" : "per tenant");
+    }
+    int pooled = 0;
+    svc_session *s = take_session(m, tenant, &rq, (double)srv->opt.session_idle,
+                                  (double)srv->opt.session_lifetime, NULL, 0, &pooled, &reply);
+    if (!s) {
+        pthread_mutex_unlock(&m->lock);
+        if (reply.log[0])
+            http_event(srv, "error", json_pack("{s:s}", "message", reply.log));
+        st = sync_status(reply.status ? reply.status : 500, reply.body, err);
+        json_decref(reply.body);
+        return st != KILN_E_OK ? st : KILN_E_INTERNAL;
+    }
+    snprintf(id, KILN_STORE_ID_LEN + 1, "%s", s->id);
+    if (s->ready) {
+        pthread_mutex_unlock(&m->lock);
+        return KILN_E_OK;
+    }
+    struct sync_reply sy;
+    sync_init(&sy);
+    waiter *w = waiter_add(s, W_CREATE, 0, NULL);
+    if (!w) {
+        end_session(m, s, "closed", "out of memory");
+        pthread_mutex_unlock(&m->lock);
+        sync_destroy(&sy);
+        return kiln_error_set(err, KILN_E_NOMEM, NULL, "out of memory");
+    }
+    w->sync = &sy;
+    wake(m);
+    pthread_mutex_unlock(&m->lock);
+    sync_wait(&sy, NULL, NULL);
+    st = sync_status(sy.status, sy.body, err);
+    sync_destroy(&sy);
+    return st;
+}
+
+kiln_status kiln_sessions_execute(kiln_server *srv, const char *tenant, const char *id,
+                                  const json_t *request, kiln_sessions_event_fn on_event,
+                                  void *arg, json_t **record, kiln_error *err)
+{
+    kiln_sessions *m = srv->sessions;
+    *record = NULL;
+    const json_t *code = json_object_get(request, "code");
+    if (!json_is_string(code))
+        return kiln_error_set(err, KILN_E_USAGE, "/code", "The cell's code must be a string.");
+    if (m)
+        pthread_mutex_lock(&m->lock);
+    kiln_status st = api_ready(m, err);
+    svc_session *s = st == KILN_E_OK ? api_find(m, tenant, id, err) : NULL;
+    if (!s) {
+        if (m)
+            pthread_mutex_unlock(&m->lock);
+        return st != KILN_E_OK ? st : err->code;
+    }
+    if (s->cells_open >= CELLS_OPEN_MAX) {
+        pthread_mutex_unlock(&m->lock);
+        return kiln_error_set(err, KILN_E_BUSY, NULL, "A cell is running and %d are waiting.",
+                              KILN_SESSION_QUEUE_MAX);
+    }
+    json_int_t rid = ++m->next_rid;
+    json_t *line = json_pack("{s:s, s:I, s:O}", "op", "execute", "id", rid, "code", code);
+    const json_t *language = json_object_get(request, "language");
+    const json_t *timeout = json_object_get(request, "timeout");
+    if (line)
+        json_object_set_new(line, "language",
+                            json_is_string(language) ? json_incref((json_t *)language)
+                                                     : json_string(language_name(s->language)));
+    if (line && timeout && !json_is_null(timeout))
+        json_object_set(line, "timeout", (json_t *)timeout);
+    struct sync_reply sy;
+    sync_init(&sy);
+    waiter *w = waiter_add(s, W_CELL, rid, NULL);
+    if (!w || send_line(m, s, line) != 0) {
+        if (w) {
+            waiter_unlink(s, w);
+            waiter_free(w);
+        }
+        pthread_mutex_unlock(&m->lock);
+        sync_destroy(&sy);
+        return kiln_error_set(err, KILN_E_INTERNAL, NULL, "Cannot send the cell to the session.");
+    }
+    w->sync = &sy;
+    s->cells_open++;
+    snprintf(s->status, sizeof s->status, "busy");
+    pthread_mutex_unlock(&m->lock);
+    sync_wait(&sy, on_event, arg);
+    st = sync_status(sy.status, sy.body, err);
+    if (st == KILN_E_OK) {
+        *record = sy.body;
+        sy.body = NULL;
+    }
+    sync_destroy(&sy);
+    return st;
+}
+
+kiln_status kiln_sessions_interrupt(kiln_server *srv, const char *tenant, const char *id,
+                                    kiln_error *err)
+{
+    kiln_sessions *m = srv->sessions;
+    if (m)
+        pthread_mutex_lock(&m->lock);
+    kiln_status st = api_ready(m, err);
+    svc_session *s = st == KILN_E_OK ? api_find(m, tenant, id, err) : NULL;
+    if (!s) {
+        if (m)
+            pthread_mutex_unlock(&m->lock);
+        return st != KILN_E_OK ? st : err->code;
+    }
+    /* Sent, not waited for: a cancellation arrives on an HTTP thread, which
+     * must not wait on a child; the interrupted cell's record says the rest.
+     * The waiter answers nobody. */
+    json_int_t rid = ++m->next_rid;
+    waiter *w = waiter_add(s, W_INTERRUPT, rid, NULL);
+    if (!w || send_line(m, s, json_pack("{s:s, s:I}", "op", "interrupt", "id", rid)) != 0) {
+        if (w) {
+            waiter_unlink(s, w);
+            waiter_free(w);
+        }
+        pthread_mutex_unlock(&m->lock);
+        return kiln_error_set(err, KILN_E_INTERNAL, NULL, "Cannot reach the session.");
+    }
+    pthread_mutex_unlock(&m->lock);
+    return KILN_E_OK;
+}
+
+/* Send line (stolen; its "id" is set here) to the tenant's session id and
+ * wait for the one reply it gets: *body, new. The caller makes the line
+ * before the manager's lock is taken (a put's base64 is large). */
+static kiln_status api_request(kiln_server *srv, const char *tenant, const char *id,
+                               wait_kind kind, json_t *line, json_t **body, kiln_error *err)
+{
+    kiln_sessions *m = srv->sessions;
+    *body = NULL;
+    if (!line)
+        return kiln_error_set(err, KILN_E_NOMEM, NULL, "out of memory");
+    if (m)
+        pthread_mutex_lock(&m->lock);
+    kiln_status st = api_ready(m, err);
+    svc_session *s = st == KILN_E_OK ? api_find(m, tenant, id, err) : NULL;
+    if (!s) {
+        if (m)
+            pthread_mutex_unlock(&m->lock);
+        json_decref(line);
+        return st != KILN_E_OK ? st : err->code;
+    }
+    json_int_t rid = ++m->next_rid;
+    json_object_set_new(line, "id", json_integer(rid));
+    struct sync_reply sy;
+    sync_init(&sy);
+    waiter *w = waiter_add(s, kind, rid, NULL);
+    if (!w || send_line(m, s, line) != 0) {
+        if (w) {
+            waiter_unlink(s, w);
+            waiter_free(w);
+        } else {
+            json_decref(line);
+        }
+        pthread_mutex_unlock(&m->lock);
+        sync_destroy(&sy);
+        return kiln_error_set(err, KILN_E_INTERNAL, NULL, "Cannot reach the session.");
+    }
+    w->sync = &sy;
+    pthread_mutex_unlock(&m->lock);
+    sync_wait(&sy, NULL, NULL);
+    st = sync_status(sy.status, sy.body, err);
+    if (st == KILN_E_OK) {
+        *body = sy.body;
+        sy.body = NULL;
+    }
+    sync_destroy(&sy);
+    return st;
+}
+
+kiln_status kiln_sessions_files(kiln_server *srv, const char *tenant, const char *id,
+                                json_t **files, kiln_error *err)
+{
+    json_t *body = NULL;
+    kiln_status st = api_request(srv, tenant, id, W_FILES, json_pack("{s:s}", "op", "files"),
+                                 &body, err);
+    *files = NULL;
+    if (st == KILN_E_OK) {
+        json_t *list = json_object_get(body, "files");
+        *files = json_is_array(list) ? json_incref(list) : json_array();
+    }
+    json_decref(body);
+    return st;
+}
+
+kiln_status kiln_sessions_put(kiln_server *srv, const char *tenant, const char *id,
+                              const char *name, const void *data, size_t len, json_t **file,
+                              kiln_error *err)
+{
+    *file = NULL;
+    if (!name || !kiln_run_input_name_ok(name))
+        return kiln_error_set(err, KILN_E_USAGE, "/name",
+                              "The name cannot be a file's name in /mnt/data (one path "
+                              "component, no control characters).");
+    size_t b64_len = 0;
+    char *b64 = kiln_base64_encode(data, len, &b64_len);
+    json_t *line = b64 ? json_pack("{s:s, s:s, s:s%}", "op", "put", "name", name,
+                                   "content_base64", b64, b64_len)
+                       : NULL;
+    free(b64);
+    json_t *body = NULL;
+    kiln_status st = api_request(srv, tenant, id, W_PUT, line, &body, err);
+    if (st == KILN_E_OK) {
+        json_t *f = json_object_get(body, "file");
+        *file = json_is_object(f) ? json_incref(f) : json_object();
+    }
+    json_decref(body);
+    return st;
+}
+
+void kiln_sessions_close(kiln_server *srv, const char *tenant, const char *id)
+{
+    kiln_sessions *m = srv->sessions;
+    if (!m)
+        return;
+    kiln_error err;
+    pthread_mutex_lock(&m->lock);
+    svc_session *s = api_ready(m, &err) == KILN_E_OK ? api_find(m, tenant, id, &err) : NULL;
+    if (s)
+        end_session(m, s, "closed", "The session was closed by its MCP connection.");
+    pthread_mutex_unlock(&m->lock);
 }

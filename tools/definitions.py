@@ -360,8 +360,8 @@ SPEC_DEFS.update({
     # A margin of at most 2 in (144pt, 50mm, 5cm): four of them always leave the 1 in
     # of text width and height Kiln requires, on the smallest page (A5) too.
     "margin": {"anyOf": [num(0, 144), string(
-        r"^(?:(?:1[0-3]|[0-9])?[0-9](?:\.[0-9]+)?pt|[1-4]?[0-9](?:\.[0-9]+)?mm|[0-4](?:\.[0-9]+)?cm"
-        r"|[01](?:\.[0-9]+)?in)$")], "description": "2in at most"},
+        r"^(?:(?:(?:1[0-3]|[0-9])?[0-9](?:\.[0-9]+)?|14[0-4])pt|(?:[1-4]?[0-9](?:\.[0-9]+)?|50)mm"
+        r"|(?:[0-4](?:\.[0-9]+)?|5)cm|(?:[01](?:\.[0-9]+)?|2)in)$")], "description": "2in at most"},
 })
 SPEC_DEFS["sheet"]["not"] = {"required": ["table", "autofilter"]}
 
@@ -424,6 +424,11 @@ def _not_word(word, first, mid, last, max_len):
     return "^(?:" + "|".join([shorter, longer] + alts) + ")$"
 
 
+# Lists nest this deep in strict mode, which allows 10 levels of nested objects in all:
+# a slide's bullets (a list object), 3 levels of items with list objects, and a run
+# make the 10 (tests/e2e/test_tools.py counts them).
+STRICT_LIST_LEVELS = 3
+
 # Each is a subset of the compact definition of the same name (tests/e2e/test_tools.py
 # checks them on sample strings). String lengths become pattern bounds where they are
 # small; the long ones (32,767 characters in a cell, 8,192 in a formula, 2,079 in a URL,
@@ -443,13 +448,11 @@ STRICT_DEFS = {
     "table": dict(SPEC_DEFS["table"], properties=dict(
         SPEC_DEFS["table"]["properties"],
         rows=arr(arr(ref("cellv"), hi=16384), hi=1048576, desc="arrays of cells, left to right"))),
-    # Lists nest 3 levels: strict mode allows 10 levels of objects in all.
-    **list_defs(3, compact=False),
+    **list_defs(STRICT_LIST_LEVELS, compact=False),
     "list": {"anyOf": [ref("l1"), obj({"ordered": B, "start": ref("start"), "items": ref("l1")},
                                       ["items"])]},
 }
 del STRICT_DEFS["table"]["if"], STRICT_DEFS["table"]["then"]
-STRICT_LIST_LEVELS = 3
 
 # ---------------------------------------------------------------- the tools
 
@@ -577,11 +580,12 @@ TOOLS = [
             "timeout_seconds": num(1, 600, "wall-clock limit for this call"),
         }, ["code"]),
         "outputSchema": EXECUTE_CODE_OUTPUT,
-        # Code changes the session's files and variables and may delete or overwrite
-        # what an earlier call made (destructive); running it twice is not running it
-        # once (not idempotent); the sandbox has no network (closed world).
         "annotations": {"title": "Run code in a Kiln session", "readOnlyHint": False,
                         "destructiveHint": True, "idempotentHint": False, "openWorldHint": False},
+        # Why (docs/tools/README.md shows it).
+        "hints_why": "code changes the session's files and variables and may delete or overwrite "
+                     "what an earlier call made; running it twice is not running it once; the "
+                     "sandbox has no network",
         "apis": ["mcp", "openai", "anthropic"],
     },
     {
@@ -595,10 +599,10 @@ TOOLS = [
                          "description": "the file's name, e.g. q3.xlsx"},
         }, ["format", "spec"]),
         "outputSchema": RENDER_DOCUMENT_OUTPUT,
-        # It adds a file and changes nothing else (not destructive); the same arguments
-        # give the same document (idempotent); it reads nothing outside Kiln.
         "annotations": {"title": "Render a document", "readOnlyHint": False,
                         "destructiveHint": False, "idempotentHint": True, "openWorldHint": False},
+        "hints_why": "it stores a new file and changes nothing else; the same arguments give the "
+                     "same document; it reads nothing outside Kiln",
         "apis": ["mcp", "openai", "anthropic"],
     },
     {
@@ -609,6 +613,7 @@ TOOLS = [
         "outputSchema": LIST_FILES_OUTPUT,
         "annotations": {"title": "List a session's files", "readOnlyHint": True,
                         "destructiveHint": False, "idempotentHint": True, "openWorldHint": False},
+        "hints_why": "it only reads the session's file list",
         "apis": ["mcp"],
     },
     {
@@ -623,12 +628,12 @@ TOOLS = [
             "session_id": SESSION_ID,
         }, ["path"]),
         "outputSchema": LOAD_FILE_OUTPUT,
-        # It writes into /mnt/data and replaces a file of the same name there: not only
-        # additive, so destructive as MCP defines the hint (a host may then ask before
-        # it runs); loading the same file again leaves the same state (idempotent); it
-        # reads only the operator's --allow-read directories (closed world).
         "annotations": {"title": "Load a host file into a session", "readOnlyHint": False,
                         "destructiveHint": True, "idempotentHint": True, "openWorldHint": False},
+        "hints_why": "it writes into /mnt/data and replaces a file of the same name there, which "
+                     "is not only additive, so destructive as MCP defines the hint (a host may "
+                     "ask before it runs); loading the same file again leaves the same state; it "
+                     "reads only the operator's --allow-read directories",
         "apis": ["mcp"],
     },
 ]

@@ -595,6 +595,19 @@ def full_schema_sizes():
     return len(raw), len(minified(json.loads(raw)).encode("utf-8"))
 
 
+def hints_table():
+    """The MCP tools' annotations as a Markdown table, with the reason for each."""
+    rows = ["| tool | readOnly | destructive | idempotent | openWorld | why |",
+            "|---|---|---|---|---|---|"]
+    for tool in D.TOOLS:
+        a = tool["annotations"]
+        rows.append("| `%s` | %s | %s | %s | %s | %s |" % (
+            tool["name"], *("yes" if a[k] else "no" for k in
+                            ("readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint")),
+            tool["hints_why"]))
+    return "\n".join(rows)
+
+
 def build():
     """{file name: its bytes}."""
     files = {}
@@ -618,6 +631,7 @@ def build():
     }
     with open(os.path.join(HERE, "README.template.md"), encoding="utf-8") as fh:
         readme = fh.read()
+    readme = readme.replace("@hints_table@", hints_table())
     for key, value in sizes.items():
         readme = readme.replace("@%s@" % key, "{:,}".format(value))
     if re.search(r"@[a-z_]+@", readme):

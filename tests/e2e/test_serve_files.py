@@ -57,7 +57,8 @@ def test_openapi_document():
                 ("/v1/sessions/{id}", "delete"), ("/v1/sessions/{id}/cells", "post"),
                 ("/v1/sessions/{id}/interrupt", "post"), ("/v1/sessions/{id}/files", "post"),
                 ("/v1/sessions/{id}/files", "get"), ("/healthz", "get"), ("/healthz", "head"),
-                ("/metrics", "get"), ("/metrics", "head")}
+                ("/metrics", "get"), ("/metrics", "head"), ("/mcp", "post"), ("/mcp", "get"),
+                ("/mcp", "delete"), ("/mcp", "options")}
     have = {(p, m) for p, ops in doc["paths"].items() for m in ops if m != "parameters"}
     assert have == expected
     assert doc["components"]["schemas"]["File"]["additionalProperties"] is False

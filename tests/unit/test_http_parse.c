@@ -626,6 +626,11 @@ static void test_routes(void **state)
     assert_int_equal(http_route_of("/v1/files/", seg, sizeof seg), ROUTE_OTHER);
     assert_int_equal(http_route_of("/v1/files//content", seg, sizeof seg), ROUTE_OTHER);
     assert_int_equal(http_route_of("/v1/sessions", seg, sizeof seg), ROUTE_SESSIONS);
+    assert_int_equal(http_route_of("/mcp", seg, sizeof seg), ROUTE_MCP);
+    assert_int_equal(http_route_of("/mcp/", seg, sizeof seg), ROUTE_OTHER);
+    assert_true(http_method_allowed(ROUTE_MCP, "POST") &&
+                http_method_allowed(ROUTE_MCP, "DELETE"));
+    assert_false(http_method_allowed(ROUTE_MCP, "GET"));
     assert_int_equal(http_route_of("/v1/sessions/s1", seg, sizeof seg), ROUTE_SESSION);
     assert_string_equal(seg, "s1");
     assert_int_equal(http_route_of("/v1/sessions/s2/cells", seg, sizeof seg),

@@ -30,7 +30,7 @@ static kiln_metrics *make(void)
 static char *text_of(kiln_metrics *m, uint64_t stored, unsigned running, unsigned queued)
 {
     size_t len = 0;
-    char *t = kiln_metrics_text(m, stored, running, queued, 0, 0, &len);
+    char *t = kiln_metrics_text(m, stored, running, queued, 0, 0, 0, &len);
     assert_non_null(t);
     assert_int_equal(strlen(t), len);
     return t;
@@ -71,6 +71,8 @@ static void test_empty_has_every_family(void **state)
         {"kiln_store_bytes", "gauge"},
         {"kiln_jobs_running", "gauge"},
         {"kiln_jobs_queued", "gauge"},
+        {"kiln_mcp_requests_total", "counter"},
+        {"kiln_mcp_sessions_open", "gauge"},
     };
     for (size_t i = 0; i < sizeof families / sizeof families[0]; i++) {
         char help[128], type[128];
