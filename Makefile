@@ -52,7 +52,7 @@ UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 TEMPLATES := $(shell find templates -type f) exec/python/kiln.py exec/python/kiln_session.py docs/tools/mcp.json
 
-.PHONY: all deps check unit unit-bins e2e asan asan-bins fuzz fuzz-check fuzz-corpus fuzz-targets format format-check bench samples demo serve clean
+.PHONY: all deps check unit unit-bins e2e asan asan-bins fuzz fuzz-check fuzz-corpus fuzz-targets format format-check bench samples demo serve tools clean
 all: $(BIN)
 
 $(BUILD)/libkiln.a: $(LIB_OBJS)
@@ -135,6 +135,12 @@ deps: $(MCP_NODE_STAMP)
 
 samples:
 	$(PYTHON) samples/make_data.py
+
+# docs/tools/ (the MCP tools, the OpenAI and Anthropic tool definitions, the compact
+# spec schema) from their one source, tools/definitions.py (docs/tools/README.md);
+# tests/e2e/test_tools.py fails when the committed files differ from what this makes.
+tools:
+	$(PYTHON) tools/make_tools.py
 
 # The main job for now: render every sample into out/ in every format, and
 # list what it made. A file in DEMO_REFUSED is one Kiln refuses by design, and
