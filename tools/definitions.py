@@ -509,61 +509,73 @@ _DOCUMENT = {"type": "object", "required": ["name"],
                             "warnings": {"type": "array"}, "uri": {"type": "string"}}}
 
 # Output schemas are checked by MCP clients (the TypeScript SDK compiles them with
-# Ajv's default dialect, draft-07): plain keywords only, no $schema, no $defs; open
-# objects, so a member the server adds later breaks no client.
-EXECUTE_CODE_OUTPUT = {
-    "type": "object",
-    "required": ["session_id", "status"],
-    "properties": {
-        "session_id": {"type": "string"},
-        "status": {"enum": ["ok", "error", "interrupted", "timeout", "memory_limit",
-                            "output_limit", "session_lost"]},
-        "execution_count": {"type": "integer"},
-        "wall_seconds": {"type": "number"},
-        "cpu_seconds": {"type": "number"},
-        "peak_memory_bytes": {"type": ["integer", "null"]},
-        "stdout": _STREAM,
-        "stderr": _STREAM,
-        "outputs": {"type": "array", "items": {"type": "object"}},
-        "error": {"type": ["object", "null"],
-                  "properties": {"ename": {"type": "string"}, "evalue": {"type": "string"},
-                                 "traceback": {"type": "array", "items": {"type": "string"}}}},
-        "files": {"type": "array", "items": _FILE},
-        "documents": {"type": "array", "items": _DOCUMENT},
-        "dropped": {"type": "object", "properties": {"displays": {"type": "integer"},
-                                                     "bytes": {"type": "integer"}}},
-    },
-}
+# Ajv's default dialect, draft-07, and checks every structuredContent, an isError
+# result's too): plain keywords only, no $schema, no $defs; open objects, so a member
+# the server adds later breaks no client. A call that fails before it acts (bad
+# arguments, no such session, a bad spec) has {"errors": [...], ...} for its
+# structuredContent, the error objects of docs/cli.md: each output schema takes that
+# too.
+_ERRORS = {"type": "array", "items": {
+    "type": "object", "required": ["message"],
+    "properties": {"pointer": {"type": "string"}, "code": {"type": "string"},
+                   "message": {"type": "string"}}}}
 
-RENDER_DOCUMENT_OUTPUT = {
-    "type": "object",
-    "properties": {
-        "uri": {"type": "string"}, "id": {"type": "string"}, "filename": {"type": "string"},
-        "media_type": {"type": "string"}, "bytes": {"type": "integer"},
-        "sha256": {"type": "string"}, "warnings": {"type": "array", "items": {"type": "object"}},
-        "errors": {"type": "array", "items": {
-            "type": "object", "required": ["message"],
-            "properties": {"pointer": {"type": "string"}, "code": {"type": "string"},
-                           "message": {"type": "string"}}}},
-        "dropped": {"type": "integer"},
-    },
-    # A document, or (isError) the spec's errors.
-    "anyOf": [{"required": ["uri", "id", "filename", "media_type", "bytes", "sha256"]},
-              {"required": ["errors"]}],
-}
 
-LIST_FILES_OUTPUT = {
-    "type": "object",
-    "required": ["session_id", "files"],
-    "properties": {"session_id": {"type": "string"}, "files": {"type": "array", "items": _FILE}},
-}
+def _result(props, required):
+    """An output schema: the tool's result (with `required`), or the call's errors."""
+    props = dict(props, errors=_ERRORS, dropped={"type": "integer"},
+                 more_errors={"type": "integer"})
+    return {"type": "object", "properties": props,
+            "anyOf": [{"required": list(required)}, {"required": ["errors"]}]}
 
-LOAD_FILE_OUTPUT = {
-    "type": "object",
-    "required": ["session_id", "name", "bytes", "sha256"],
-    "properties": {"session_id": {"type": "string"}, "name": {"type": "string"},
-                   "bytes": {"type": "integer"}, "sha256": {"type": "string"}},
-}
+
+_STREAM = {"type": "object", "properties": {"text": {"type": "string"}, "bytes": {"type": "integer"},
+                                            "truncated": {"type": "boolean"}}}
+_FILE = {"type": "object", "required": ["name", "bytes", "sha256"],
+         "properties": {"name": {"type": "string"}, "bytes": {"type": "integer"},
+                        "media_type": {"type": "string"}, "sha256": {"type": "string"},
+                        "source": {"type": "string"}, "uri": {"type": "string"}}}
+_DOCUMENT = {"type": "object", "required": ["name"],
+             "properties": {"name": {"type": "string"}, "spec": {"type": "string"},
+                            "format": {"type": "string"}, "bytes": {"type": "integer"},
+                            "media_type": {"type": "string"}, "sha256": {"type": "string"},
+                            "warnings": {"type": "array"}, "uri": {"type": "string"}}}
+
+EXECUTE_CODE_OUTPUT = _result({
+    "session_id": {"type": "string"},
+    "status": {"enum": ["ok", "error", "interrupted", "timeout", "memory_limit",
+                        "output_limit", "session_lost"]},
+    "execution_count": {"type": "integer"},
+    "wall_seconds": {"type": "number"},
+    "cpu_seconds": {"type": "number"},
+    "peak_memory_bytes": {"type": ["integer", "null"]},
+    "stdout": _STREAM,
+    "stderr": _STREAM,
+    "outputs": {"type": "array", "items": {"type": "object"}},
+    "error": {"type": ["object", "null"],
+              "properties": {"ename": {"type": "string"}, "evalue": {"type": "string"},
+                             "traceback": {"type": "array", "items": {"type": "string"}}}},
+    "files": {"type": "array", "items": _FILE},
+    "documents": {"type": "array", "items": _DOCUMENT},
+    "dropped": {"type": "object", "properties": {"displays": {"type": "integer"},
+                                                 "bytes": {"type": "integer"}}},
+}, ["session_id", "status"])
+# The cell record's "dropped" is an object (what the output caps left out), not a count.
+EXECUTE_CODE_OUTPUT["properties"]["dropped"] = {
+    "type": "object", "properties": {"displays": {"type": "integer"}, "bytes": {"type": "integer"}}}
+
+RENDER_DOCUMENT_OUTPUT = _result({
+    "uri": {"type": "string"}, "id": {"type": "string"}, "filename": {"type": "string"},
+    "media_type": {"type": "string"}, "bytes": {"type": "integer"},
+    "sha256": {"type": "string"}, "warnings": {"type": "array", "items": {"type": "object"}},
+}, ["uri", "id", "filename", "media_type", "bytes", "sha256"])
+
+LIST_FILES_OUTPUT = _result({"session_id": {"type": "string"},
+                             "files": {"type": "array", "items": _FILE}}, ["session_id", "files"])
+
+LOAD_FILE_OUTPUT = _result({"session_id": {"type": "string"}, "name": {"type": "string"},
+                            "bytes": {"type": "integer"}, "sha256": {"type": "string"}},
+                           ["session_id", "name", "bytes", "sha256"])
 
 # The tools, in the order tools/list gives them. In an input schema the string "SPEC"
 # stands for the compact spec schema: make_tools.py puts its root there and its $defs

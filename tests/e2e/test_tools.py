@@ -15,7 +15,8 @@ the full spec schema and bin/kiln.
 - Strict-mode calls generated from openai.json (nulls included), passed through
   clients/python/kiln_tools.py from_openai_strict, are specs the compact schema and
   `kiln validate` accept; the null rule's premises hold in openai.json.
-- anthropic.json and mcp.json carry the compact schema as the tools' input schema.
+- anthropic.json and mcp.json carry the compact schema as the tools' input schema, and
+  mcp.json's output schemas take the contract's results and errors.
 
 Cheap: no sandbox, no external reader. Run:
 KILN_BIN=bin/kiln /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/e2e/test_tools.py
@@ -1126,3 +1127,9 @@ def test_output_schemas_take_the_contract_results(mcp_doc):
     assert out["list_files"].is_valid({"session_id": "s", "files": [{"name": "a", "bytes": 1, "media_type": "x",
                                                                      "sha256": "ab"}]})
     assert out["load_file"].is_valid({"session_id": "s", "name": "a", "bytes": 1, "sha256": "ab"})
+    # A call that fails before it acts: its errors (the server's error objects, docs/cli.md).
+    failed = {"errors": [{"code": "usage", "pointer": "/code", "message": "expected a string"}],
+              "more_errors": 0}
+    for name, validator in out.items():
+        assert validator.is_valid(failed), name
+        assert not validator.is_valid({"more_errors": 0}), name
