@@ -47,6 +47,10 @@ _SN_MID = r"[^\[\]:*?/\\\x00-\x1F\uFFFE\uFFFF]"
 SHEET_NAME = "^" + _SN_MID + "{1,31}$"
 SHEET_NAME_NOT = "^'|'$|^[Hh][Ii][Ss][Tt][Oo][Rr][Yy]$"
 
+# A Markdown character reference to a character XML cannot hold (&#30;, &#x1E;, &#65535;).
+MD_BAD_REF = (r"&#(?:0*(?:[1-8]|1[124-9]|2[0-9]|3[01]|6553[45])"
+              r"|[xX]0*(?:[1-8bBcCeEfF]|1[0-9a-fA-F]|[fF]{3}[eEfF]));")
+
 # Excel table names must not read as a cell reference (A1, R1C1, R, C): four letters
 # (or underscores) first never do.
 TABLE_NAME = r"^[A-Za-z_]{4}[A-Za-z0-9_.]{0,251}$"
@@ -215,6 +219,8 @@ SPEC_DEFS = {
     "path": string(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*(?:/[A-Za-z0-9_][A-Za-z0-9_.-]*)*$"),
     "b64": string("^[A-Za-z0-9+/]+={0,2}$", minLength=4, maxLength=27962028),
     "lv": {"$ref": "#/$defs/name", "maxLength": 255},
+    # Markdown: no character reference to a character XML forbids (Kiln decodes them).
+    "md": {"$ref": "#/$defs/text", "not": {"pattern": MD_BAD_REF}},
     "msg": {"$ref": "#/$defs/text", "maxLength": 255},
     "px": num(16, 8192, integer=True),
     "start": num(0, 2147483647, integer=True),
@@ -317,7 +323,7 @@ SPEC_DEFS.update({
         branch({"type": {"const": "code"}, "text": T, "language": ref("name")}, ["text"]),
         uses("tr", {"type": {"const": "quote"}, "attribution": T}, close=False),
         branch({"type": {"const": "rule"}}),
-        branch({"type": {"const": "markdown"}, "text": T}, ["text"])],
+        branch({"type": {"const": "markdown"}, "text": ref("md")}, ["text"])],
         ["type"]),
     "slide": closed([
         branch({"layout": {"enum": ["title", "section"]}, "subtitle": T}, ["layout"]),
@@ -443,6 +449,8 @@ STRICT_DEFS = {
     "b64": string("^[A-Za-z0-9+/]{4,}={0,2}$"),
     "lv": string("^[^" + BAD + "]{1,255}$"),
     "msg": string("^[^" + BAD + "]{0,255}$"),
+    # No numeric character reference at all (named ones never give a control character).
+    "md": string("^(?:[^&" + BAD + "]|&+[^#&" + BAD + "])*&*$"),
     "formula": string("^(?:=[^" + BAD + "]|[^=" + BAD + "])[^" + BAD + "]*$"),
     # Rows are arrays only: an object keyed by column has no fixed members.
     "table": dict(SPEC_DEFS["table"], properties=dict(
@@ -477,8 +485,8 @@ RENDER_DOCUMENT_DESCRIPTION = (
     "Rules the schema cannot show: a series has one value per category; a chart range is one "
     "row or column of an existing sheet; merges neither overlap nor cover data; sheet names "
     "differ ignoring case, column keys differ; strings in a date column are ISO dates; "
-    "page.header true needs metadata.title; an image is base64 data unless its path names a "
-    "file given with the render. Example: {\"sheets\": [{\"name\": \"Sales\", \"columns\": "
+    "page.header true needs metadata.title; a markdown block's lists nest 9 levels; an image is "
+    "base64 data unless its path names a file given with the render. Example: {\"sheets\": [{\"name\": \"Sales\", \"columns\": "
     "[{\"header\": \"Region\"}, {\"header\": \"Revenue\", \"type\": \"currency\"}], \"rows\": "
     "[[\"North\", 1200.5], [\"South\", 980], [\"Total\", {\"formula\": \"=SUM(B2:B3)\", "
     "\"value\": 2180.5}]]}]}")
