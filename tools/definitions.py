@@ -47,6 +47,10 @@ _SN_MID = r"[^\[\]:*?/\\\x00-\x1F\uFFFE\uFFFF]"
 SHEET_NAME = "^" + _SN_MID + "{1,31}$"
 SHEET_NAME_NOT = "^'|'$|^[Hh][Ii][Ss][Tt][Oo][Rr][Yy]$"
 
+# A Markdown character reference to a character XML cannot hold (&#30;, &#x1E;, &#65535;).
+MD_BAD_REF = (r"&#(?:0*(?:[1-8]|1[124-9]|2[0-9]|3[01]|6553[45])"
+              r"|[xX]0*(?:[1-8bBcCeEfF]|1[0-9a-fA-F]|[fF]{3}[eEfF]));")
+
 # Excel table names must not read as a cell reference (A1, R1C1, R, C): four letters
 # (or underscores) first never do.
 TABLE_NAME = r"^[A-Za-z_]{4}[A-Za-z0-9_.]{0,251}$"
@@ -215,6 +219,8 @@ SPEC_DEFS = {
     "path": string(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*(?:/[A-Za-z0-9_][A-Za-z0-9_.-]*)*$"),
     "b64": string("^[A-Za-z0-9+/]+={0,2}$", minLength=4, maxLength=27962028),
     "lv": {"$ref": "#/$defs/name", "maxLength": 255},
+    # Markdown: no character reference to a character XML forbids (Kiln decodes them).
+    "md": {"$ref": "#/$defs/text", "not": {"pattern": MD_BAD_REF}},
     "msg": {"$ref": "#/$defs/text", "maxLength": 255},
     "px": num(16, 8192, integer=True),
     "start": num(0, 2147483647, integer=True),
@@ -317,7 +323,7 @@ SPEC_DEFS.update({
         branch({"type": {"const": "code"}, "text": T, "language": ref("name")}, ["text"]),
         uses("tr", {"type": {"const": "quote"}, "attribution": T}, close=False),
         branch({"type": {"const": "rule"}}),
-        branch({"type": {"const": "markdown"}, "text": T}, ["text"])],
+        branch({"type": {"const": "markdown"}, "text": ref("md")}, ["text"])],
         ["type"]),
     "slide": closed([
         branch({"layout": {"enum": ["title", "section"]}, "subtitle": T}, ["layout"]),
@@ -443,6 +449,8 @@ STRICT_DEFS = {
     "b64": string("^[A-Za-z0-9+/]{4,}={0,2}$"),
     "lv": string("^[^" + BAD + "]{1,255}$"),
     "msg": string("^[^" + BAD + "]{0,255}$"),
+    # No numeric character reference at all (named ones never give a control character).
+    "md": string("^(?:[^&" + BAD + "]|&+[^#&" + BAD + "])*&*$"),
     "formula": string("^(?:=[^" + BAD + "]|[^=" + BAD + "])[^" + BAD + "]*$"),
     # Rows are arrays only: an object keyed by column has no fixed members.
     "table": dict(SPEC_DEFS["table"], properties=dict(
@@ -477,8 +485,8 @@ RENDER_DOCUMENT_DESCRIPTION = (
     "Rules the schema cannot show: a series has one value per category; a chart range is one "
     "row or column of an existing sheet; merges neither overlap nor cover data; sheet names "
     "differ ignoring case, column keys differ; strings in a date column are ISO dates; "
-    "page.header true needs metadata.title; an image is base64 data unless its path names a "
-    "file given with the render. Example: {\"sheets\": [{\"name\": \"Sales\", \"columns\": "
+    "page.header true needs metadata.title; a markdown block's lists nest 9 levels; an image is "
+    "base64 data unless its path names a file given with the render. Example: {\"sheets\": [{\"name\": \"Sales\", \"columns\": "
     "[{\"header\": \"Region\"}, {\"header\": \"Revenue\", \"type\": \"currency\"}], \"rows\": "
     "[[\"North\", 1200.5], [\"South\", 980], [\"Total\", {\"formula\": \"=SUM(B2:B3)\", "
     "\"value\": 2180.5}]]}]}")
@@ -509,61 +517,73 @@ _DOCUMENT = {"type": "object", "required": ["name"],
                             "warnings": {"type": "array"}, "uri": {"type": "string"}}}
 
 # Output schemas are checked by MCP clients (the TypeScript SDK compiles them with
-# Ajv's default dialect, draft-07): plain keywords only, no $schema, no $defs; open
-# objects, so a member the server adds later breaks no client.
-EXECUTE_CODE_OUTPUT = {
-    "type": "object",
-    "required": ["session_id", "status"],
-    "properties": {
-        "session_id": {"type": "string"},
-        "status": {"enum": ["ok", "error", "interrupted", "timeout", "memory_limit",
-                            "output_limit", "session_lost"]},
-        "execution_count": {"type": "integer"},
-        "wall_seconds": {"type": "number"},
-        "cpu_seconds": {"type": "number"},
-        "peak_memory_bytes": {"type": ["integer", "null"]},
-        "stdout": _STREAM,
-        "stderr": _STREAM,
-        "outputs": {"type": "array", "items": {"type": "object"}},
-        "error": {"type": ["object", "null"],
-                  "properties": {"ename": {"type": "string"}, "evalue": {"type": "string"},
-                                 "traceback": {"type": "array", "items": {"type": "string"}}}},
-        "files": {"type": "array", "items": _FILE},
-        "documents": {"type": "array", "items": _DOCUMENT},
-        "dropped": {"type": "object", "properties": {"displays": {"type": "integer"},
-                                                     "bytes": {"type": "integer"}}},
-    },
-}
+# Ajv's default dialect, draft-07, and checks every structuredContent, an isError
+# result's too): plain keywords only, no $schema, no $defs; open objects, so a member
+# the server adds later breaks no client. A call that fails before it acts (bad
+# arguments, no such session, a bad spec) has {"errors": [...], ...} for its
+# structuredContent, the error objects of docs/cli.md: each output schema takes that
+# too.
+_ERRORS = {"type": "array", "items": {
+    "type": "object", "required": ["message"],
+    "properties": {"pointer": {"type": "string"}, "code": {"type": "string"},
+                   "message": {"type": "string"}}}}
 
-RENDER_DOCUMENT_OUTPUT = {
-    "type": "object",
-    "properties": {
-        "uri": {"type": "string"}, "id": {"type": "string"}, "filename": {"type": "string"},
-        "media_type": {"type": "string"}, "bytes": {"type": "integer"},
-        "sha256": {"type": "string"}, "warnings": {"type": "array", "items": {"type": "object"}},
-        "errors": {"type": "array", "items": {
-            "type": "object", "required": ["message"],
-            "properties": {"pointer": {"type": "string"}, "code": {"type": "string"},
-                           "message": {"type": "string"}}}},
-        "dropped": {"type": "integer"},
-    },
-    # A document, or (isError) the spec's errors.
-    "anyOf": [{"required": ["uri", "id", "filename", "media_type", "bytes", "sha256"]},
-              {"required": ["errors"]}],
-}
 
-LIST_FILES_OUTPUT = {
-    "type": "object",
-    "required": ["session_id", "files"],
-    "properties": {"session_id": {"type": "string"}, "files": {"type": "array", "items": _FILE}},
-}
+def _result(props, required):
+    """An output schema: the tool's result (with `required`), or the call's errors."""
+    props = dict(props, errors=_ERRORS, dropped={"type": "integer"},
+                 more_errors={"type": "integer"})
+    return {"type": "object", "properties": props,
+            "anyOf": [{"required": list(required)}, {"required": ["errors"]}]}
 
-LOAD_FILE_OUTPUT = {
-    "type": "object",
-    "required": ["session_id", "name", "bytes", "sha256"],
-    "properties": {"session_id": {"type": "string"}, "name": {"type": "string"},
-                   "bytes": {"type": "integer"}, "sha256": {"type": "string"}},
-}
+
+_STREAM = {"type": "object", "properties": {"text": {"type": "string"}, "bytes": {"type": "integer"},
+                                            "truncated": {"type": "boolean"}}}
+_FILE = {"type": "object", "required": ["name", "bytes", "sha256"],
+         "properties": {"name": {"type": "string"}, "bytes": {"type": "integer"},
+                        "media_type": {"type": "string"}, "sha256": {"type": "string"},
+                        "source": {"type": "string"}, "uri": {"type": "string"}}}
+_DOCUMENT = {"type": "object", "required": ["name"],
+             "properties": {"name": {"type": "string"}, "spec": {"type": "string"},
+                            "format": {"type": "string"}, "bytes": {"type": "integer"},
+                            "media_type": {"type": "string"}, "sha256": {"type": "string"},
+                            "warnings": {"type": "array"}, "uri": {"type": "string"}}}
+
+EXECUTE_CODE_OUTPUT = _result({
+    "session_id": {"type": "string"},
+    "status": {"enum": ["ok", "error", "interrupted", "timeout", "memory_limit",
+                        "output_limit", "session_lost"]},
+    "execution_count": {"type": "integer"},
+    "wall_seconds": {"type": "number"},
+    "cpu_seconds": {"type": "number"},
+    "peak_memory_bytes": {"type": ["integer", "null"]},
+    "stdout": _STREAM,
+    "stderr": _STREAM,
+    "outputs": {"type": "array", "items": {"type": "object"}},
+    "error": {"type": ["object", "null"],
+              "properties": {"ename": {"type": "string"}, "evalue": {"type": "string"},
+                             "traceback": {"type": "array", "items": {"type": "string"}}}},
+    "files": {"type": "array", "items": _FILE},
+    "documents": {"type": "array", "items": _DOCUMENT},
+    "dropped": {"type": "object", "properties": {"displays": {"type": "integer"},
+                                                 "bytes": {"type": "integer"}}},
+}, ["session_id", "status"])
+# The cell record's "dropped" is an object (what the output caps left out), not a count.
+EXECUTE_CODE_OUTPUT["properties"]["dropped"] = {
+    "type": "object", "properties": {"displays": {"type": "integer"}, "bytes": {"type": "integer"}}}
+
+RENDER_DOCUMENT_OUTPUT = _result({
+    "uri": {"type": "string"}, "id": {"type": "string"}, "filename": {"type": "string"},
+    "media_type": {"type": "string"}, "bytes": {"type": "integer"},
+    "sha256": {"type": "string"}, "warnings": {"type": "array", "items": {"type": "object"}},
+}, ["uri", "id", "filename", "media_type", "bytes", "sha256"])
+
+LIST_FILES_OUTPUT = _result({"session_id": {"type": "string"},
+                             "files": {"type": "array", "items": _FILE}}, ["session_id", "files"])
+
+LOAD_FILE_OUTPUT = _result({"session_id": {"type": "string"}, "name": {"type": "string"},
+                            "bytes": {"type": "integer"}, "sha256": {"type": "string"}},
+                           ["session_id", "name", "bytes", "sha256"])
 
 # The tools, in the order tools/list gives them. In an input schema the string "SPEC"
 # stands for the compact spec schema: make_tools.py puts its root there and its $defs

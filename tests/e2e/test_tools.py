@@ -15,7 +15,8 @@ the full spec schema and bin/kiln.
 - Strict-mode calls generated from openai.json (nulls included), passed through
   clients/python/kiln_tools.py from_openai_strict, are specs the compact schema and
   `kiln validate` accept; the null rule's premises hold in openai.json.
-- anthropic.json and mcp.json carry the compact schema as the tools' input schema.
+- anthropic.json and mcp.json carry the compact schema as the tools' input schema, and
+  mcp.json's output schemas take the contract's results and errors.
 
 Cheap: no sandbox, no external reader. Run:
 KILN_BIN=bin/kiln /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/e2e/test_tools.py
@@ -708,6 +709,38 @@ def generated_specs(compact_v):
     return specs
 
 
+def _no_duplicate_members(pairs):
+    keys = [k for k, _ in pairs]
+    if len(keys) != len(set(keys)):
+        raise ValueError("a member given twice")  # JSON Kiln refuses, before any schema
+    return dict(pairs)
+
+
+@pytest.fixture(scope="module")
+def corpus_specs(compact_v):
+    """The fuzzers' corpora and regressions (fuzz/): each JSON object the compact schema
+    accepts once repaired, as inputs nobody wrote for this test."""
+    found = []
+    for path in sorted((REPO / "fuzz").glob("*/fuzz_*/*")) + sorted((REPO / "fuzz" / "seeds").glob("*.json")):
+        try:
+            spec = json.loads(path.read_bytes().decode("utf-8"), object_pairs_hook=_no_duplicate_members)
+        except ValueError:
+            continue
+        if isinstance(spec, dict):
+            spec = Repairs(random.Random(path.name))(spec) if compact_v.is_valid(spec) else spec
+            if compact_v.is_valid(spec):
+                found.append((str(path.relative_to(REPO)), spec))
+    assert len(found) >= 50, "only %d fuzz inputs are specs the compact schema accepts" % len(found)
+    return found
+
+
+def test_kiln_accepts_the_fuzz_inputs_the_compact_schema_accepts(corpus_specs, base_dir, kiln_bin):
+    verdicts = kiln_validate_many(corpus_specs, base_dir)
+    refused = [(label, verdicts[label]) for label, _ in corpus_specs if verdicts[label].returncode != 0]
+    assert not refused, "%d of %d fuzz inputs the compact schema accepts, refused by kiln validate:\n%s" % (
+        len(refused), len(corpus_specs), "\n".join("  %s: %s" % (l, p.stderr.strip()[:300]) for l, p in refused))
+
+
 def test_kiln_accepts_every_spec_the_compact_schema_accepts(generated_specs, base_dir, kiln_bin):
     verdicts = kiln_validate_many(generated_specs, base_dir)
     refused = [(label, spec, verdicts[label]) for label, spec in generated_specs
@@ -900,7 +933,8 @@ def test_strict_definitions_accept_a_subset_of_the_compact_ones():
     name does (strings from its pattern, and edge cases)."""
     edges = ["History", "HISTORY", "history", "Histor", "Historyx", "'a", "a'", "'", "a", "=",
              "==1", "=A1", "", "x" * 31, "x" * 32, "R1C1", "A1", "Tbl1", "Sales", "a\tb",
-             "2024-02-29", "1900-02-29", "2000-02-29", "2100-02-29", "9999-12-31", "=SUM(A1)"]
+             "2024-02-29", "1900-02-29", "2000-02-29", "2100-02-29", "9999-12-31", "=SUM(A1)",
+             "&#30;", "&&#30;", "&#x1e;", "&#8212;", "a & b", "&amp;", "&", "&&"]
     defs = compact_defs()
     gen = Gen(dict(defs, **D.STRICT_DEFS), random.Random(7))
     for name, strict_def in D.STRICT_DEFS.items():
@@ -936,6 +970,16 @@ def strict_calls(openai_doc):
 
 def short_name(name):
     return D.SHORT_NAMES.get(name, name)
+
+
+@python_only
+def test_compact_schema_refuses_markdown_entities_kiln_refuses(compact_v):
+    def md(text):
+        return {"blocks": [{"type": "markdown", "text": text}]}
+    for text in ("&#30;", "x &#x1E; y", "&#0011;", "&#65535;", "&#xFFFE;"):
+        assert not compact_v.is_valid(md(text)), text
+    for text in ("&#8212;", "&#13;", "&#9; &amp; &#x1E", "R&D"):
+        assert compact_v.is_valid(md(text)), text
 
 
 @python_only
@@ -1126,3 +1170,9 @@ def test_output_schemas_take_the_contract_results(mcp_doc):
     assert out["list_files"].is_valid({"session_id": "s", "files": [{"name": "a", "bytes": 1, "media_type": "x",
                                                                      "sha256": "ab"}]})
     assert out["load_file"].is_valid({"session_id": "s", "name": "a", "bytes": 1, "sha256": "ab"})
+    # A call that fails before it acts: its errors (the server's error objects, docs/cli.md).
+    failed = {"errors": [{"code": "usage", "pointer": "/code", "message": "expected a string"}],
+              "more_errors": 0}
+    for name, validator in out.items():
+        assert validator.is_valid(failed), name
+        assert not validator.is_valid({"more_errors": 0}), name
