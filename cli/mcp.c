@@ -341,9 +341,13 @@ int kiln_mcp_main(int argc, char **argv)
             fputs(usage, stdout);
             return 0;
         case ':':
-            return usage_error("an option needs a value");
-        default:
-            return usage_error("unknown option");
+        default: {
+            char what[256];
+            snprintf(what, sizeof what, "%s '%.200s'",
+                     c == ':' ? "a value is missing after" : "unknown option",
+                     argv[optind - 1]);
+            return usage_error(what);
+        }
         }
     }
     if (optind < argc)
