@@ -309,6 +309,8 @@ class Gen:
         self.defs = defs
         self.rng = rng
         self.likely = likely or {}
+        self.long = 0  # when set, a regex repeat runs up to this many times
+        self._outside = {}  # a negated class: the characters of POOL it takes
         self.flat = M.Strict(defs, lenient=True)
         self.max_depth = max_depth
         self._alts = {}
@@ -338,8 +340,10 @@ class Gen:
             return False
 
         if negate:
-            choices = [ch for ch in POOL if not inside(ch)]
-            return self.rng.choice(choices)
+            key = repr(items)
+            if key not in self._outside:
+                self._outside[key] = [ch for ch in POOL if not inside(ch)]
+            return self.rng.choice(self._outside[key])
         op, av = self.rng.choice([x for x in items if x[0] != sre_c.NEGATE])
         if op == sre_c.LITERAL:
             return chr(av)
@@ -371,10 +375,12 @@ class Gen:
                 out.extend(self._walk(av[-1], depth + 1))
             elif op in (sre_c.MAX_REPEAT, sre_c.MIN_REPEAT):
                 lo, hi, sub = av
-                if hi == sre_c.MAXREPEAT:
-                    hi = lo + 5
-                hi = min(hi, lo + (8 if depth < 2 else 3))
-                for _ in range(self.rng.randint(lo, hi)):
+                if self.long:
+                    n = min(hi, self.long)
+                else:
+                    hi = lo + 5 if hi == sre_c.MAXREPEAT else hi
+                    n = self.rng.randint(lo, min(hi, lo + (8 if depth < 2 else 3)))
+                for _ in range(n):
                     out.extend(self._walk(sub, depth + 1))
             elif op == sre_c.AT:
                 pass
@@ -387,6 +393,19 @@ class Gen:
         while isinstance(node, dict) and "$ref" in node and set(node) <= {"$ref", "description"}:
             node = self.defs[node["$ref"].split("/")[-1]]
         return node
+
+    def long_string(self, node, make):
+        """Now and then a string as long as maxLength allows, of any characters the
+        pattern takes (multibyte ones included: lengths count characters)."""
+        limit = node.get("maxLength")
+        if not limit or limit > 40000 or self.rng.random() >= 0.04:
+            return None  # (not the 20 MiB of an image's base64)
+        self.long = limit
+        try:
+            s = make()
+        finally:
+            self.long = 0
+        return s[:limit] if isinstance(s, str) else None
 
     def string_ok(self, s, node):
         if "pattern" in node and not re.search(node["pattern"], s):
@@ -413,8 +432,13 @@ class Gen:
             rest = {k: v for k, v in node.items() if k not in ("$ref", "description")}
             if "array" in kinds:
                 return self.gen(self.flat.meet(target, rest), depth)
+            value = self.long_string(rest, lambda: self.gen(target, depth))
+            if value is not None and self.string_ok(value, rest):
+                return value
             for _ in range(100):
                 value = self.gen(target, depth)
+                if isinstance(value, str) and len(value) > rest.get("maxLength", 1 << 30):
+                    value = value[:rest["maxLength"]]
                 if not isinstance(value, str) or self.string_ok(value, rest):
                     return value
             raise AssertionError("cannot make a value for %r" % node)
@@ -433,6 +457,9 @@ class Gen:
         if isinstance(t, list):
             t = self.rng.choice(t)
         if t == "string":
+            long = self.long_string(node, lambda: self.regex(node["pattern"]) if "pattern" in node else "x" * 10 ** 5)
+            if long is not None and self.string_ok(long, node):
+                return long
             for _ in range(100):
                 s = self.regex(node["pattern"]) if "pattern" in node else self.regex("^[a-z ]{0,12}$")
                 if len(s) > node.get("maxLength", 1 << 30):
