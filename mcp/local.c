@@ -40,6 +40,7 @@
 #include "artifacts/render.h"
 #include "artifacts/spec/spec.h"
 #include "common/base64.h"
+#include "common/dirs.h"
 #include "common/fdio.h"
 #include "common/output.h"
 #include "contract/errors.h"
@@ -984,7 +985,7 @@ kiln_status kiln_mcp_local_new(const kiln_mcp_local_options *opt, kiln_mcp_backe
                                kiln_error *err)
 {
     *out = NULL;
-    if (mkdir(opt->out_dir, 0755) != 0 && errno != EEXIST)
+    if (kiln_mkdir_p(opt->out_dir, 0755, 0755) != 0)
         return kiln_error_set(err, KILN_E_USAGE, "", "--out %s: %s", opt->out_dir,
                               strerror(errno));
     local *l = calloc(1, sizeof *l);

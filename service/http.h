@@ -59,6 +59,8 @@ struct kiln_server {
     /* Read by the HTTP and job threads while the stop sets them: C11
      * atomics, so every thread sees the store (volatile promised none). */
     atomic_int stopping;        /* healthz 503; new jobs 503 */
+    atomic_int listening;       /* the "listening" event is out: the log's first line, so
+                                   the sessions' zygote (an event of its own) waits for it */
     atomic_int kill_runs;       /* kiln_api_ctx.stopping: the grace is over */
     atomic_int active_requests; /* made, not yet completed: the stop waits for them */
     /* The open connections and the thread that ends those past

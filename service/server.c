@@ -1142,6 +1142,8 @@ kiln_status kiln_server_start(kiln_server **out, const kiln_server_options *opt,
                          (int)srv->port, "data_dir", srv->opt.data_dir, "threads",
                          (int)srv->opt.threads, "max_jobs", (int)srv->opt.max_jobs, "queue",
                          (int)srv->opt.queue_max));
+    atomic_store(&srv->listening, 1);
+    kiln_sessions_wake(srv);
     /* What the store's start removed after a crash, said once. */
     kiln_store_recovery rec;
     kiln_store_last_recovery(srv->store, &rec);

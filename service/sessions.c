@@ -1186,7 +1186,7 @@ static void *manager_main(void *arg)
     pthread_mutex_lock(&m->lock);
     while (!m->quit) {
         double now = mono_now();
-        if (m->zygote.pid <= 0 && now >= m->zygote_restart_at)
+        if (m->zygote.pid <= 0 && now >= m->zygote_restart_at && atomic_load(&m->srv->listening))
             zygote_start(m);
         if (m->zygote.pid > 0 && !m->zygote_up)
             m->zygote_up = access(m->zygote_socket, F_OK) == 0;
@@ -1437,6 +1437,12 @@ void kiln_sessions_free(kiln_server *srv)
     pthread_mutex_destroy(&m->lock);
     free(m);
     srv->sessions = NULL;
+}
+
+void kiln_sessions_wake(kiln_server *srv)
+{
+    if (srv->sessions)
+        wake(srv->sessions);
 }
 
 void kiln_sessions_counts(kiln_server *srv, unsigned *open, unsigned *pool)

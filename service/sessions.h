@@ -24,6 +24,9 @@ kiln_status kiln_sessions_start(struct kiln_server *srv, kiln_error *err);
 void kiln_sessions_stop(struct kiln_server *srv);
 /* Stop (when not yet) and free: after every caller below has returned. */
 void kiln_sessions_free(struct kiln_server *srv);
+/* Wake the manager: the server has said it is listening, and the zygote
+ * (whose start is an event of the log) may start now. */
+void kiln_sessions_wake(struct kiln_server *srv);
 /* Sessions open (a tenant's) and ready in the pool, for /metrics. */
 void kiln_sessions_counts(struct kiln_server *srv, unsigned *open, unsigned *pool);
 
