@@ -344,8 +344,7 @@ int kiln_mcp_main(int argc, char **argv)
         default: {
             char what[256];
             snprintf(what, sizeof what, "%s '%.200s'",
-                     c == ':' ? "a value is missing after" : "unknown option",
-                     argv[optind - 1]);
+                     c == ':' ? "a value is missing after" : "unknown option", argv[optind - 1]);
             return usage_error(what);
         }
         }
