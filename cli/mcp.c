@@ -6,7 +6,7 @@
  * goes there (the sessions' children write to pipes; diagnostics go to
  * standard error). The messages are the MCP core's (mcp/mcp.h), the
  * sessions and files its local backend's (mcp/local.h): this file reads
- * lines, gives each request a thread of its own (a cell can run for
+ * lines, hands each request to a pool of threads (a cell can run for
  * minutes, and a cancellation must reach it meanwhile), writes lines, and
  * ends at the end of its input or on SIGTERM/SIGINT.
  */
@@ -85,11 +85,13 @@ static void send_line(void *arg, const json_t *message)
     if (!line)
         return;
     size_t n = strlen(line);
-    pthread_mutex_lock(&m->lock);
+    /* Not the pool's lock: a host slow to read a long reply holds up the
+     * other replies, never the reading of its next message. */
+    pthread_mutex_lock(&m->out_lock);
     if (!m->out_broken && (kiln_write_all(STDOUT_FILENO, line, n) != 0 ||
                            kiln_write_all(STDOUT_FILENO, "\n", 1) != 0))
         m->out_broken = 1;
-    pthread_mutex_unlock(&m->lock);
+    pthread_mutex_unlock(&m->out_lock);
     free(line);
 }
 

@@ -131,12 +131,14 @@ void kiln_mcp_cancel(kiln_mcp_conn *c, const json_t *id)
     }
 }
 
-void mcp_call_running(mcp_call *call, const char *sid)
+int mcp_call_running(mcp_call *call, const char *sid)
 {
     kiln_mcp_conn *c = call->conn;
     pthread_mutex_lock(&c->lock);
     snprintf(call->inflight->session_id, sizeof call->inflight->session_id, "%s", sid);
+    int cancelled = call->inflight->cancelled;
     pthread_mutex_unlock(&c->lock);
+    return cancelled;
 }
 
 int mcp_call_cancelled(mcp_call *call)

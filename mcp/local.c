@@ -178,6 +178,18 @@ static void dispatch(local *l, lsession *s, json_t *ev)
         pthread_mutex_unlock(&l->lock);
         return;
     }
+    /* The record goes to the callback too, before the waiter fetches the
+     * cell's files: the request stops counting as running the cell now
+     * (mcp.h). */
+    if (strcmp(kind, "cell") == 0 && p->fn) {
+        kiln_mcp_event_fn fn = p->fn;
+        void *arg = p->arg;
+        s->delivering++;
+        pthread_mutex_unlock(&l->lock);
+        fn(arg, ev);
+        pthread_mutex_lock(&l->lock);
+        s->delivering--;
+    }
     p->reply = json_incref(ev);
     p->done = 1;
     pthread_cond_broadcast(&l->cond);
@@ -195,14 +207,20 @@ static void *reader_main(void *arg)
     free(arg);
     local *l = ra.l;
     lsession *s = ra.s;
-    size_t cap = 1 << 16, len = 0, skip = 0;
+    size_t cap = 1 << 16, len = 0;
     char *buf = malloc(cap);
     const char *why = "the session's process ended";
     while (buf) {
         if (len == cap) {
-            if (cap >= LINE_MAX_BYTES) { /* a line past the bound: drop it */
-                skip = 1;
-                len = 0;
+            if (cap >= LINE_MAX_BYTES) {
+                /* A line past the bound would leave its request waiting
+                 * for ever: the session ends instead (its child is told
+                 * by the close of its stdin, when it is reaped). */
+                why = "the session wrote an event line longer than 80 MiB";
+                pthread_mutex_lock(&l->lock);
+                snprintf(s->why, sizeof s->why, "%s", why);
+                pthread_mutex_unlock(&l->lock);
+                break;
             } else {
                 size_t next = cap * 2 > LINE_MAX_BYTES ? LINE_MAX_BYTES : cap * 2;
                 char *more = realloc(buf, next);
@@ -223,14 +241,11 @@ static void *reader_main(void *arg)
         for (size_t i = len; i < end; i++) {
             if (buf[i] != '\n')
                 continue;
-            if (!skip) {
-                json_error_t jerr;
-                json_t *ev = json_loadb(buf + start, i - start, 0, &jerr);
-                if (ev)
-                    dispatch(l, s, ev);
-                json_decref(ev);
-            }
-            skip = 0;
+            json_error_t jerr;
+            json_t *ev = json_loadb(buf + start, i - start, 0, &jerr);
+            if (ev)
+                dispatch(l, s, ev);
+            json_decref(ev);
             start = i + 1;
         }
         memmove(buf, buf + start, end - start);
@@ -363,7 +378,11 @@ static kiln_status spawn_child(local *l, lsession *s, kiln_error *err)
         }
         return kiln_error_set(err, KILN_E_INTERNAL, "", "pipe: %s", strerror(e));
     }
-    char *argv[5] = {l->exe, "session", NULL, NULL, NULL};
+    char max_bytes[32];
+    snprintf(max_bytes, sizeof max_bytes, "%llu", (unsigned long long)l->max_file_bytes);
+    /* The session's own limit on a file it lists and gives is ours, unless
+     * a request file sets the session's limits itself. */
+    char *argv[5] = {l->exe, "session", "--max-file-bytes", max_bytes, NULL};
     if (l->request) {
         argv[2] = "--request";
         argv[3] = l->request;
@@ -518,9 +537,43 @@ static void spare_start_locked(local *l)
     }
 }
 
+/* Take the sessions that have ended and that no call holds out of the
+ * list (under lock): a session that ended by itself (its idle timeout, its
+ * lifetime, a lost interpreter) no longer counts against max_sessions.
+ * They are reaped by the caller, without the lock. */
+static lsession *unlink_ended_locked(local *l)
+{
+    lsession *ended = NULL;
+    for (lsession **p = &l->sessions; *p;) {
+        lsession *s = *p;
+        if (s->dead && s->refs == 0) {
+            *p = s->next;
+            s->next = ended;
+            ended = s;
+            l->n_sessions--;
+        } else {
+            p = &s->next;
+        }
+    }
+    return ended;
+}
+
+static void reap_all(local *l, lsession *list)
+{
+    while (list) {
+        lsession *next = list->next;
+        reap(l, list);
+        list = next;
+    }
+}
+
 static kiln_status session_open(void *ctx, const char *tenant, char *id, kiln_error *err)
 {
     local *l = ctx;
+    pthread_mutex_lock(&l->lock);
+    lsession *ended = unlink_ended_locked(l);
+    pthread_mutex_unlock(&l->lock);
+    reap_all(l, ended);
     pthread_mutex_lock(&l->lock);
     if (l->n_sessions >= l->max_sessions) {
         pthread_mutex_unlock(&l->lock);

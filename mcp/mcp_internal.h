@@ -109,6 +109,7 @@ typedef struct mcp_call {
     kiln_mcp_send_fn send;
     void *send_arg;
     mcp_inflight *inflight;
+    char cell_session[KILN_MCP_ID_MAX]; /* the session its cell was sent to, or "" */
 } mcp_call;
 
 /* The outcome of a handler: a result, or a JSON-RPC error. */
@@ -130,8 +131,10 @@ kiln_status mcp_call_session(mcp_call *call, const char *requested, char *sid, i
                              kiln_error *err);
 /* The connection's own session has ended: the next call opens another. */
 void mcp_call_session_gone(mcp_call *call, const char *sid);
-/* The request is running a cell of sid: a cancellation interrupts it. */
-void mcp_call_running(mcp_call *call, const char *sid);
+/* The request's cell is running in sid ("": no longer): a cancellation
+ * interrupts it. Returns 1 when the request was cancelled before (the
+ * caller interrupts the cell itself: exactly one of the two does). */
+int mcp_call_running(mcp_call *call, const char *sid);
 /* 1 once the request has been cancelled (its reply is not sent). */
 int mcp_call_cancelled(mcp_call *call);
 /* notifications/progress, when the request asked for it. */

@@ -24,6 +24,13 @@
  * kept). Clients refuse long results (Claude Code stops at 25,000 tokens,
  * images included), so images are capped too. */
 #define TEXT_MAX 20000
+/* Within it, what stdout and stderr may take, and with them the values
+ * shown: the rest is kept for the traceback (its last TRACEBACK_MAX bytes,
+ * where the exception is), the status and the files, which must be seen
+ * whatever the cell printed. */
+#define STREAMS_MAX 14000
+#define OUTPUTS_MAX 17000
+#define TRACEBACK_MAX 2900
 #define IMAGES_MAX 8
 #define IMAGE_BYTES_MAX (4u << 20)
 /* The most bytes load_file copies: a session's put (contract/session.h). */
@@ -137,23 +144,23 @@ static size_t utf8_prefix(const char *s, size_t n)
     return n;
 }
 
-/* Append n bytes of s; past TEXT_MAX (capped) what does not fit is
+/* Append n bytes of s; what would take the text past cap (0: none) is
  * counted, not shown. */
-static void text_append(text_out *t, const char *s, size_t n, int capped)
+static void text_append(text_out *t, const char *s, size_t n, size_t cap)
 {
-    if (capped && t->len + n > TEXT_MAX) {
-        size_t room = TEXT_MAX > t->len ? TEXT_MAX - t->len : 0;
+    if (cap && t->len + n > cap) {
+        size_t room = cap > t->len ? cap - t->len : 0;
         room = utf8_prefix(s, room);
         t->left_out += n - room;
         n = room;
     }
     if (t->len + n + 1 > t->cap) {
-        size_t cap = t->len + n + 1 + 256;
-        char *more = realloc(t->buf, cap);
+        size_t grown = t->cap * 2 > t->len + n + 1 ? t->cap * 2 : t->len + n + 1 + 256;
+        char *more = realloc(t->buf, grown);
         if (!more)
             return;
         t->buf = more;
-        t->cap = cap;
+        t->cap = grown;
     }
     memcpy(t->buf + t->len, s, n);
     t->len += n;
@@ -162,7 +169,7 @@ static void text_append(text_out *t, const char *s, size_t n, int capped)
 
 static void text_add(text_out *t, const char *s, size_t n)
 {
-    text_append(t, s, n, 1);
+    text_append(t, s, n, TEXT_MAX);
 }
 
 static void text_adds(text_out *t, const char *s)
@@ -177,8 +184,8 @@ static void add_stream(text_out *t, const json_t *stream, const char *label)
     if (!text || !*text)
         return;
     if (label)
-        text_adds(t, label);
-    text_add(t, text, json_string_length(json_object_get(stream, "text")));
+        text_append(t, label, strlen(label), STREAMS_MAX);
+    text_append(t, text, json_string_length(json_object_get(stream, "text")), STREAMS_MAX);
     if (t->len && t->buf[t->len - 1] != '\n')
         text_adds(t, "\n");
     if (json_is_true(json_object_get(stream, "truncated"))) {
@@ -213,7 +220,7 @@ static const char *status_note(const char *status)
 /* The outputs: each image goes into content (up to the caps) and its
  * base64 out of the record's copy, which says where it went instead, so a
  * figure is not sent twice; text/plain of the rest goes into the text. */
-static void add_outputs(json_t *content, text_out *t, json_t *outputs)
+static void add_outputs(json_t *content, text_out *t, json_t *outputs, json_int_t count)
 {
     size_t i, images = 0, image_bytes = 0, not_shown = 0;
     json_t *out;
@@ -227,8 +234,9 @@ static void add_outputs(json_t *content, text_out *t, json_t *outputs)
                                                          "data", png, "mimeType", "image/png"));
                 images++;
                 image_bytes += n;
+                /* Its index once the text goes in front (cell_result). */
                 char where[64];
-                snprintf(where, sizeof where, "(in content[%zu])", json_array_size(content) - 1);
+                snprintf(where, sizeof where, "(in content[%zu])", json_array_size(content));
                 json_object_set_new(data, "image/png", json_string(where));
             } else {
                 not_shown++;
@@ -240,12 +248,11 @@ static void add_outputs(json_t *content, text_out *t, json_t *outputs)
             const char *type = json_string_value(json_object_get(out, "type"));
             if (type && strcmp(type, "result") == 0) {
                 char label[48];
-                snprintf(label, sizeof label, "Out[%lld]: ",
-                         (long long)json_integer_value(json_object_get(out, "execution_count")));
-                text_adds(t, json_object_get(out, "execution_count") ? label : "Out: ");
+                snprintf(label, sizeof label, "Out[%lld]: ", (long long)count);
+                text_append(t, label, strlen(label), OUTPUTS_MAX);
             }
-            text_adds(t, plain);
-            text_adds(t, "\n");
+            text_append(t, plain, strlen(plain), OUTPUTS_MAX);
+            text_append(t, "\n", 1, OUTPUTS_MAX);
         }
     }
     if (not_shown) {
@@ -287,15 +294,17 @@ static json_t *file_link(const json_t *file, const char *description)
 
 static void add_files(json_t *content, text_out *t, json_t *entries)
 {
-    size_t i;
+    size_t i, unlinked = 0;
     json_t *entry;
     json_array_foreach(entries, i, entry) {
         json_t *file = json_object_get(entry, "file");
         const char *source = json_string_value(json_object_get(entry, "source"));
         const char *what = source && strcmp(source, "document") == 0 ? "document" : "file";
         json_t *link = file_link(file, what);
-        if (!link)
+        if (!link) {
+            unlinked++;
             continue;
+        }
         json_object_set(entry, "uri", json_object_get(link, "uri"));
         char line[KILN_MESSAGE_MAX];
         snprintf(line, sizeof line, "%s %s (%lld bytes): %s\n", what,
@@ -304,6 +313,14 @@ static void add_files(json_t *content, text_out *t, json_t *entries)
                  json_string_value(json_object_get(link, "uri")));
         text_adds(t, line);
         json_array_append_new(content, link);
+    }
+    if (unlinked) {
+        char line[200];
+        snprintf(line, sizeof line,
+                 "[%zu more file(s) of the cell not kept (too large, or past the files kept per "
+                 "cell): list_files names them]\n",
+                 unlinked);
+        text_adds(t, line);
     }
 }
 
@@ -340,24 +357,34 @@ static void add_documents(text_out *t, json_t *documents)
 static void add_traceback(text_out *t, const json_t *error)
 {
     const json_t *tb = json_object_get(error, "traceback");
+    text_out lines = {0};
     size_t i;
     const json_t *line;
-    if (json_array_size(tb)) {
-        json_array_foreach(tb, i, line) {
-            const char *s = json_string_value(line);
-            if (!s)
-                continue;
-            text_adds(t, s);
-            if (!*s || s[strlen(s) - 1] != '\n')
-                text_adds(t, "\n");
-        }
-        return;
+    json_array_foreach(tb, i, line) {
+        const char *s = json_string_value(line);
+        if (!s)
+            continue;
+        text_append(&lines, s, strlen(s), 0);
+        if (!*s || s[strlen(s) - 1] != '\n')
+            text_append(&lines, "\n", 1, 0);
     }
-    char head[KILN_MESSAGE_MAX];
-    snprintf(head, sizeof head, "%s: %s\n",
-             json_string_value(json_object_get(error, "ename")) ?: "Error",
-             json_string_value(json_object_get(error, "evalue")) ?: "");
-    text_adds(t, head);
+    if (!lines.len) {
+        char head[KILN_MESSAGE_MAX];
+        snprintf(head, sizeof head, "%s: %s\n",
+                 json_string_value(json_object_get(error, "ename")) ?: "Error",
+                 json_string_value(json_object_get(error, "evalue")) ?: "");
+        text_append(&lines, head, strlen(head), 0);
+    }
+    /* Its end names the exception: a long one keeps its last lines. */
+    const char *from = lines.buf ? lines.buf : "";
+    if (lines.len > TRACEBACK_MAX) {
+        from = lines.buf + lines.len - TRACEBACK_MAX;
+        while (((unsigned char)*from & 0xC0) == 0x80)
+            from++;
+        text_adds(t, "[... the traceback's first lines left out]\n");
+    }
+    text_adds(t, from);
+    free(lines.buf);
 }
 
 /* The result of a cell: record is the backend's (stolen). */
@@ -377,7 +404,8 @@ static json_t *cell_result(json_t *record, const char *sid, int fresh)
     }
     add_stream(&t, json_object_get(record, "stdout"), NULL);
     add_stream(&t, json_object_get(record, "stderr"), "[stderr]\n");
-    add_outputs(content, &t, json_object_get(record, "outputs"));
+    add_outputs(content, &t, json_object_get(record, "outputs"),
+                json_integer_value(json_object_get(record, "execution_count")));
     const json_t *error = json_object_get(record, "error");
     if (json_is_object(error))
         add_traceback(&t, error);
@@ -403,12 +431,27 @@ static json_t *cell_result(json_t *record, const char *sid, int fresh)
     return tool_result(content, record, strcmp(status, "ok") != 0);
 }
 
+/* A cell's event. The request counts as running its cell from the cell's
+ * "started" to its record, and only then: a cancellation must interrupt
+ * this request's cell, never the cell of another request queued before it
+ * in the same session, and the session's interrupt stops whichever cell
+ * runs. */
 static void on_cell_event(void *arg, const json_t *ev)
 {
     mcp_call *call = arg;
     const char *kind = json_string_value(json_object_get(ev, "event"));
     if (!kind)
         return;
+    if (strcmp(kind, "started") == 0 && mcp_call_running(call, call->cell_session)) {
+        kiln_error err;
+        memset(&err, 0, sizeof err);
+        call->backend->session_interrupt(call->backend->ctx, call->tenant, call->cell_session,
+                                         &err);
+    }
+    if (strcmp(kind, "cell") == 0) {
+        mcp_call_running(call, "");
+        return;
+    }
     char message[200];
     const char *text = json_string_value(json_object_get(ev, "text"));
     if (text)
@@ -454,11 +497,11 @@ static json_t *execute_code(mcp_call *call, args *a)
         kiln_error_set(a->err, KILN_E_NOMEM, "", "out of memory");
         return error_result(a->err);
     }
-    mcp_call_running(call, sid);
     if (mcp_call_cancelled(call)) {
         json_decref(request);
         return NULL;
     }
+    snprintf(call->cell_session, sizeof call->cell_session, "%s", sid);
     json_t *record = NULL;
     kiln_status st = call->backend->session_execute(call->backend->ctx, call->tenant, sid,
                                                     request, on_cell_event, call, &record,
@@ -612,6 +655,14 @@ static json_t *list_files(mcp_call *call, args *a)
     const char *requested = string_arg(a, "session_id", 0, &bad);
     if (bad)
         return error_result(a->err);
+    /* A stateless request has no session of its own: a new one would be
+     * empty (and one more to keep). */
+    if (!requested && call->modern) {
+        kiln_error_set(a->err, KILN_E_USAGE, "/session_id",
+                       "is needed: under revision 2026-07-28 a call has no session of its own; "
+                       "pass the session_id an execute_code result returned");
+        return error_result(a->err);
+    }
     char sid[KILN_MCP_ID_MAX];
     int fresh = 0;
     if (mcp_call_session(call, requested, sid, &fresh, a->err) != KILN_E_OK)

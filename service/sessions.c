@@ -996,6 +996,10 @@ static void handle_event(kiln_sessions *m, svc_session *s, json_t *ev)
     switch (w->kind) {
     case W_CELL:
         if (strcmp(name, "cell") == 0) {
+            /* A caller hears the cell has ended before its files are kept
+             * (an MCP request stops counting as running it: mcp.h). */
+            if (w->sync)
+                sync_event(w->sync, ev);
             cell_ended(m, s, w, ev);
         } else if (strcmp(name, "rejected") == 0) {
             s->cells_open--;

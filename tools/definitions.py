@@ -470,8 +470,10 @@ EXECUTE_CODE_DESCRIPTION = (
     "kiln.Document(), kiln.Deck(); .save(\"report.xlsx\")), rendered after the cell. Returns "
     "the status, stdout and stderr (cut past a cap, with a note), the last expression's "
     "value, figures as images, every file created or changed as a link, and the session_id; "
-    "an exception returns its traceback as an error. Pass session_id from an earlier result "
-    "to reach that session; without it, this connection's own session (made on first use).")
+    "an exception returns its traceback as an error. Pass the session_id of an earlier result "
+    "to keep its variables and files: always do so (without it a client of MCP 2026-07-28, "
+    "which has no connections, gets a new session each call; an older one gets its "
+    "connection's own session).")
 
 RENDER_DOCUMENT_DESCRIPTION = (
     "Render a Kiln document spec to a file: an .xlsx workbook, a .docx report, a .pptx deck or "
@@ -491,16 +493,17 @@ RENDER_DOCUMENT_DESCRIPTION = (
 
 LIST_FILES_DESCRIPTION = (
     "List the files in a Kiln session's /mnt/data: name, size, media type and SHA-256. "
-    "Without session_id, this connection's own session.")
+    "Pass the session_id an earlier result returned (needed under MCP 2026-07-28; else it "
+    "defaults to the connection's own session).")
 
 LOAD_FILE_DESCRIPTION = (
     "Copy a file from the host into a Kiln session's /mnt/data, for code to read. Only from "
     "the directories the operator allowed (--allow-read); a symbolic link out of them is "
     "refused. A file of the same name in /mnt/data is replaced. Returns its name, size and "
-    "SHA-256.")
+    "SHA-256, and the session_id: pass it to execute_code to use the file.")
 
 SESSION_ID = {"type": "string", "minLength": 1,
-              "description": "a session_id an earlier result returned (default: this connection's)"}
+              "description": "the session_id an earlier result returned"}
 
 _STREAM = {"type": "object", "properties": {"text": {"type": "string"}, "bytes": {"type": "integer"},
                                             "truncated": {"type": "boolean"}}}

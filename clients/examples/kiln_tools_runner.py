@@ -196,8 +196,7 @@ class ToolRunner:
                 continue
             if isinstance(data.get("text/plain"), str):
                 if out.get("type") == "result":
-                    t.add("Out[%d]: " % out["execution_count"] if "execution_count" in out
-                          else "Out: ")
+                    t.add("Out[%d]: " % record.get("execution_count", 0))
                 t.add(data["text/plain"] + "\n")
         if not_shown:
             t.add("[%d figure(s) not shown: a result carries at most %d images, %d MiB]\n"

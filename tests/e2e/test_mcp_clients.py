@@ -166,7 +166,13 @@ def check_connection(res, version):
     caps = res["capabilities"] or {}
     assert "tools" in caps and "resources" in caps, caps
     assert (res["server_info"] or {}).get("name"), res["server_info"]
-    assert not res["client_errors"], "the SDK client reported errors: %r" % res["client_errors"]
+    # A progress notification already on its way when the client cancels its request
+    # reaches a client that has forgotten the token: the race the spec asks both ends to
+    # tolerate (the server sends none once it has read the cancellation). The SDK reports
+    # it through onerror; anything else it reports fails the test.
+    errors = [e for e in res["client_errors"]
+              if not e.startswith("Received a progress notification for an unknown token")]
+    assert not errors, "the SDK client reported errors: %r" % errors
 
 
 def check_render(res, files):

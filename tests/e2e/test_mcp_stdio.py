@@ -168,7 +168,7 @@ def test_figure_is_image_content_and_files_are_links(mcp, host):
     assert base64.b64decode(images[0]["data"])[:8] == b"\x89PNG\r\n\x1a\n"
     # the record does not carry the figure twice
     out = r["structuredContent"]["outputs"][0]["data"]["image/png"]
-    assert out.startswith("(in content[")
+    assert out == "(in content[%d])" % r["content"].index(images[0])
     links = [c for c in r["content"] if c["type"] == "resource_link"]
     assert [l["name"] for l in links] == ["table.csv"]
     assert (host / "out" / "table.csv").read_text() == "a,b\n1,2\n"
@@ -377,11 +377,57 @@ def test_end_of_input_closes_sessions(host):
     m.initialize()
     r = m.call("execute_code", {"code": "import os; print(os.getpid())"})["result"]
     assert r["isError"] is False
-    before = subprocess.run(["pgrep", "-f", "kiln session"], capture_output=True, text=True)
-    assert before.stdout.strip()
-    assert m.close() == 0
     children = subprocess.run(["pgrep", "-P", str(m.p.pid)], capture_output=True, text=True)
-    assert children.stdout.strip() == ""
+    pids = [int(x) for x in children.stdout.split()]
+    assert pids, "kiln mcp has no kiln session child"
+    assert m.close() == 0
+    for pid in pids:  # reaped by kiln mcp, so gone from /proc
+        assert not os.path.exists("/proc/%d" % pid), pid
+
+
+def test_traceback_shown_after_long_output(mcp):
+    r = mcp.call("execute_code", {"code": "print('y' * 50000)\nraise KeyError('the-missing-key')"})
+    text = text_of(r["result"])
+    assert r["result"]["isError"] is True
+    assert "KeyError: 'the-missing-key'" in text
+    assert "not shown" in text and len(text) < 21000
+
+
+def test_cancelling_a_queued_call_leaves_the_running_cell_alone(mcp):
+    """Two calls on one session: the first runs, the second waits behind it. Cancelling
+    the second must not interrupt the first (the session's interrupt stops whichever
+    cell runs); the second is interrupted as soon as it starts."""
+    mcp.next_id += 2
+    first, second = mcp.next_id - 1, mcp.next_id
+    mcp.send({"jsonrpc": "2.0", "id": first, "method": "tools/call", "params": {
+        "name": "execute_code", "arguments": {
+            "code": "import time\nprint('first', flush=True)\ntime.sleep(3)\nfirst_done = 1"}},
+        })
+    mcp.send({"jsonrpc": "2.0", "id": second, "method": "tools/call", "params": {
+        "name": "execute_code", "arguments": {
+            "code": "import time\ntime.sleep(20)\nsecond_ran = 1"}}})
+    time.sleep(1)
+    mcp.send({"jsonrpc": "2.0", "method": "notifications/cancelled",
+              "params": {"requestId": second}})
+    r = mcp.wait(first)["result"]
+    assert r["isError"] is False and r["structuredContent"]["status"] == "ok", text_of(r)
+    check = mcp.call("execute_code", {"code": "print('first_done' in dir(), 'second_ran' in dir())"})
+    assert "True False" in text_of(check["result"])
+
+
+def test_modern_sessions_that_ended_do_not_count(host):
+    """Under 2026-07-28 each call without session_id opens a session; one that ends by
+    itself (here its interpreter exits) stops counting against --max-sessions."""
+    m = Mcp("--out", str(host / "out7"), "--max-sessions", "2")
+    for _ in range(4):
+        r = m.call("execute_code", {"code": "import os; os._exit(3)"}, meta=META)["result"]
+        assert r["structuredContent"]["status"] == "session_lost", text_of(r)
+    r = m.call("execute_code", {"code": "1 + 1"}, meta=META)["result"]
+    assert r["isError"] is False, text_of(r)
+    # list_files names its session under the modern revision
+    r = m.call("list_files", {}, meta=META)["result"]
+    assert r["isError"] is True and "/session_id" in text_of(r)
+    assert m.close() == 0
 
 
 def test_docs_command_and_config_snippet(tmp_path):
