@@ -1152,6 +1152,20 @@ enum MHD_Result mcp_http_request(kiln_req *req)
             return reply_rpc_error(req, MHD_HTTP_BAD_REQUEST, json_object_get(msg, "id"),
                                    KILN_MCP_HEADER_MISMATCH, why, NULL);
         }
+        /* A modern request without the capabilities its _meta must carry
+         * is malformed: -32602 with a 400 (2026-07-28 basic/index.mdx,
+         * "Per-request protocol fields"); the core answers the same on
+         * stdio. server/discover may leave them out. */
+        const json_t *meta = json_object_get(json_object_get(msg, "params"), "_meta");
+        if (kind == KILN_MCP_REQUEST && kiln_mcp_version_supported(version) &&
+            strcmp(method, "server/discover") != 0 &&
+            !json_is_object(
+                json_object_get(meta, "io.modelcontextprotocol/clientCapabilities"))) {
+            count(req, method, "invalid");
+            return reply_rpc_error(
+                req, MHD_HTTP_BAD_REQUEST, json_object_get(msg, "id"), KILN_MCP_INVALID_PARAMS,
+                "_meta needs io.modelcontextprotocol/clientCapabilities (an object)", NULL);
+        }
         c->modern = 1;
         c->conn = tenant_conn(h, req->tenant);
         if (!c->conn)
@@ -1218,6 +1232,19 @@ enum MHD_Result mcp_http_request(kiln_req *req)
                                CODE_NO_SESSION, "Session not found", NULL);
     }
     c->conn = c->sess->conn;
+    /* The session's revision is the one its initialize settled on: a
+     * request naming another in its header is refused, not served under
+     * rules it did not ask for (2025-11-25 transports.mdx). */
+    const char *negotiated = kiln_mcp_conn_version(c->conn);
+    if (pv && negotiated && strcmp(pv, negotiated) != 0) {
+        count(req, method, "unsupported_version");
+        char why[200];
+        snprintf(why, sizeof why,
+                 "Bad Request: MCP-Protocol-Version %.40s is not this session's (%s)", pv,
+                 negotiated);
+        return reply_rpc_error(req, MHD_HTTP_BAD_REQUEST, json_object_get(msg, "id"),
+                               CODE_TRANSPORT, why, NULL);
+    }
     if (kind != KILN_MCP_REQUEST) {
         /* A notification (cancellation, initialized) or a response: acted
          * on now; none of them waits. */

@@ -277,6 +277,11 @@ def test_legacy_2025_06_18_and_version_header(srv):
     r = m.post({"jsonrpc": "2.0", "id": m.rid(), "method": "tools/list"},
                headers={"MCP-Protocol-Version": MODERN})
     rpc_error(r, 400, -32602)
+    # another revision the server speaks, but not the one this session settled on: 400
+    r = m.post({"jsonrpc": "2.0", "id": m.rid(), "method": "tools/list"},
+               headers={"MCP-Protocol-Version": "2025-11-25"})
+    err = rpc_error(r, 400, -32000)
+    assert "2025-06-18" in err["message"], err
     assert m.delete().status == 204
 
 
@@ -546,6 +551,9 @@ def test_modern_header_checks(srv):
     r = modern(srv, "tools/list", meta=meta)
     err = rpc_error(r, 400, -32022)
     assert MODERN in err["data"]["supported"] and err["data"]["requested"] == v, err
+    # _meta without the client's capabilities is malformed: 400 with -32602
+    r = modern(srv, "tools/list", meta={"io.modelcontextprotocol/protocolVersion": MODERN})
+    rpc_error(r, 400, -32602)
     # a method it does not have: 404 with -32601
     r = modern(srv, "no/such/method")
     rpc_error(r, 404, -32601)
