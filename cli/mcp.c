@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/signalfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -52,8 +53,9 @@ static const char usage[] =
     "      --max-file-bytes N the largest file kept or rendered (default 30M)\n"
     "  -h, --help             show this help\n"
     "\n"
-    "Sessions need root (the sandbox). The server ends at the end of its input, or on\n"
-    "SIGTERM or SIGINT, closing every session.\n"
+    "Sessions need root (the sandbox). At the end of its input the server answers\n"
+    "the requests it has begun, then ends; SIGTERM or SIGINT ends it at once,\n"
+    "interrupting running cells. Every session is closed.\n"
     "exit status: 0 ended; 2 usage error; 70 internal error.\n";
 
 /* The longest message line: a render_document's spec, as large as a
@@ -210,14 +212,15 @@ static void handle_line(mcp_cli *m, const char *line, size_t len)
     dispatch(m, msg);
 }
 
-/* Read messages until the end of input or a signal. */
-static void read_loop(mcp_cli *m, int sig_fd)
+/* Read messages until the end of input (0) or a signal (1). */
+static int read_loop(mcp_cli *m, int sig_fd)
 {
     size_t cap = 1 << 16, len = 0;
     int skipping = 0;
+    int signalled = 0;
     char *buf = malloc(cap);
     if (!buf)
-        return;
+        return 0;
     for (;;) {
         struct pollfd p[2] = {{STDIN_FILENO, POLLIN, 0}, {sig_fd, POLLIN, 0}};
         if (poll(p, 2, -1) < 0) {
@@ -225,8 +228,10 @@ static void read_loop(mcp_cli *m, int sig_fd)
                 continue;
             break;
         }
-        if (p[1].revents & POLLIN)
+        if (p[1].revents & POLLIN) {
+            signalled = 1;
             break;
+        }
         if (!(p[0].revents & (POLLIN | POLLHUP | POLLERR)))
             continue;
         if (len == cap) {
@@ -263,13 +268,14 @@ static void read_loop(mcp_cli *m, int sig_fd)
         memmove(buf, buf + start, end - start);
         len = end - start;
     }
-    if (len && !skipping)
+    if (len && !skipping && !signalled)
         handle_line(m, buf, len);
     free(buf);
+    return signalled;
 }
 
-/* Cancel what runs (its cells are interrupted) and wait for it. */
-static void drain(mcp_cli *m)
+/* Cancel what runs: its cells are interrupted, its replies not sent. */
+static void cancel_all(mcp_cli *m)
 {
     pthread_mutex_lock(&m->lock);
     json_t *ids = json_deep_copy(m->ids);
@@ -280,9 +286,34 @@ static void drain(mcp_cli *m)
         kiln_mcp_cancel(m->conn, id);
     }
     json_decref(ids);
+}
+
+/* Wait for the requests begun, then stop the pool. After the end of the
+ * input they are answered (`printf ... | kiln mcp` gets its replies); a
+ * signal, then or meanwhile, cancels them (a host that closed our input
+ * and would rather not wait sends SIGTERM, as the spec's shutdown has it). */
+static void drain(mcp_cli *m, int sig_fd, int signalled)
+{
+    if (signalled)
+        cancel_all(m);
     pthread_mutex_lock(&m->lock);
-    while (m->running)
-        pthread_cond_wait(&m->idle, &m->lock);
+    while (m->running) {
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_nsec += 100 * 1000 * 1000;
+        if (until.tv_nsec >= 1000000000) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000;
+        }
+        pthread_cond_timedwait(&m->idle, &m->lock, &until);
+        struct pollfd p = {sig_fd, POLLIN, 0};
+        if (!signalled && poll(&p, 1, 0) == 1) {
+            signalled = 1;
+            pthread_mutex_unlock(&m->lock);
+            cancel_all(m);
+            pthread_mutex_lock(&m->lock);
+        }
+    }
     m->stopping = 1;
     pthread_cond_broadcast(&m->work);
     while (m->threads)
@@ -395,8 +426,8 @@ int kiln_mcp_main(int argc, char **argv)
         kiln_error_set(&err, KILN_E_NOMEM, "", "out of memory");
         status = 70;
     } else {
-        read_loop(&m, sig_fd);
-        drain(&m);
+        int signalled = read_loop(&m, sig_fd);
+        drain(&m, sig_fd, signalled);
     }
     kiln_mcp_conn_free(m.conn);
     json_decref(m.ids);

@@ -485,3 +485,35 @@ def test_requests_sent_behind_initialize_find_it_done(host):
         replies[msg["id"]] = msg
     assert all("result" in replies[i] for i in (1, 2, 3)), replies
     assert m.close() == 0
+
+
+def test_end_of_input_answers_what_was_begun(host):
+    """Requests piped in and the input closed: every one is answered before the end."""
+    lines = [{"jsonrpc": "2.0", "id": 1, "method": "initialize",
+              "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                         "clientInfo": {"name": "x", "version": "1"}}},
+             {"jsonrpc": "2.0", "method": "notifications/initialized"},
+             {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+                 "name": "execute_code", "arguments": {"code": "import time\ntime.sleep(1)\n6 * 7"}}}]
+    p = subprocess.run([str(KILN_BIN), "mcp", "--out", str(host / "out8")],
+                       input="".join(json.dumps(x) + "\n" for x in lines).encode(),
+                       capture_output=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    replies = {m["id"]: m for m in map(json.loads, p.stdout.decode().splitlines())}
+    assert "42" in text_of(replies[2]["result"])
+
+
+def test_sigterm_interrupts_what_runs(host):
+    m = Mcp("--out", str(host / "out9"))
+    m.initialize()
+    m.next_id += 1
+    m.send({"jsonrpc": "2.0", "id": m.next_id, "method": "tools/call", "params": {
+        "name": "execute_code", "arguments": {"code": "import time\nprint('in', flush=True)\ntime.sleep(300)"},
+        "_meta": {"progressToken": 1}}})
+    while True:  # the cell has started when its output comes
+        msg = m.q.get(timeout=60)
+        if msg.get("method") == "notifications/progress" and "stdout" in msg["params"].get("message", ""):
+            break
+    m.p.terminate()
+    # a 300 s cell: only its interruption lets the server end within the wait
+    assert m.p.wait(timeout=60) == 0
