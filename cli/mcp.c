@@ -27,6 +27,7 @@
 
 #include "cli/cli.h"
 #include "common/fdio.h"
+#include "common/line_reader.h"
 #include "common/units.h"
 #include "mcp/local.h"
 #include "mcp/mcp.h"
@@ -212,15 +213,19 @@ static void handle_line(mcp_cli *m, const char *line, size_t len)
     dispatch(m, msg);
 }
 
+static void on_line(void *arg, const char *line, size_t len)
+{
+    handle_line(arg, line, len);
+}
+
 /* Read messages until the end of input (0) or a signal (1). */
 static int read_loop(mcp_cli *m, int sig_fd)
 {
-    size_t cap = 1 << 16, len = 0;
-    int skipping = 0;
+    kiln_line_reader r;
+    kiln_line_reader_init(&r, MESSAGE_MAX);
+    char chunk[1 << 16];
+    uint64_t told = 0;
     int signalled = 0;
-    char *buf = malloc(cap);
-    if (!buf)
-        return 0;
     for (;;) {
         struct pollfd p[2] = {{STDIN_FILENO, POLLIN, 0}, {sig_fd, POLLIN, 0}};
         if (poll(p, 2, -1) < 0) {
@@ -234,43 +239,20 @@ static int read_loop(mcp_cli *m, int sig_fd)
         }
         if (!(p[0].revents & (POLLIN | POLLHUP | POLLERR)))
             continue;
-        if (len == cap) {
-            if (cap >= MESSAGE_MAX) {
-                /* Past the bound: answer once, drop the line to its end. */
-                if (!skipping)
-                    reply_error(m, NULL, KILN_MCP_INVALID_REQUEST,
-                                "message too long: a line holds at most 72 MiB");
-                skipping = 1;
-                len = 0;
-            } else {
-                size_t next = cap * 2 > MESSAGE_MAX ? MESSAGE_MAX : cap * 2;
-                char *more = realloc(buf, next);
-                if (!more)
-                    break;
-                buf = more;
-                cap = next;
-            }
-        }
-        ssize_t n = read(STDIN_FILENO, buf + len, cap - len);
+        ssize_t n = read(STDIN_FILENO, chunk, sizeof chunk);
         if (n < 0 && (errno == EINTR || errno == EAGAIN))
             continue;
-        if (n <= 0)
+        if (n <= 0 || kiln_line_reader_feed(&r, chunk, (size_t)n, on_line, m) < 0)
             break;
-        size_t start = 0, end = len + (size_t)n;
-        for (size_t i = len; i < end; i++) {
-            if (buf[i] != '\n')
-                continue;
-            if (!skipping)
-                handle_line(m, buf + start, i - start);
-            skipping = 0;
-            start = i + 1;
-        }
-        memmove(buf, buf + start, end - start);
-        len = end - start;
+        /* Each line past the bound is answered once and dropped. */
+        for (; told < r.oversized; told++)
+            reply_error(m, NULL, KILN_MCP_INVALID_REQUEST,
+                        "message too long: a line holds at most 72 MiB");
     }
-    if (len && !skipping && !signalled)
-        handle_line(m, buf, len);
-    free(buf);
+    /* A last message without its newline. */
+    if (r.len && !r.skipping && !signalled)
+        handle_line(m, r.buf, r.len);
+    kiln_line_reader_release(&r);
     return signalled;
 }
 

@@ -369,24 +369,6 @@ const char *const *kiln_job_environment(const char **path);
 
 /* ---- frames.c ---------------------------------------------------------- */
 
-/* Lines of at most max bytes from a byte stream; longer ones are skipped
- * to their newline and counted. The buffer grows to max + 64 KiB at most. */
-typedef struct kiln_frame_reader {
-    char *buf;
-    size_t len, cap, max;
-    int skipping;       /* inside a line over max */
-    uint64_t oversized; /* lines skipped */
-} kiln_frame_reader;
-
-typedef void (*kiln_frame_line_fn)(void *arg, const char *line, size_t len);
-
-void kiln_frame_reader_init(kiln_frame_reader *r, size_t max);
-/* Take data; each complete line (without its newline) goes to line(). 0,
- * or -1 when out of memory (what was fed is dropped). */
-int kiln_frame_reader_feed(kiln_frame_reader *r, const char *data, size_t len,
-                           kiln_frame_line_fn line, void *arg);
-void kiln_frame_reader_release(kiln_frame_reader *r);
-
 typedef enum {
     KILN_FRAME_NONE,    /* not a frame of the cell: ignored */
     KILN_FRAME_RUNNING, /* the runtime runs the user's code now */

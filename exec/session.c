@@ -43,6 +43,7 @@
 #include "common/media_type.h"
 #include "common/templates.h"
 #include "contract/errors.h"
+#include "common/line_reader.h"
 #include "exec/exec_internal.h"
 #include "exec/session.h"
 #include "../common/banned.h"
@@ -99,7 +100,7 @@ struct kiln_session {
     pid_t init_pid, zygote_pid, interp_pid;
     int init_report, zygote_sock, interp_pidfd;
     int ctl, ev, out, err; /* our ends */
-    kiln_frame_reader frames;
+    kiln_line_reader frames;
     double created, last_active, created_wall;
     uint64_t cells;
     int busy;
@@ -522,7 +523,7 @@ kiln_status kiln_session_open(const kiln_session_options *opt, kiln_session **ou
     s->jd.fd = -1;
     s->init_report = s->zygote_sock = s->interp_pidfd = -1;
     s->ctl = s->ev = s->out = s->err = -1;
-    kiln_frame_reader_init(&s->frames, KILN_SESSION_FRAME_BYTES);
+    kiln_line_reader_init(&s->frames, KILN_SESSION_FRAME_BYTES);
     s->limits = opt->limits;
     kiln_job_limits_fill(&s->limits);
     s->idle_seconds = opt->idle_seconds > 0 ? opt->idle_seconds : IDLE_DEFAULT_SECONDS;
@@ -678,7 +679,7 @@ void kiln_session_close(kiln_session *s)
     kiln_cgroup_release(&s->cg);
     kiln_jobdir_release(&s->jd);
     kiln_seccomp_program_release(&s->filter);
-    kiln_frame_reader_release(&s->frames);
+    kiln_line_reader_release(&s->frames);
     json_decref(s->files);
     json_decref(s->refused);
     json_decref(s->ended);
@@ -1040,7 +1041,7 @@ static int read_frames(kiln_session *s, kiln_session_emit emit, void *arg)
         if (n <= 0)
             return n == 0;
         uint64_t before = s->frames.oversized;
-        if (kiln_frame_reader_feed(&s->frames, buf, (size_t)n, take_frame, &sink) < 0)
+        if (kiln_line_reader_feed(&s->frames, buf, (size_t)n, take_frame, &sink) < 0)
             return 0; /* out of memory: these bytes are lost, the cell's caps stand */
         if (s->busy)
             s->c.dropped_displays += s->frames.oversized - before;

@@ -21,6 +21,7 @@
 
 #include <jansson.h>
 
+#include "common/line_reader.h"
 #include "exec/exec_internal.h"
 #include "exec/session.h"
 #include "../common/banned.h"
@@ -102,11 +103,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     seen s = {.cell = data[1] % 4};
     data += 2;
     size -= 2;
-    kiln_frame_reader r;
-    kiln_frame_reader_init(&r, FUZZ_FRAME_MAX);
+    kiln_line_reader r;
+    kiln_line_reader_init(&r, FUZZ_FRAME_MAX);
     for (size_t off = 0; off < size; off += piece) {
         size_t n = size - off < piece ? size - off : piece;
-        if (kiln_frame_reader_feed(&r, (const char *)data + off, n, on_line, &s) < 0)
+        if (kiln_line_reader_feed(&r, (const char *)data + off, n, on_line, &s) < 0)
             abort();
         if (r.len > FUZZ_FRAME_MAX || r.cap > FUZZ_FRAME_MAX + 65536)
             abort();
@@ -118,6 +119,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
      * mid-way ends at a newline too, except the last, still open. */
     if (s.lines + r.oversized < newlines || s.lines > newlines)
         abort();
-    kiln_frame_reader_release(&r);
+    kiln_line_reader_release(&r);
     return 0;
 }

@@ -42,6 +42,7 @@
 #include "common/base64.h"
 #include "common/dirs.h"
 #include "common/fdio.h"
+#include "common/line_reader.h"
 #include "common/output.h"
 #include "contract/errors.h"
 #include "contract/report.h"
@@ -201,57 +202,48 @@ typedef struct reader_arg {
     lsession *s;
 } reader_arg;
 
+static void on_line(void *arg, const char *line, size_t len)
+{
+    reader_arg *ra = arg;
+    json_error_t jerr;
+    json_t *ev = json_loadb(line, len, 0, &jerr);
+    if (ev)
+        dispatch(ra->l, ra->s, ev);
+    json_decref(ev);
+}
+
 static void *reader_main(void *arg)
 {
     reader_arg ra = *(reader_arg *)arg;
     free(arg);
     local *l = ra.l;
     lsession *s = ra.s;
-    size_t cap = 1 << 16, len = 0;
-    char *buf = malloc(cap);
     const char *why = "the session's process ended";
-    while (buf) {
-        if (len == cap) {
-            if (cap >= LINE_MAX_BYTES) {
-                /* A line past the bound would leave its request waiting
-                 * for ever: the session ends instead (its child is told
-                 * by the close of its stdin, when it is reaped). */
-                why = "the session wrote an event line longer than 80 MiB";
-                pthread_mutex_lock(&l->lock);
-                snprintf(s->why, sizeof s->why, "%s", why);
-                pthread_mutex_unlock(&l->lock);
-                break;
-            } else {
-                size_t next = cap * 2 > LINE_MAX_BYTES ? LINE_MAX_BYTES : cap * 2;
-                char *more = realloc(buf, next);
-                if (!more) {
-                    why = "out of memory";
-                    break;
-                }
-                buf = more;
-                cap = next;
-            }
-        }
-        ssize_t n = read(s->from_fd, buf + len, cap - len);
+    kiln_line_reader r;
+    kiln_line_reader_init(&r, LINE_MAX_BYTES);
+    char chunk[1 << 16];
+    for (;;) {
+        ssize_t n = read(s->from_fd, chunk, sizeof chunk);
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0)
             break;
-        size_t start = 0, end = len + (size_t)n;
-        for (size_t i = len; i < end; i++) {
-            if (buf[i] != '\n')
-                continue;
-            json_error_t jerr;
-            json_t *ev = json_loadb(buf + start, i - start, 0, &jerr);
-            if (ev)
-                dispatch(l, s, ev);
-            json_decref(ev);
-            start = i + 1;
+        if (kiln_line_reader_feed(&r, chunk, (size_t)n, on_line, &ra) < 0) {
+            why = "out of memory";
+            break;
         }
-        memmove(buf, buf + start, end - start);
-        len = end - start;
+        if (r.oversized) {
+            /* A line past the bound would leave its request waiting for
+             * ever: the session ends instead (its child is told by the
+             * close of its stdin, when it is reaped). */
+            why = "the session wrote an event line longer than 80 MiB";
+            pthread_mutex_lock(&l->lock);
+            snprintf(s->why, sizeof s->why, "%s", why);
+            pthread_mutex_unlock(&l->lock);
+            break;
+        }
     }
-    free(buf);
+    kiln_line_reader_release(&r);
     pthread_mutex_lock(&l->lock);
     end_session_locked(l, s, s->why[0] ? s->why : why);
     pthread_mutex_unlock(&l->lock);

@@ -517,3 +517,16 @@ def test_sigterm_interrupts_what_runs(host):
     m.p.terminate()
     # a 300 s cell: only its interruption lets the server end within the wait
     assert m.p.wait(timeout=60) == 0
+
+
+def test_a_line_past_the_bound_is_refused_and_skipped(host):
+    """A message line over 72 MiB is answered once (-32600) and dropped to its newline;
+    the next message is served."""
+    m = Mcp("--out", str(host / "out10"))
+    m.p.stdin.write(b'{"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"x": "'
+                    + b"a" * (73 << 20) + b'"}}\n')
+    m.p.stdin.flush()
+    err = m.q.get(timeout=120)
+    assert err["error"]["code"] == -32600 and "too long" in err["error"]["message"], err
+    assert m.request("ping")["result"] == {}
+    assert m.close() == 0
