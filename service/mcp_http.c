@@ -620,14 +620,13 @@ static void call_run(void *arg)
     call_unref(c);
 }
 
-/* kiln_jobs_shutdown's cancel: a request still queued at the stop. */
-static void call_cancel(void *arg)
+/* Answer a call that no worker will run with an internal error saying
+ * why, and drop the worker's reference it was queued with. */
+static void call_refuse(http_call *c, const char *why)
 {
-    http_call *c = arg;
     json_t *reply = kiln_mcp_error_reply(c->client_id ? c->client_id
                                                       : json_object_get(c->msg, "id"),
-                                         KILN_MCP_INTERNAL_ERROR, "The server is shutting down.",
-                                         NULL);
+                                         KILN_MCP_INTERNAL_ERROR, why, NULL);
     watch_remove(c->h, c);
     pthread_mutex_lock(&c->lock);
     c->reply = reply ? json_dumps(reply, JSON_COMPACT) : NULL;
@@ -638,6 +637,12 @@ static void call_cancel(void *arg)
     pthread_mutex_unlock(&c->lock);
     json_decref(reply);
     call_unref(c);
+}
+
+/* kiln_jobs_shutdown's cancel: a request still queued at the stop. */
+static void call_cancel(void *arg)
+{
+    call_refuse(arg, "The server is shutting down.");
 }
 
 /* ---- header checks ---- */
@@ -1059,23 +1064,12 @@ static enum MHD_Result serve(kiln_req *req, http_call *c)
     pthread_mutex_unlock(&h->lock);
     if (rc != 0) {
         /* The pool is full (or stopping): answered as a stop's queued
-         * request is, with the reason. */
-        watch_remove(h, c);
-        json_t *reply = kiln_mcp_error_reply(
-            c->client_id ? c->client_id : json_object_get(c->msg, "id"), KILN_MCP_INTERNAL_ERROR,
-            atomic_load(&h->stopping) ? "The server is shutting down."
-                                      : "The server is busy: too many MCP requests are waiting; "
-                                        "retry shortly.",
-            NULL);
-        pthread_mutex_lock(&c->lock);
-        c->reply = reply ? json_dumps(reply, JSON_COMPACT) : NULL;
-        c->reply_len = c->reply ? strlen(c->reply) : 0;
-        c->reply_code = KILN_MCP_INTERNAL_ERROR;
-        c->done = 1;
-        call_wake(c);
-        pthread_mutex_unlock(&c->lock);
-        json_decref(reply);
-        call_unref(c); /* the worker's, never taken */
+         * request is, with the reason (the worker's reference, never
+         * taken, is dropped). */
+        call_refuse(c, atomic_load(&h->stopping)
+                           ? "The server is shutting down."
+                           : "The server is busy: too many MCP requests are waiting; retry "
+                             "shortly.");
     }
     return MHD_YES;
 }
