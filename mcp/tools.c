@@ -474,10 +474,9 @@ static json_t *execute_code(mcp_call *call, args *a)
     const char *requested = bad ? NULL : string_arg(a, "session_id", 0, &bad);
     if (bad)
         return error_result(a->err);
-    if (language && strcmp(language, "python") != 0 && strcmp(language, "bash") != 0) {
-        kiln_error_set(a->err, KILN_E_USAGE, "/language", "must be \"python\" or \"bash\"");
-        return error_result(a->err);
-    }
+    /* The language, and the rest of the cell's request, are the session
+     * contract's to check (contract/session.c): its refusal names the
+     * member, which is the tool's argument of the same name. */
     const json_t *timeout = json_object_get(a->obj, "timeout_seconds");
     if (timeout && !json_is_null(timeout) &&
         (!json_is_number(timeout) || json_number_value(timeout) < 1 ||
@@ -510,6 +509,9 @@ static json_t *execute_code(mcp_call *call, args *a)
     mcp_call_running(call, "");
     if (st != KILN_E_OK) {
         json_decref(record);
+        /* The session's request calls it timeout; the tool, timeout_seconds. */
+        if (strcmp(a->err->pointer, "/timeout") == 0)
+            snprintf(a->err->pointer, sizeof a->err->pointer, "/timeout_seconds");
         if (st == KILN_E_GONE && !requested)
             mcp_call_session_gone(call, sid);
         if (st == KILN_E_GONE) {

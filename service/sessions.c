@@ -2087,7 +2087,13 @@ static kiln_status sync_status(int status, const json_t *body, kiln_error *err)
                        : status == 422                ? KILN_E_USAGE
                        : status == 429                ? KILN_E_LIMIT
                                                       : KILN_E_INTERNAL;
-    return kiln_error_set(err, code, NULL, "%s", msg);
+    /* A refusal of the session's contract names the member at fault
+     * (details.errors, reply_errors): the caller says it as the contract
+     * did, pointer and all. */
+    const json_t *first = json_array_get(
+        json_object_get(json_object_get(json_object_get(body, "error"), "details"), "errors"), 0);
+    const char *pointer = json_string_value(json_object_get(first, "pointer"));
+    return kiln_error_set(err, code, pointer, "%s", msg);
 }
 
 /* Locked: 0 when the internal API may go on, else the status with err

@@ -834,3 +834,14 @@ def test_stop_under_a_running_cell(serve_factory):
     resp = [x for x in sse_messages(dechunk(body)) if x.get("id") == rid]
     assert s.wait(60) == 0, s.stderr()[-2000:]
     assert resp and resp[0]["result"]["isError"] is True, body[-2000:]
+
+
+def test_a_refused_cell_names_the_argument(srv):
+    """The session contract checks the cell's request; its refusal reaches the model
+    with the member at fault, over HTTP as on stdio."""
+    m = Legacy(srv)
+    r, _ = m.call("execute_code", {"code": "1", "language": "ruby"})
+    assert r["isError"] is True, r
+    assert r["structuredContent"]["errors"][0]["pointer"] == "/language", r
+    assert "/language" in text_of(r), r
+    assert m.delete().status == 204
