@@ -29,6 +29,7 @@
 #include "common/fdio.h"
 #include "common/line_reader.h"
 #include "common/units.h"
+#include "contract/session.h"
 #include "mcp/local.h"
 #include "mcp/mcp.h"
 #include "../common/banned.h"
@@ -60,8 +61,8 @@ static const char usage[] =
     "exit status: 0 ended; 2 usage error; 70 internal error.\n";
 
 /* The longest message line: a render_document's spec, as large as a
- * session request line (contract/session.h). */
-#define MESSAGE_MAX (72u << 20)
+ * session's request line may be. */
+#define MESSAGE_MAX KILN_SESSION_REQUEST_BYTES
 /* Requests worked on at once; one more is answered "busy". */
 #define REQUESTS_MAX 32
 #define ALLOW_MAX 32
@@ -245,9 +246,12 @@ static int read_loop(mcp_cli *m, int sig_fd)
         if (n <= 0 || kiln_line_reader_feed(&r, chunk, (size_t)n, on_line, m) < 0)
             break;
         /* Each line past the bound is answered once and dropped. */
-        for (; told < r.oversized; told++)
-            reply_error(m, NULL, KILN_MCP_INVALID_REQUEST,
-                        "message too long: a line holds at most 72 MiB");
+        for (; told < r.oversized; told++) {
+            char why[80];
+            snprintf(why, sizeof why, "message too long: a line holds at most %u MiB",
+                     (unsigned)(MESSAGE_MAX >> 20));
+            reply_error(m, NULL, KILN_MCP_INVALID_REQUEST, why);
+        }
     }
     /* A last message without its newline. */
     if (r.len && !r.skipping && !signalled)

@@ -16,6 +16,7 @@
 
 #include "mcp/mcp_internal.h"
 #include "contract/errors.h"
+#include "contract/session.h"
 #include "common/pointer.h"
 #include "common/banned.h"
 
@@ -33,8 +34,6 @@
 #define TRACEBACK_MAX 2900
 #define IMAGES_MAX 8
 #define IMAGE_BYTES_MAX (4u << 20)
-/* The most bytes load_file copies: a session's put (contract/session.h). */
-#define LOAD_MAX (48u << 20)
 
 void mcp_tools_list(mcp_call *call, mcp_outcome *o)
 {
@@ -709,8 +708,8 @@ static json_t *load_file(mcp_call *call, args *a)
     const kiln_mcp_server *srv = call->conn->srv;
     void *data = NULL;
     size_t len = 0;
-    if (mcp_allow_read(srv->allow, srv->n_allow, path, LOAD_MAX, &data, &len, a->err) !=
-        KILN_E_OK)
+    if (mcp_allow_read(srv->allow, srv->n_allow, path, KILN_SESSION_PUT_BYTES, &data, &len,
+                       a->err) != KILN_E_OK)
         return error_result(a->err);
     char sid[KILN_MCP_ID_MAX];
     int fresh = 0;
