@@ -430,6 +430,17 @@ class Server:
                 return out
             time.sleep(0.05)
 
+    def log_until(self, match, count=1, timeout=10):
+        """The log entries match(entry) accepts, once there are count of them (or the timeout):
+        the server writes an event before the reply that follows it, but the reader thread
+        may take the line off the pipe after the reply arrived."""
+        deadline = time.monotonic() + timeout
+        while True:
+            found = [e for e in self.log() if isinstance(e, dict) and match(e)]
+            if len(found) >= count or time.monotonic() > deadline:
+                return found
+            time.sleep(0.05)
+
     def access_entry(self, resp, timeout=5):
         rid = resp.getheader("X-Request-Id")
         entries = [e for e in self.log(wait_for=rid, timeout=timeout) if e.get("request_id") == rid]

@@ -799,7 +799,7 @@ def test_public_url_and_expired_file(serve_factory):
     while f["id"] in content_files(s.data_dir) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert f["id"] not in content_files(s.data_dir)
-    assert any(e.get("event") == "sweep" for e in s.log()), "no sweep event in the log"
+    assert s.log_until(lambda e: e.get("event") == "sweep"), "no sweep event in the log"
 
 
 def test_access_log_lines(server, blob):

@@ -314,7 +314,8 @@ def test_pool_refills_and_latency(srv):
         c.close()
         assert r.status == 201 and r2.status == 200 and json.loads(r2.body)["stdout"]["text"] == "1\n"
         assert srv.request("DELETE", "/v1/sessions/" + sid).status == 204
-    created = log_events(srv, "session_created")[before:]
+    created = wait_for(lambda: (lambda c: c if len(c) >= 12 else None)(
+        log_events(srv, "session_created")[before:]), what="twelve session_created events")
     assert len(created) == 12 and all(e["pooled"] for e in created), created
     # how long it took is bench/'s to say (make bench BENCH=session), never a test's
     m = srv.metrics()
@@ -353,7 +354,10 @@ def test_busy_409(srv):
 
 def test_sigkill_of_the_child_is_410(srv):
     sid = create(srv)["id"]
-    [ev] = [e for e in log_events(srv, "session_created") if e["session"] == sid]
+    # the event is on the server's stdout before the reply, but this test's reader thread
+    # may take it off the pipe after the reply has come: wait for it, never assume it
+    [ev] = wait_for(lambda: [e for e in log_events(srv, "session_created") if e["session"] == sid],
+                    what="the session_created event")
     os.kill(ev["pid"], signal.SIGKILL)
     r = wait_for(lambda: (lambda r: r if r.status == 410 else None)(
         srv.request("GET", "/v1/sessions/" + sid)), what="the session to be lost")
