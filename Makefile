@@ -33,7 +33,7 @@ SERVICE_LDLIBS := $(shell $(PKG_CONFIG) --libs $(SERVICE_PKGS) 2>/dev/null) -lpt
 # kiln-writers.so beside it.
 LIB_SRCS  := $(sort $(filter-out artifacts/writers_dl.c,$(wildcard common/*.c artifacts/*.c artifacts/spec/*.c artifacts/layout/*.c \
 	artifacts/xlsx/*.c artifacts/opc/*.c artifacts/docx/*.c artifacts/pdf/*.c \
-	artifacts/pptx/*.c contract/*.c exec/*.c mcp/*.c service/*.c)))
+	artifacts/pptx/*.c contract/*.c exec/*.c batch/*.c mcp/*.c service/*.c)))
 WRITER_SRCS := $(sort $(wildcard artifacts/writers.c artifacts/xlsx/*.c artifacts/opc/*.c \
 	artifacts/docx/*.c artifacts/pdf/*.c artifacts/pptx/*.c))
 SERVICE_SRCS := $(sort $(wildcard service/*.c))

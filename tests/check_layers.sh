@@ -7,6 +7,7 @@
 #   exec/      exec/ common/ contract/limits.h contract/errors.h
 #                                          (the sandbox knows nothing of its payload)
 #   contract/  contract/ exec/ artifacts/ common/
+#   batch/     batch/ contract/ exec/ artifacts/ common/ (the batch runner: jobs, merge, journal)
 #   mcp/       mcp/ contract/ exec/ artifacts/ common/   (the MCP server, under both front ends)
 #   service/   service/ mcp/ contract/ exec/ artifacts/ common/
 # A quoted #include is resolved as the compiler does (the file's folder, then the
@@ -22,6 +23,7 @@ allowed() { # folder, included path (from the top)
 	exec) [[ $2 == exec/* || $2 == common/* || $2 == contract/limits.h || $2 == contract/errors.h ]] ;;
 	contract-bottom) [[ $2 == common/* || $2 == contract/limits.h || $2 == contract/errors.h ]] ;;
 	contract) [[ $2 == contract/* || $2 == exec/* || $2 == artifacts/* || $2 == common/* ]] ;;
+	batch) [[ $2 == batch/* || $2 == contract/* || $2 == exec/* || $2 == artifacts/* || $2 == common/* ]] ;;
 	mcp) [[ $2 == mcp/* || $2 == contract/* || $2 == exec/* || $2 == artifacts/* || $2 == common/* ]] ;;
 	service) [[ $2 != cli/* ]] ;;
 	*) true ;;
@@ -58,4 +60,4 @@ if [ "${1:-}" = --self-test ]; then
 fi
 
 check $(git ls-files 'common/*.[ch]' 'artifacts/*.[ch]' 'exec/*.[ch]' 'contract/*.[ch]' \
-	'mcp/*.[ch]' 'service/*.[ch]')
+	'batch/*.[ch]' 'mcp/*.[ch]' 'service/*.[ch]')
