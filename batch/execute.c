@@ -55,8 +55,7 @@ static json_t *file_json(const char *name, uint64_t bytes, const unsigned char s
     char hex[65];
     kiln_sha256_hex(sha, hex);
     return json_pack("{s:s, s:I, s:s, s:I, s:I}", "name", name, "bytes", (json_int_t)bytes,
-                     "sha256", hex, "mtime_ns", (json_int_t)mtime_ns, "inode",
-                     (json_int_t)inode);
+                     "sha256", hex, "mtime_ns", (json_int_t)mtime_ns, "inode", (json_int_t)inode);
 }
 
 /* A spec_file's text, read beneath base_dir and bounded by the spec limit;
@@ -75,9 +74,10 @@ static kiln_status load_spec_file(const char *base_dir, const char *rel,
     struct stat st;
     kiln_status status;
     if (fstat(fd, &st) != 0 || (uint64_t)st.st_size > max) {
-        status = kiln_errors_addf(errs, KILN_E_LIMIT, "",
-                                  "spec_file '%.200s' is larger than the spec limit of %llu bytes",
-                                  rel, (unsigned long long)max);
+        status =
+            kiln_errors_addf(errs, KILN_E_LIMIT, "",
+                             "spec_file '%.200s' is larger than the spec limit of %llu bytes",
+                             rel, (unsigned long long)max);
         goto close_fd;
     }
     char *text = malloc((size_t)st.st_size + 1);
@@ -118,9 +118,9 @@ static json_t *do_render(const json_t *task)
     kiln_errors errs;
     kiln_errors_init(&errs);
     kiln_doc *doc = NULL;
-    kiln_status st = spec_file ? load_spec_file(base_dir, spec_file, &popt, &doc, &errs)
-                               : kiln_doc_parse_json(json_object_get(task, "spec"), &popt, &doc,
-                                                     &errs);
+    kiln_status st = spec_file
+                         ? load_spec_file(base_dir, spec_file, &popt, &doc, &errs)
+                         : kiln_doc_parse_json(json_object_get(task, "spec"), &popt, &doc, &errs);
     if (st != KILN_E_OK)
         return failed(&errs);
 
@@ -187,7 +187,7 @@ static json_t *staged_files(const char *staging, const char *id, const json_t *r
     for (size_t l = 0; l < 2; l++) {
         size_t i;
         const json_t *f;
-        json_array_foreach (json_object_get(result, lists[l]), i, f) {
+        json_array_foreach(json_object_get(result, lists[l]), i, f) {
             const char *name = json_string_value(json_object_get(f, "name"));
             unsigned char sha[32];
             struct stat st;
@@ -300,10 +300,10 @@ static json_t *do_run(const json_t *task)
                                   : status));
     size_t i;
     const json_t *re;
-    json_array_foreach (render_errors, i, re) {
+    json_array_foreach(render_errors, i, re) {
         size_t k;
         const json_t *e;
-        json_array_foreach (json_object_get(re, "errors"), k, e) {
+        json_array_foreach(json_object_get(re, "errors"), k, e) {
             json_t *copy = json_deep_copy(e);
             json_object_set(copy, "document", json_object_get(re, "name"));
             json_array_append_new(errors, copy);

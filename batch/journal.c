@@ -167,9 +167,9 @@ static int entry_from_json(const json_t *line, kiln_journal_entry *e)
     }
     e->ok = json_is_string(json_object_get(line, "status")) &&
             strcmp(json_string_value(json_object_get(line, "status")), "ok") == 0;
-    e->has_input_sha256 =
-        kiln_sha256_unhex(json_string_value(json_object_get(line, "input_sha256")),
-                          e->input_sha256) == 0;
+    e->has_input_sha256 = kiln_sha256_unhex(json_string_value(
+                                                json_object_get(line, "input_sha256")),
+                                            e->input_sha256) == 0;
     const json_t *files = json_object_get(line, "files");
     size_t n = json_array_size(files);
     e->id = strdup(id);
@@ -180,8 +180,8 @@ static int entry_from_json(const json_t *line, kiln_journal_entry *e)
         const json_t *f = json_array_get(files, i);
         const char *name = json_string_value(json_object_get(f, "name"));
         kiln_journal_file *jf = &e->files[e->file_count];
-        if (!name || kiln_sha256_unhex(json_string_value(json_object_get(f, "sha256")),
-                                       jf->sha256) != 0) {
+        if (!name ||
+            kiln_sha256_unhex(json_string_value(json_object_get(f, "sha256")), jf->sha256) != 0) {
             e->ok = 0; /* a result naming a file it cannot vouch for is no result */
             continue;
         }

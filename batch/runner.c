@@ -133,7 +133,7 @@ static json_t *entry_for(const kiln_batch_item *item, const json_t *outcome, dou
     json_object_set_new(e, "input_sha256", json_string(hex));
     const char *key;
     json_t *v;
-    json_object_foreach ((json_t *)outcome, key, v)
+    json_object_foreach((json_t *)outcome, key, v)
         if (strcmp(key, "status") != 0)
             json_object_set(e, key, v);
     if (!json_object_get(e, "files"))

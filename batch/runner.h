@@ -51,17 +51,17 @@ typedef struct kiln_batch_progress {
 } kiln_batch_progress;
 
 typedef enum {
-    KILN_BATCH_GO = 0,  /* carry on */
-    KILN_BATCH_DRAIN,   /* start no more jobs; let the running ones finish */
-    KILN_BATCH_KILL,    /* ... and kill the running ones now */
+    KILN_BATCH_GO = 0, /* carry on */
+    KILN_BATCH_DRAIN,  /* start no more jobs; let the running ones finish */
+    KILN_BATCH_KILL,   /* ... and kill the running ones now */
 } kiln_batch_stop;
 
 typedef struct kiln_batch_options {
-    const char *out_dir;  /* absolute; exists */
-    unsigned workers;     /* jobs at once, 1..KILN_POOL_WORKERS_MAX */
-    int retry_failed;     /* run failed jobs again */
-    double job_timeout;   /* seconds a job may take before its worker is killed; 0 = none */
-    size_t total;         /* the number of jobs the source yields (the caller counted them) */
+    const char *out_dir; /* absolute; exists */
+    unsigned workers;    /* jobs at once, 1..KILN_POOL_WORKERS_MAX */
+    int retry_failed;    /* run failed jobs again */
+    double job_timeout;  /* seconds a job may take before its worker is killed; 0 = none */
+    size_t total;        /* the number of jobs the source yields (the caller counted them) */
     /* After each job ends or is skipped (entry: its journal line, borrowed),
      * and about every interval seconds (entry NULL). */
     void (*on_progress)(void *arg, const kiln_batch_progress *p, const json_t *entry);
@@ -75,9 +75,9 @@ typedef struct kiln_batch_options {
 
 typedef struct kiln_batch_summary {
     kiln_batch_progress progress;
-    size_t not_run;  /* jobs not started because of a stop */
-    size_t killed;   /* jobs killed by a stop (no journal line: they run next time) */
-    int stopped;     /* the batch ended early on a stop */
+    size_t not_run; /* jobs not started because of a stop */
+    size_t killed;  /* jobs killed by a stop (no journal line: they run next time) */
+    int stopped;    /* the batch ended early on a stop */
 } kiln_batch_summary;
 
 /* Run the batch. KILN_E_OK when it went through (whatever the jobs did: the

@@ -245,8 +245,8 @@ static int next_job_line(line_source *r, const char *path, json_t **doc, kiln_er
         if (got < 0) {
             kiln_error_set(err, KILN_E_INPUT, NULL, "%s: line %llu: %s", path,
                            (unsigned long long)r->line + 1,
-                           errno == EFBIG ? "longer than the most a job line may be" :
-                                            strerror(errno));
+                           errno == EFBIG ? "longer than the most a job line may be"
+                                          : strerror(errno));
             return -1;
         }
         if (got == 0)
@@ -259,8 +259,8 @@ static int next_job_line(line_source *r, const char *path, json_t **doc, kiln_er
         json_error_t je;
         *doc = json_loadb(text, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &je);
         if (!*doc)
-            kiln_error_set(err, KILN_E_INVALID_JOB, "",
-                           "not valid JSON at column %d: %s", je.column, je.text);
+            kiln_error_set(err, KILN_E_INVALID_JOB, "", "not valid JSON at column %d: %s",
+                           je.column, je.text);
         return 1;
     }
 }
@@ -276,13 +276,13 @@ static int job_hash(const kiln_batch_job *job, const json_t *doc, const char *ba
     kiln_status code;
     if (job->kind == KILN_BATCH_RENDER && job->spec_file &&
         hash_beneath(&md, base_dir, job->spec_file, why, sizeof why, &code) != 0) {
-        kiln_error_set(err, code, "/render/spec_file", "spec_file '%.200s': %s",
-                       job->spec_file, why);
+        kiln_error_set(err, code, "/render/spec_file", "spec_file '%.200s': %s", job->spec_file,
+                       why);
         return -1;
     }
     size_t i;
     const json_t *in;
-    json_array_foreach (job->run.inputs, i, in) {
+    json_array_foreach(job->run.inputs, i, in) {
         const char *p = json_string_value(json_object_get(in, "path"));
         if (hash_beneath(&md, base_dir, p, why, sizeof why, &code) != 0) {
             char ptr[64];
@@ -310,7 +310,7 @@ static json_t *run_request(const kiln_batch_job *job, const char *base_dir)
     json_t *inputs = json_array();
     size_t i;
     const json_t *in;
-    json_array_foreach (job->run.inputs, i, in) {
+    json_array_foreach(job->run.inputs, i, in) {
         const char *p = json_string_value(json_object_get(in, "path"));
         const char *name = json_string_value(json_object_get(in, "name"));
         size_t n = strlen(base_dir) + strlen(p) + 2;
@@ -421,8 +421,7 @@ kiln_status kiln_batch_jobs_check(const kiln_batch_jobs_file *f, int validate_sp
             else if (!free_name)
                 kiln_errors_addf(&found, KILN_E_INVALID_JOB,
                                  job.kind == KILN_BATCH_RENDER ? "/render/filename" : "/id",
-                                 "an earlier job writes '%.100s' already",
-                                 job_output_name(&job));
+                                 "an earlier job writes '%.100s' already", job_output_name(&job));
             if (validate_specs && job.kind == KILN_BATCH_RENDER && found.count == 0)
                 validate_spec(&job, f->base_dir, &found);
         }
@@ -586,12 +585,116 @@ static char *row_name(const kiln_batch_merge *m, const json_t *row, uint64_t lin
                        "'/' or control characters, not starting with '.')",
                        name, KILN_BATCH_NAME_MAX);
     } else if (kiln_format_from_path(name, &by_name) != 0 || by_name != m->format) {
-        kiln_error_set(err, KILN_E_INVALID_JOB, NULL, "--name gives '%.200s', which does not end in %s",
-                       name, kiln_writer_for(m->format)->extension);
+        kiln_error_set(err, KILN_E_INVALID_JOB, NULL,
+                       "--name gives '%.200s', which does not end in %s", name,
+                       kiln_writer_for(m->format)->extension);
     } else {
         return name;
     }
     free(name);
+    return NULL;
+}
+
+/* The value at JSON Pointer ptr in doc (RFC 6901), or NULL. Borrowed. */
+static json_t *at_pointer(json_t *doc, const char *ptr)
+{
+    char seg[KILN_POINTER_MAX];
+    json_t *v = doc;
+    while (v && *ptr == '/') {
+        ptr++;
+        size_t n = 0;
+        for (; *ptr && *ptr != '/' && n + 1 < sizeof seg; ptr++) {
+            if (ptr[0] == '~' && (ptr[1] == '0' || ptr[1] == '1')) {
+                seg[n++] = ptr[1] == '0' ? '~' : '/';
+                ptr++;
+            } else {
+                seg[n++] = *ptr;
+            }
+        }
+        seg[n] = '\0';
+        if (json_is_object(v)) {
+            v = json_object_get(v, seg);
+        } else if (json_is_array(v)) {
+            char *end;
+            unsigned long i = strtoul(seg, &end, 10);
+            v = *seg && !*end ? json_array_get(v, i) : NULL;
+        } else {
+            v = NULL;
+        }
+    }
+    return *ptr ? NULL : v;
+}
+
+/* Replace the value at ptr (an object member or an array element) with v
+ * (stolen). */
+static void replace_at(json_t *doc, const char *ptr, json_t *v)
+{
+    const char *slash = strrchr(ptr, '/');
+    char parent_ptr[KILN_POINTER_MAX];
+    snprintf(parent_ptr, sizeof parent_ptr, "%.*s", (int)(slash - ptr), ptr);
+    json_t *parent = at_pointer(doc, parent_ptr);
+    const json_t *old = at_pointer(doc, ptr);
+    if (json_is_array(parent)) {
+        json_array_set_new(parent, strtoul(slash + 1, NULL, 10), v);
+        return;
+    }
+    /* the member's own name, as the object holds it */
+    const char *key;
+    json_t *member;
+    json_object_foreach(parent, key, member)
+        if (member == old) {
+            json_object_set_new(parent, key, v);
+            return;
+        }
+    json_decref(v);
+}
+
+/*
+ * One row's spec, merged and parsed. A whole-string placeholder keeps its
+ * field's type (merge.h), which is what a cell or a chart's values want; but
+ * where the spec takes only text (a paragraph's text, a title) a number
+ * there is an error the user did not make. So where the parse finds fault
+ * with a value that a whole-string placeholder made a number or a boolean,
+ * that value is written as text instead and the spec parsed again: numbers
+ * stay numbers wherever the spec takes them. Returns the spec (new) with
+ * *doc parsed, or NULL with errs.
+ */
+static json_t *merge_row(const json_t *tmpl, const json_t *row, const kiln_merge_options *mo,
+                         const char *base_dir, kiln_doc **doc, kiln_errors *errs)
+{
+    kiln_errors found;
+    kiln_errors_init(&found);
+    json_t *spec = kiln_merge_spec(tmpl, row, mo, &found);
+    kiln_parse_options popt;
+    kiln_parse_options_init(&popt);
+    popt.base_dir = base_dir;
+    for (int attempt = 0; spec && attempt < 2; attempt++) {
+        kiln_errors_init(&found);
+        if (kiln_doc_parse_json(spec, &popt, doc, &found) == KILN_E_OK)
+            return spec;
+        int changed = 0;
+        for (size_t i = 0; attempt == 0 && i < found.count; i++) {
+            const char *ptr = found.items[i].pointer;
+            const json_t *t = at_pointer((json_t *)tmpl, ptr);
+            json_t *v = at_pointer(spec, ptr);
+            const char *ts = json_string_value(t);
+            if (!ts || !*ptr || !(json_is_number(v) || json_is_boolean(v)))
+                continue;
+            kiln_error e;
+            char *text = kiln_merge_text(ts, row, mo, ptr, &e);
+            if (!text)
+                continue;
+            replace_at(spec, ptr, json_string(text));
+            free(text);
+            changed = 1;
+        }
+        if (!changed)
+            break;
+    }
+    for (size_t i = 0; i < found.count; i++)
+        kiln_errors_add(errs, &found.items[i]);
+    errs->dropped += found.dropped;
+    json_decref(spec);
     return NULL;
 }
 
@@ -627,8 +730,8 @@ kiln_status kiln_batch_merge_check(const kiln_batch_merge *m, int validate_specs
         if (got == 0)
             break;
         if (++*count > KILN_BATCH_JOBS_MAX) {
-            kiln_errors_addf(errs, KILN_E_LIMIT, NULL, "%s holds more than %u rows",
-                             m->data_path, KILN_BATCH_JOBS_MAX);
+            kiln_errors_addf(errs, KILN_E_LIMIT, NULL, "%s holds more than %u rows", m->data_path,
+                             KILN_BATCH_JOBS_MAX);
             json_decref(row);
             break;
         }
@@ -647,16 +750,9 @@ kiln_status kiln_batch_merge_check(const kiln_batch_merge *m, int validate_specs
         }
         if (validate_specs) {
             kiln_merge_options mo = {.missing = m->missing, .line = line};
-            json_t *spec = kiln_merge_spec(tmpl, row, &mo, &found);
-            if (spec) {
-                kiln_parse_options popt;
-                kiln_parse_options_init(&popt);
-                popt.base_dir = m->base_dir;
-                kiln_doc *doc = NULL;
-                kiln_doc_parse_json(spec, &popt, &doc, &found);
-                kiln_doc_free(doc);
-                json_decref(spec);
-            }
+            kiln_doc *doc = NULL;
+            json_decref(merge_row(tmpl, row, &mo, m->base_dir, &doc, &found));
+            kiln_doc_free(doc);
         }
         add_all_at(errs, "data line", line, &found);
         free(name);
@@ -700,7 +796,8 @@ static int merge_next(void *arg, kiln_batch_item *item, kiln_error *err)
     const char *fmt = kiln_writer_for(s->m.format)->name;
     sha256_update(&md, strlen(fmt) + 1, (const uint8_t *)fmt);
     sha256_update(&md, strlen(s->m.name) + 1, (const uint8_t *)s->m.name);
-    sha256_update(&md, 1, (const uint8_t *)(s->m.missing == KILN_MERGE_MISSING_EMPTY ? "e" : "r"));
+    sha256_update(&md, 1,
+                  (const uint8_t *)(s->m.missing == KILN_MERGE_MISSING_EMPTY ? "e" : "r"));
     hash_json(&md, row);
     sha256_digest(&md, SHA256_DIGEST_SIZE, item->input_sha256);
 
@@ -713,7 +810,11 @@ static int merge_next(void *arg, kiln_batch_item *item, kiln_error *err)
         item->id = strdup(fallback);
     } else {
         kiln_merge_options mo = {.missing = s->m.missing, .line = line};
-        json_t *spec = kiln_merge_spec(s->tmpl, row, &mo, &found);
+        kiln_doc *doc = NULL;
+        /* Parsed here once to settle each value's type; the worker parses the
+         * spec it is given again (a doc does not cross processes). */
+        json_t *spec = merge_row(s->tmpl, row, &mo, s->m.base_dir, &doc, &found);
+        kiln_doc_free(doc);
         if (spec)
             item->task = json_pack("{s:s, s:s, s:s, s:s, s:s, s:I, s:o}", "kind", "render",
                                    "format", fmt, "base_dir", s->m.base_dir, "out_dir",

@@ -50,7 +50,7 @@ typedef struct kiln_batch_merge {
     const char *base_dir; /* absolute: the template's relative paths resolve here */
     const char *out_dir;  /* absolute */
     kiln_format format;
-    const char *name;     /* the --name template; it must end in the format's extension */
+    const char *name; /* the --name template; it must end in the format's extension */
     kiln_merge_missing missing;
     uint64_t max_bytes;
 } kiln_batch_merge;

@@ -133,6 +133,7 @@ typedef struct display {
     size_t failures_shown;
     double last_draw;
     int drawn; /* a bar is on the line: end it before anything else is printed */
+    int told_stop;
 } display;
 
 #define FAILURES_SHOWN 20
@@ -189,8 +190,9 @@ static void print_line(const kiln_batch_progress *p)
     rate_eta(p, &rate, &eta);
     char when[64];
     clock_text(eta, when, sizeof when);
-    fprintf(stderr, "kiln batch: %zu/%zu done (%zu ok, %zu failed, %zu skipped), %.1f jobs/s, "
-                    "ETA %s%s\n",
+    fprintf(stderr,
+            "kiln batch: %zu/%zu done (%zu ok, %zu failed, %zu skipped), %.1f jobs/s, "
+            "ETA %s%s\n",
             p->ok + p->failed, p->total, p->ok, p->failed, p->skipped, rate, when,
             p->stopping ? ", stopping" : "");
 }
@@ -206,7 +208,8 @@ static json_t *progress_json(const char *event, const kiln_batch_progress *p)
                           round(p->elapsed * 1000) / 1000, "jobs_per_second",
                           round(rate * 100) / 100, "stopping", p->stopping);
     if (o)
-        json_object_set_new(o, "eta_seconds", isfinite(eta) ? json_real(round(eta)) : json_null());
+        json_object_set_new(o, "eta_seconds",
+                            isfinite(eta) ? json_real(round(eta)) : json_null());
     return o;
 }
 
@@ -250,6 +253,14 @@ static void on_progress(void *arg, const kiln_batch_progress *p, const json_t *e
 {
     display *d = arg;
     int failed = entry && strcmp(json_string_value(json_object_get(entry, "status")), "ok") != 0;
+    if (p->stopping && !d->told_stop && d->how != PROGRESS_NONE && d->how != PROGRESS_JSON) {
+        d->told_stop = 1;
+        end_bar(d);
+        fprintf(stderr,
+                "kiln batch: stopping: no new jobs; waiting for the %zu running (a second "
+                "signal kills them)\n",
+                p->running);
+    }
     switch (d->how) {
     case PROGRESS_JSON:
         if (entry)
@@ -374,8 +385,7 @@ static int parse_args(int argc, char **argv, batch_cli *c, int *done)
             errno = 0;
             double v = strtod(optarg, &end);
             if (errno || *end || !isfinite(v) || v < 0 || v > 30 * 86400)
-                return usage_fail("--job-timeout takes seconds (0 to 2592000), not '%s'",
-                                  optarg);
+                return usage_fail("--job-timeout takes seconds (0 to 2592000), not '%s'", optarg);
             c->job_timeout = v;
             break;
         }

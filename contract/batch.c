@@ -32,7 +32,7 @@ static void unknown_members(const json_t *obj, const char *at, const char *const
 {
     const char *key;
     const json_t *v;
-    json_object_foreach ((json_t *)obj, key, v) {
+    json_object_foreach((json_t *)obj, key, v) {
         int known = 0;
         for (const char *const *a = allowed; *a; a++)
             known |= strcmp(*a, key) == 0;
@@ -52,7 +52,8 @@ static void check_id(const json_t *doc, kiln_batch_job *out, kiln_errors *errs)
     const json_t *id = json_object_get(doc, "id");
     out->id = json_string_value(id);
     if (!id)
-        kiln_errors_addf(errs, KILN_E_INVALID_JOB, "", "id (the job's name, a string) is required");
+        kiln_errors_addf(errs, KILN_E_INVALID_JOB, "",
+                         "id (the job's name, a string) is required");
     else if (!out->id || !kiln_batch_name_ok(out->id, KILN_BATCH_ID_MAX))
         kiln_errors_addf(errs, KILN_E_INVALID_JOB, "/id",
                          "id must be a string of 1 to %d bytes of UTF-8 without '/' or control "
@@ -74,8 +75,8 @@ static void check_render(const json_t *render, kiln_batch_job *out, kiln_errors 
     const char *name = json_string_value(filename);
     int have_format = 0;
     if (format) {
-        if (!json_is_string(format) || kiln_format_from_name(json_string_value(format),
-                                                             &out->format) != 0)
+        if (!json_is_string(format) ||
+            kiln_format_from_name(json_string_value(format), &out->format) != 0)
             kiln_errors_addf(errs, KILN_E_INVALID_JOB, "/render/format",
                              "format must be xlsx, docx, pdf or pptx");
         else
@@ -173,8 +174,7 @@ kiln_status kiln_batch_job_parse(const json_t *doc, const kiln_batch_job_options
     const json_t *render = json_object_get(doc, "render");
     const json_t *run = json_object_get(doc, "run");
     if (render && run)
-        kiln_errors_addf(errs, KILN_E_INVALID_JOB, "",
-                         "a job is a render or a run, not both");
+        kiln_errors_addf(errs, KILN_E_INVALID_JOB, "", "a job is a render or a run, not both");
     else if (render) {
         out->kind = KILN_BATCH_RENDER;
         check_render(render, out, errs);
