@@ -384,44 +384,12 @@ static int read_header(kiln_data_rows *r, kiln_error *err)
     return 0;
 }
 
-/* The spec's "auto" CSV rule (docs/spec.md, "Column typing"): a plain
- * decimal, -?D+(.D+)?, with at most 15 digits (Excel's precision: a longer
- * one, an account number, would lose digits) and no leading zero in its
- * whole part ("007" is a code, not seven). 1 with *integral, else 0. */
-static int auto_number(const char *s, size_t len, int *integral)
-{
-    size_t i = 0, digits = 0, whole;
-    if (i < len && s[i] == '-')
-        i++;
-    size_t whole_start = i;
-    while (i < len && s[i] >= '0' && s[i] <= '9')
-        i++, digits++;
-    whole = i - whole_start;
-    if (whole == 0 || (whole > 1 && s[whole_start] == '0'))
-        return 0;
-    *integral = 1;
-    if (i < len && s[i] == '.') {
-        size_t frac_start = ++i;
-        while (i < len && s[i] >= '0' && s[i] <= '9')
-            i++, digits++;
-        if (i == frac_start)
-            return 0;
-        *integral = 0;
-    }
-    return i == len && digits <= 15;
-}
-
-/* A CSV field as its row value: "" when empty, a number by the auto rule,
- * else the string. NULL out of memory. */
+/* A CSV field as its row value: the string as the file has it ("" when
+ * empty). Typing it is the merge's (merge.h, csv_fields): a field that fills
+ * a whole value becomes a number by the auto rule, but in text it stays as
+ * written, so a price "3.50" prints "3.50". NULL out of memory. */
 static json_t *field_value(const char *s, size_t len)
 {
-    int integral;
-    if (len > 0 && auto_number(s, len, &integral)) {
-        char num[32]; /* '-', 15 digits and '.' */
-        memcpy(num, s, len);
-        num[len] = '\0';
-        return integral ? json_integer(strtoll(num, NULL, 10)) : json_real(strtod(num, NULL));
-    }
     return json_stringn_nocheck(s, len);
 }
 

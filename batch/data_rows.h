@@ -3,12 +3,10 @@
  * CSV (RFC 4180, UTF-8, comma separated, a header record naming the
  * fields) or JSON Lines (one object per line; blank lines skipped).
  *
- * Each row is a JSON object. A CSV row's fields are typed by the spec's
- * "auto" rule (merge.h): -?DIGITS(.DIGITS)? of at most 15 digits, without a
- * leading zero in the whole part, is a number (an integer when it has no
- * fraction), anything else a string; an empty CSV field is "" (a present,
- * empty field). A CSV record with more fields than the header is an error;
- * with fewer, the missing ones are absent (so {{field}} for them is
+ * Each row is a JSON object. A CSV row's fields are strings as the file
+ * has them (the merge types them where they fill a whole value: merge.h,
+ * csv_fields); an empty CSV field is "" (a present, empty field). A CSV record with more fields
+ * than the header is an error; with fewer, the missing ones are absent (so {{field}} for them is
  * "missing"). Duplicate or empty header names are an error, and so is a
  * file with no header record at all. A field may be quoted ("a, b"), a quote
  * inside one written twice (""); a line break inside quotes is kept (CR LF

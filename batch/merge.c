@@ -48,6 +48,7 @@ typedef struct merge {
     const json_t *row;
     kiln_merge_missing missing;
     uint64_t line;
+    int csv_fields;
     kiln_errors *errs; /* kiln_merge_spec: every error goes here */
     kiln_error *err;   /* kiln_merge_text: the first error */
     int failed;        /* an error was recorded */
@@ -406,10 +407,47 @@ static int at_cell(const merge *m)
            strcmp(m->path[d - 3].key, "rows") == 0;
 }
 
+/* The spec's "auto" CSV rule (docs/spec.md, "Column typing"): a plain
+ * decimal, -?D+(.D+)?, with at most 15 digits (Excel's precision: a longer
+ * one, an account number, would lose digits) and no leading zero in its
+ * whole part ("007" is a code, not seven). 1 with *integral, else 0. */
+static int auto_number(const char *s, size_t len, int *integral)
+{
+    size_t i = 0, digits = 0, whole;
+    if (i < len && s[i] == '-')
+        i++;
+    size_t whole_start = i;
+    while (i < len && s[i] >= '0' && s[i] <= '9')
+        i++, digits++;
+    whole = i - whole_start;
+    if (whole == 0 || (whole > 1 && s[whole_start] == '0'))
+        return 0;
+    *integral = 1;
+    if (i < len && s[i] == '.') {
+        size_t frac_start = ++i;
+        while (i < len && s[i] >= '0' && s[i] <= '9')
+            i++, digits++;
+        if (i == frac_start)
+            return 0;
+        *integral = 0;
+    }
+    return i == len && digits <= 15;
+}
+
 /* The typed value of a whole-string placeholder: a copy of v, or at a cell
- * position a date string as the date cell it means. */
+ * position a date string as the date cell it means; a CSV field that is a
+ * number by the auto rule, as that number. */
 static json_t *typed_value(merge *m, const json_t *v)
 {
+    int integral;
+    if (m->csv_fields && json_is_string(v) && json_string_length(v) > 0 &&
+        auto_number(json_string_value(v), json_string_length(v), &integral)) {
+        char num[32]; /* '-', 15 digits and '.' */
+        snprintf(num, sizeof num, "%s", json_string_value(v));
+        json_t *n = integral ? json_integer(strtoll(num, NULL, 10))
+                             : json_real(strtod(num, NULL));
+        return n ? n : nomem(m);
+    }
     if (json_is_string(v) && at_cell(m)) {
         const char *s = json_string_value(v);
         double serial;
@@ -625,6 +663,7 @@ static void merge_init(merge *m, const json_t *row, const kiln_merge_options *op
     m->row = row;
     m->missing = opt ? opt->missing : KILN_MERGE_MISSING_ERROR;
     m->line = opt ? opt->line : 0;
+    m->csv_fields = opt ? opt->csv_fields : 0;
 }
 
 json_t *kiln_merge_spec(const json_t *tmpl, const json_t *row, const kiln_merge_options *opt,

@@ -53,11 +53,12 @@
  *     template that repeats a large field many times is a KILN_E_LIMIT error
  *     naming the member where it passed, not a huge spec.
  *
- * CSV rows hold strings; a field typed from CSV follows the spec's "auto"
- * CSV rule (docs/spec.md, "Column typing"): a plain decimal number of at most
- * 15 digits without a leading zero becomes a number, everything else stays
- * text. data_rows.h reads rows already typed that way (so a CSV "3.50" is
- * the number 3.5, and as text "3.5").
+ * CSV rows hold strings (data_rows.h). With csv_fields, a string field that
+ * fills a whole value is typed by the spec's "auto" CSV rule (docs/spec.md,
+ * "Column typing"): a plain decimal number of at most 15 digits without a
+ * leading zero becomes a number, everything else stays text (a date then
+ * follows the cell rule above); in text a field stays as the file has it,
+ * so a CSV "3.50" is the number 3.5 in a cell and "3.50" in a sentence.
  *
  * Ownership: the template and the row are borrowed (a row that is not an
  * object has no fields); the result is new and shares no value with them.
@@ -81,7 +82,8 @@ typedef enum {
 
 typedef struct kiln_merge_options {
     kiln_merge_missing missing;
-    uint64_t line; /* the data line the row came from (1-based), for messages */
+    uint64_t line;  /* the data line the row came from (1-based), for messages */
+    int csv_fields; /* the row's strings are CSV fields (typed as below) */
 } kiln_merge_options;
 
 /* The spec for one row: a new tree, or NULL with every error in errs (each

@@ -513,6 +513,7 @@ typedef struct merge_source {
     json_t *tmpl;
     unsigned char tmpl_sha256[32];
     kiln_data_rows *rows;
+    int csv;
 } merge_source;
 
 /* The template, parsed, and the hash of its bytes. */
@@ -571,10 +572,10 @@ static json_t *load_template(const char *path, unsigned char sha[32], kiln_error
 
 /* A row's file name: merged, one name, the format's extension. NULL with
  * err (a new string otherwise). */
-static char *row_name(const kiln_batch_merge *m, const json_t *row, uint64_t line,
+static char *row_name(const kiln_batch_merge *m, const json_t *row, uint64_t line, int csv,
                       kiln_error *err)
 {
-    kiln_merge_options mo = {.missing = m->missing, .line = line};
+    kiln_merge_options mo = {.missing = m->missing, .line = line, .csv_fields = csv};
     char *name = kiln_merge_text(m->name, row, &mo, "--name", err);
     if (!name)
         return NULL;
@@ -719,6 +720,7 @@ kiln_status kiln_batch_merge_check(const kiln_batch_merge *m, int validate_specs
     }
     name_set names;
     memset(&names, 0, sizeof names);
+    int csv = kiln_data_rows_format(rows) == KILN_DATA_CSV;
     for (;;) {
         json_t *row = NULL;
         uint64_t line = 0;
@@ -737,7 +739,7 @@ kiln_status kiln_batch_merge_check(const kiln_batch_merge *m, int validate_specs
         }
         kiln_errors found;
         kiln_errors_init(&found);
-        char *name = row_name(m, row, line, &e);
+        char *name = row_name(m, row, line, csv, &e);
         if (!name) {
             kiln_errors_add(&found, &e);
         } else {
@@ -749,7 +751,7 @@ kiln_status kiln_batch_merge_check(const kiln_batch_merge *m, int validate_specs
                                  "--name gives '%.200s', as it does for an earlier row", name);
         }
         if (validate_specs) {
-            kiln_merge_options mo = {.missing = m->missing, .line = line};
+            kiln_merge_options mo = {.missing = m->missing, .line = line, .csv_fields = csv};
             kiln_doc *doc = NULL;
             json_decref(merge_row(tmpl, row, &mo, m->base_dir, &doc, &found));
             kiln_doc_free(doc);
@@ -801,7 +803,7 @@ static int merge_next(void *arg, kiln_batch_item *item, kiln_error *err)
     hash_json(&md, row);
     sha256_digest(&md, SHA256_DIGEST_SIZE, item->input_sha256);
 
-    item->id = row_name(&s->m, row, line, &e);
+    item->id = row_name(&s->m, row, line, s->csv, &e);
     if (!item->id) {
         /* Checked before the batch began: the data changed since. */
         kiln_errors_add(&found, &e);
@@ -809,7 +811,7 @@ static int merge_next(void *arg, kiln_batch_item *item, kiln_error *err)
         snprintf(fallback, sizeof fallback, "data-line-%llu", (unsigned long long)line);
         item->id = strdup(fallback);
     } else {
-        kiln_merge_options mo = {.missing = s->m.missing, .line = line};
+        kiln_merge_options mo = {.missing = s->m.missing, .line = line, .csv_fields = s->csv};
         kiln_doc *doc = NULL;
         /* Parsed here once to settle each value's type; the worker parses the
          * spec it is given again (a doc does not cross processes). */
@@ -845,6 +847,7 @@ kiln_status kiln_batch_merge_source(const kiln_batch_merge *m, kiln_batch_source
         merge_release(s);
         return err->code;
     }
+    s->csv = kiln_data_rows_format(s->rows) == KILN_DATA_CSV;
     src->next = merge_next;
     src->arg = s;
     return KILN_E_OK;

@@ -400,7 +400,7 @@ def test_merge_csv_typed_fields(tmp_path):
     (tmp_path / "t.json").write_text(json.dumps(TEMPLATE))
     (tmp_path / "rows.csv").write_text(
         "customer_id,name,balance,since,code,stamp\r\n"
-        "C1,Dana,12.5,2026-03-31,007,2026-03-31T09:30:00\r\n"
+        "C1,Dana,12.50,2026-03-31,007,2026-03-31T09:30:00\r\n"
         'C2,"Eli, Jr.",-3,2025-12-01,42,x\r\n')
     out = tmp_path / "out"
     p = batch("--template", tmp_path / "t.json", "--data", tmp_path / "rows.csv",
@@ -413,7 +413,8 @@ def test_merge_csv_typed_fields(tmp_path):
     assert ws["C2"].is_date and ws["C2"].value.isoformat() == "2026-03-31T00:00:00"
     assert ws["B3"].value == "007"  # a leading zero stays text
     assert ws["C3"].is_date and ws["C3"].value.isoformat() == "2026-03-31T09:30:00"
-    assert ws["B4"].value == "Dear Dana, you owe 12.5" and ws["C4"].value == "2026-03-31x"
+    # a price is a number in a cell and keeps its two decimals in text
+    assert ws["B4"].value == "Dear Dana, you owe 12.50" and ws["C4"].value == "2026-03-31x"
     ws2 = openpyxl.load_workbook(out / "C2-statement.xlsx")["C2"]
     assert ws2["B2"].value == -3 and ws2["B3"].value == 42 and ws2["C3"].value == "x"
     assert ws2["B4"].value == "Dear Eli, Jr., you owe -3"

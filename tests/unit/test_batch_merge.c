@@ -238,7 +238,7 @@ static void test_numbers_as_text(void **state)
 static void test_missing_fields(void **state)
 {
     (void)state;
-    kiln_merge_options opt = {KILN_MERGE_MISSING_ERROR, 12};
+    kiln_merge_options opt = {KILN_MERGE_MISSING_ERROR, 12, 0};
     merge_fails("{'title': '{{customer_id}}', 'blocks': [{'type': 'paragraph',"
                 " 'text': 'Dear {{name}}'}]}",
                 "{'other': 1}", &opt);
@@ -253,7 +253,7 @@ static void test_missing_fields(void **state)
     merge_fails("{'t': '{{x}}'}", "[1, 2]", NULL);
     assert_error(0, KILN_E_INVALID_SPEC, "/t", "no field 'x'");
 
-    kiln_merge_options empty = {KILN_MERGE_MISSING_EMPTY, 3};
+    kiln_merge_options empty = {KILN_MERGE_MISSING_EMPTY, 3, 0};
     merges_to("{'title': '{{customer_id}}', 'text': 'Dear {{name}}!', 'n': '{{n}}'}", "{'n': 1}",
               &empty, "{'title': null, 'text': 'Dear !', 'n': 1}");
     /* Missing-as-empty is no licence for a malformed placeholder. */
@@ -264,7 +264,7 @@ static void test_missing_fields(void **state)
 static void test_errors_collected(void **state)
 {
     (void)state;
-    kiln_merge_options opt = {KILN_MERGE_MISSING_ERROR, 7};
+    kiln_merge_options opt = {KILN_MERGE_MISSING_ERROR, 7, 0};
     merge_fails(
         "{'a': '{{x}} and {{y}} and {{ c d }} and {{ok}}', 'b': ['{{z}}', 'fine', '{{}}'],"
         " 'c': 'list {{items}}', 'd': {'e': '{{obj}} too'}, 'f': 'open {{ok'}",
@@ -425,7 +425,7 @@ static void test_merge_text(void **state)
     (void)state;
     json_t *r = J("{'name': 'Ann', 'n': 12, 'x': 2.5, 'items': [1], 'nul': 'a\\u0000b',"
                   " 'z': null, 'd': '2026-03-31'}");
-    kiln_merge_options opt = {KILN_MERGE_MISSING_ERROR, 4};
+    kiln_merge_options opt = {KILN_MERGE_MISSING_ERROR, 4, 0};
     kiln_error err;
     char *out = kiln_merge_text("{{name}}-{{ n }}-{{x}}{{z}}.docx", r, &opt, "--name", &err);
     assert_string_equal(out, "Ann-12-2.5.docx");
@@ -461,7 +461,7 @@ static void test_merge_text(void **state)
             fail();
         }
     }
-    kiln_merge_options empty = {KILN_MERGE_MISSING_EMPTY, 0};
+    kiln_merge_options empty = {KILN_MERGE_MISSING_EMPTY, 0, 0};
     out = kiln_merge_text("[{{who}}]", r, &empty, "--name", &err);
     assert_string_equal(out, "[]");
     free(out);
@@ -603,11 +603,11 @@ static void test_csv_quoting(void **state)
                       "\"\",\"7\",\"\"\"\"\r\n";
     read_file("q.csv", csv, strlen(csv), &rd);
     assert_int_equal(rd.calls, 4);
-    assert_row(&rd, 0, 2, "{'name': 'Ann', 'amount': 12, 'note': 'a, b'}");
-    assert_row(&rd, 1, 3, "{'name': 'Bob \\'B\\'', 'amount': 3.5, 'note': ''}");
-    /* A quoted number is typed as well (the rule reads the field's text). */
-    assert_row(&rd, 2, 4, "{'name': '', 'amount': 7, 'note': '\\''}");
-    assert_true(json_is_integer(json_object_get(rd.row[0], "amount")));
+    assert_row(&rd, 0, 2, "{'name': 'Ann', 'amount': '12', 'note': 'a, b'}");
+    assert_row(&rd, 1, 3, "{'name': 'Bob \\'B\\'', 'amount': '3.5', 'note': ''}");
+    /* Fields are strings as written; the merge types them (test_csv_auto_typing). */
+    assert_row(&rd, 2, 4, "{'name': '', 'amount': '7', 'note': '\\''}");
+    assert_true(json_is_string(json_object_get(rd.row[0], "amount")));
     reading_free(&rd);
 }
 
@@ -632,12 +632,32 @@ static void test_csv_auto_typing(void **state)
                           "0",
                           "12.3456789012345",
                           "'-'"};
+    /* Each field is read as written; a whole-string placeholder types it by
+     * the auto rule (csv_fields), text keeps it as the file has it. */
+    kiln_merge_options csv_opt = {KILN_MERGE_MISSING_ERROR, 0, 1};
     for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
-        char row[80];
-        snprintf(row, sizeof row, "{'v': %s}", want[i]);
-        assert_row(&rd, i, i + 2, row);
+        assert_int_equal(rd.rc[i], 1);
+        const char *raw = json_string_value(json_object_get(rd.row[i], "v"));
+        assert_non_null(raw);
+        json_t *t = J("{'x': '{{v}}', 't': 'is {{v}}'}");
+        kiln_errors_init(&errs);
+        json_t *out = kiln_merge_spec(t, rd.row[i], &csv_opt, &errs);
+        assert_non_null(out);
+        char typed[80];
+        snprintf(typed, sizeof typed, "%s", want[i]);
+        json_t *x = J(typed);
+        if (!json_equal(json_object_get(out, "x"), x))
+            fail_msg("CSV field '%s' as a whole value: not %s", raw, want[i]);
+        char text[80];
+        snprintf(text, sizeof text, "is %s", raw);
+        assert_string_equal(json_string_value(json_object_get(out, "t")), text);
+        json_decref(x);
+        json_decref(out);
+        json_decref(t);
     }
-    /* "1,5" is two fields, more than the header has. */
+    /* Without csv_fields (JSON Lines) a string stays a string. */
+    merges_to("{'x': '{{v}}'}", "{'v': '12'}", NULL,
+              "{'x': '12'}"); /* "1,5" is two fields, more than the header has. */
     assert_row_error(&rd, 14, KILN_E_INPUT,
                      "t.csv:16: a record of 2 fields, but the header "
                      "names 1");
@@ -656,17 +676,17 @@ static void test_csv_lines(void **state)
                       "a,b\n\"x\ny\",1\n\n\"p\r\nq\",2\r\n\r\n\n\"three\n\n\nlines\",3\nlast,4";
     read_file("l.csv", csv, strlen(csv), &rd);
     assert_int_equal(rd.calls, 5);
-    assert_row(&rd, 0, 2, "{'a': 'x\\ny', 'b': 1}");
-    assert_row(&rd, 1, 5, "{'a': 'p\\nq', 'b': 2}");
-    assert_row(&rd, 2, 9, "{'a': 'three\\n\\n\\nlines', 'b': 3}");
-    assert_row(&rd, 3, 13, "{'a': 'last', 'b': 4}");
+    assert_row(&rd, 0, 2, "{'a': 'x\\ny', 'b': '1'}");
+    assert_row(&rd, 1, 5, "{'a': 'p\\nq', 'b': '2'}");
+    assert_row(&rd, 2, 9, "{'a': 'three\\n\\n\\nlines', 'b': '3'}");
+    assert_row(&rd, 3, 13, "{'a': 'last', 'b': '4'}");
     reading_free(&rd);
 
     /* CR alone ends a record too; fewer fields leave the rest absent; a
      * line of one quoted empty field is no blank line. */
     read_file("cr.csv", "a,b,c\r1,2\r3\r\"\"\r,\r", 17, &rd);
-    assert_row(&rd, 0, 2, "{'a': 1, 'b': 2}");
-    assert_row(&rd, 1, 3, "{'a': 3}");
+    assert_row(&rd, 0, 2, "{'a': '1', 'b': '2'}");
+    assert_row(&rd, 1, 3, "{'a': '3'}");
     assert_row(&rd, 2, 4, "{'a': ''}");
     assert_row(&rd, 3, 5, "{'a': '', 'b': ''}");
     assert_int_equal(rd.rc[4], 0);
@@ -708,7 +728,7 @@ static void test_csv_errors(void **state)
     assert_row_error(&rd, 3, KILN_E_INPUT, "e.csv:6: not UTF-8 (byte 0xFF)");
     assert_int_equal(rd.line[3], 5);
     assert_row_error(&rd, 4, KILN_E_INPUT, "e.csv:7: a NUL byte");
-    assert_row(&rd, 5, 8, "{'a': 'ok', 'b': 5}");
+    assert_row(&rd, 5, 8, "{'a': 'ok', 'b': '5'}");
     assert_row_error(&rd, 6, KILN_E_INPUT,
                      "e.csv:9: a quoted field is not closed before the end of the file");
     assert_int_equal(rd.rc[7], 0);
@@ -785,7 +805,7 @@ static void test_jsonl(void **state)
     assert_row(&rd, 0, 1, "{}");
     reading_free(&rd);
     read_file("r.CSV", "a\n1\n", 4, &rd);
-    assert_row(&rd, 0, 2, "{'a': 1}");
+    assert_row(&rd, 0, 2, "{'a': '1'}");
     reading_free(&rd);
     /* Blank lines only: no rows. */
     read_file("blank.jsonl", "\n \n\r\n", 5, &rd);
@@ -910,11 +930,12 @@ static void test_csv_rows_merge(void **state)
     read_file("m.csv", csv, strlen(csv), &rd);
     json_t *t = J("{'text': '{{name}} owes {{amount}} ({{zip}}) by {{due}}',"
                   " 'rows': [['{{amount}}', '{{zip}}', '{{due}}']]}");
-    kiln_merge_options opt = {KILN_MERGE_MISSING_ERROR, rd.line[0]};
+    kiln_merge_options opt = {KILN_MERGE_MISSING_ERROR, rd.line[0], 1};
     kiln_errors_init(&errs);
     json_t *out = kiln_merge_spec(t, rd.row[0], &opt, &errs);
     assert_non_null(out);
-    assert_json(out, "{'text': 'Ann owes 12.5 (007) by 2026-03-31',"
+    /* a price keeps its two decimals in text, and is a number in a cell */
+    assert_json(out, "{'text': 'Ann owes 12.50 (007) by 2026-03-31',"
                      " 'rows': [[12.5, '007', {'date': '2026-03-31'}]]}");
     json_decref(out);
     json_decref(t);
