@@ -122,10 +122,12 @@ void pdf_fonts_release(pdf_fonts *fonts)
 typedef struct trimmed_font {
     char path[512];
     int index, fd;
-    dev_t dev;
+    dev_t dev; /* the font file's identity */
     ino_t ino;
     off_t size;
     struct timespec mtime;
+    dev_t copy_dev; /* the memory file's: a forked child that closed its */
+    ino_t copy_ino; /* descriptors (a sandbox) may have fd reused for another file */
 } trimmed_font;
 
 static trimmed_font trimmed_cache[TRIMMED_CACHE_MAX];
@@ -145,16 +147,29 @@ static int trimmed_copy(const char *path, int index, char *out, size_t cap, int 
     int fd = -1;
     for (size_t i = 0; i < trimmed_count && fd < 0; i++) {
         trimmed_font *t = &trimmed_cache[i];
-        if (t->index == index && t->dev == st.st_dev && t->ino == st.st_ino &&
-            t->size == st.st_size && t->mtime.tv_sec == st.st_mtim.tv_sec &&
-            t->mtime.tv_nsec == st.st_mtim.tv_nsec && strcmp(t->path, path) == 0)
+        if (t->index != index || t->dev != st.st_dev || t->ino != st.st_ino ||
+            t->size != st.st_size || t->mtime.tv_sec != st.st_mtim.tv_sec ||
+            t->mtime.tv_nsec != st.st_mtim.tv_nsec || strcmp(t->path, path) != 0)
+            continue;
+        struct stat copy;
+        if (fstat(t->fd, &copy) == 0 && copy.st_dev == t->copy_dev &&
+            copy.st_ino == t->copy_ino) {
             fd = t->fd;
+        } else {
+            /* Not ours any more: forget it (never close it: the number may be
+             * another file's now), and copy the font again below. */
+            trimmed_cache[i] = trimmed_cache[--trimmed_count];
+        }
+        break;
     }
     if (fd >= 0) {
         snprintf(out, cap, "/proc/self/fd/%d", fd);
     } else if ((fd = pdf_font_trim(path, index, out, cap)) >= 0) {
-        if (trimmed_count < TRIMMED_CACHE_MAX) {
+        struct stat copy;
+        if (trimmed_count < TRIMMED_CACHE_MAX && fstat(fd, &copy) == 0) {
             trimmed_font *t = &trimmed_cache[trimmed_count++];
+            t->copy_dev = copy.st_dev;
+            t->copy_ino = copy.st_ino;
             snprintf(t->path, sizeof t->path, "%s", path);
             t->index = index;
             t->fd = fd;

@@ -151,3 +151,23 @@ def test_a_second_signal_kills_the_running_jobs(tmp_path):
     time.sleep(0.2)
     ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
     assert "time.sleep(60)" not in ps, "a killed job's sandbox outlived the batch"
+
+
+def test_a_run_after_a_pdf_render_in_the_same_worker(tmp_path):
+    """A worker keeps its fonts' trimmed copies between jobs; a run's render sandbox, forked
+    from it, closes every descriptor, so the copies it inherited are gone there (a regression:
+    its PDF failed with "libharu cannot load font")."""
+    code = ("import kiln\nkiln.save_spec({'blocks': [{'type': 'paragraph', 'text': 'in the run'}]},"
+            " 'r.pdf')\n")
+    path = write_jobs(tmp_path / "jobs.jsonl", [
+        {"id": "first", "render": {"format": "pdf", "spec": {"blocks": [
+            {"type": "paragraph", "text": "first"}]}}},
+        {"id": "run", "run": {"code": code}},
+        {"id": "after", "render": {"format": "pdf", "spec": {"blocks": [
+            {"type": "paragraph", "text": "after"}]}}}])
+    out = tmp_path / "out"
+    p = run_kiln("batch", path, "-o", out, "-j", "1", "--progress", "none")
+    assert p.returncode == 0, describe(p) + (out / "results.jsonl").read_text()
+    assert (out / "run" / "r.pdf").read_bytes().startswith(b"%PDF")
+    assert subprocess.run(["pdftotext", str(out / "after.pdf"), "-"], capture_output=True,
+                          text=True).stdout.split() == ["after", "Page", "1", "of", "1"]

@@ -22,17 +22,20 @@ import pytest
 
 from conftest import KILN_BIN, REPO, SAMPLES
 
-LINE_DOCS = [REPO / "README.md", REPO / "docs" / "run.md", REPO / "docs" / "session.md"]
+LINE_DOCS = [REPO / "README.md", REPO / "docs" / "run.md", REPO / "docs" / "session.md",
+             REPO / "docs" / "batch.md"]
 BLOCK_DOCS = [REPO / "samples" / "jobs" / "README.md"]
-KILN_LINE = re.compile(r"(^|\|\s*)(bin/)?kiln (render|validate|run|session)\b")
+KILN_LINE = re.compile(r"(^|\|\s*)(bin/)?kiln (render|validate|run|session|batch)\b")
 
 
 def shell_blocks(path):
     """[(line number, [command lines])] of path's ```sh blocks, comments left out."""
-    out, inside = [], False
+    out, fenced, inside = [], False, False
     for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if line.startswith("```"):
-            inside = not inside and line.strip() in ("```sh", "```bash", "```")
+        if line.lstrip().startswith("```"):
+            # a fence opens or closes a block whatever its language; only shell ones count
+            fenced = not fenced
+            inside = fenced and line.strip() in ("```sh", "```bash", "```")
             if inside:
                 out.append((n + 1, []))
             continue
@@ -58,7 +61,8 @@ COMMANDS += [(doc_name(p), n, "\n".join(lines)) for p in BLOCK_DOCS for n, lines
 
 def test_the_docs_show_commands():
     names = {name for name, _n, _l in COMMANDS}
-    assert names == {"README.md", "docs/run.md", "docs/session.md", "samples/jobs/README.md"}, COMMANDS
+    assert names == {"README.md", "docs/run.md", "docs/session.md", "docs/batch.md",
+                     "samples/jobs/README.md"}, COMMANDS
     assert any("-- " in line and "-c" in line for _d, _n, line in COMMANDS), \
         "docs/run.md shows -c CODE -- ARGS"
 
@@ -120,6 +124,13 @@ def test_documented_command_works(docs_dir, doc, lineno, line):
         assert path.is_file() and path.stat().st_size > 0, "%s did not make %s" % (line, name)
         if name.endswith((".xlsx", ".docx", ".pptx")):
             assert zipfile.is_zipfile(path), name
+    for c in commands:
+        # a batch's journal says every job is ok
+        m = re.search(r"\bkiln batch\b.* -o (\S+)", c)
+        if m:
+            entries = [json.loads(l) for l in (docs_dir / m.group(1) / "results.jsonl").read_text()
+                       .splitlines()]
+            assert entries and all(e["status"] == "ok" for e in entries), entries
     if not runs:
         return
     results = json_values(proc.stdout.decode())
