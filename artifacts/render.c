@@ -54,7 +54,7 @@ kiln_status kiln_render_to_output(const kiln_doc *doc, kiln_format format, kiln_
                                   const kiln_render_options *opt, kiln_render_result *result,
                                   kiln_error *err)
 {
-    static const kiln_render_options defaults = {0, NULL};
+    static const kiln_render_options defaults = {.max_bytes = 0};
     kiln_error load_err;
     kiln_status st;
     if (!opt)
@@ -92,6 +92,7 @@ kiln_status kiln_render(const kiln_doc *doc, kiln_format format, const char *out
     kiln_status st = kiln_output_open(&out, out_path, opt ? opt->max_bytes : 0, err);
     if (st != KILN_E_OK)
         return st;
+    out.defer_sync = opt ? opt->defer_sync : 0;
     kiln_render_result report;
     st = kiln_render_to_output(doc, format, &out, opt, &report, err);
     if (st != KILN_E_OK)

@@ -29,6 +29,8 @@ typedef struct kiln_render_options {
     uint64_t max_bytes;  /* output ceiling; 0 = KILN_DEFAULT_MAX_BYTES */
     const char *tmp_dir; /* scratch space for writers that need it; NULL = the output's own
                             directory (see kiln_output_dir_path for why) */
+    int defer_sync;      /* kiln_render: link the file without an fsync (kiln_output's
+                            defer_sync: the caller syncs many at once) */
 } kiln_render_options;
 
 typedef struct kiln_render_result {

@@ -129,8 +129,11 @@ static json_t *do_render(const json_t *task)
         kiln_doc_free(doc);
         return failed_one(KILN_E_WRITE, "the output path is too long: %s", filename);
     }
-    kiln_render_options ropt = {
-        .max_bytes = (uint64_t)json_integer_value(json_object_get(task, "max_bytes"))};
+    /* Not fsynced here: the runner syncs the file system once for many
+     * documents before their journal lines are written (runner.c). */
+    kiln_render_options ropt = {.max_bytes = (uint64_t)json_integer_value(
+                                    json_object_get(task, "max_bytes")),
+                                .defer_sync = 1};
     kiln_render_result rr;
     kiln_error err;
     memset(&rr, 0, sizeof rr);

@@ -16,10 +16,11 @@
  *    "mtime_ns", "inode"}], "errors": [...], "more_errors": N,
  *    "warnings": [...], "run": {...}}
  *
- * Every file it names is complete and durable in its place when the result
- * is sent: a render's output is linked only once it is all written and
- * fsynced (common/output.h); a run's files are written into a staging
- * directory, fsynced, and the directory renamed to OUT_DIR/ID whole.
+ * Every file it names is complete in its place when the result is sent: a
+ * render's output is linked only once it is all written (common/output.h;
+ * not fsynced: the runner syncs the file system for many at once before it
+ * journals them); a run's files are written into a staging directory,
+ * fsynced, and the directory renamed to OUT_DIR/ID whole.
  */
 #ifndef KILN_BATCH_EXECUTE_H
 #define KILN_BATCH_EXECUTE_H

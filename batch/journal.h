@@ -9,7 +9,8 @@
  *
  * Why it can be trusted after a crash: a line is appended with one write(2)
  * only after every file it names is complete and durable in its place (the
- * writers' outputs are fsynced before they are linked, common/output.h); a
+ * writers' outputs are linked only when whole, common/output.h, and the
+ * runner syncs the file system before it journals them, runner.c); a
  * kill at any moment leaves at most a torn last line, which opening the
  * journal cuts off. The journal itself is fdatasync'd every second and at the
  * end (kiln_journal_sync), so a power loss loses at most the last second's

@@ -284,7 +284,7 @@ static int cmd_render(int argc, char **argv)
                                          {NULL, 0, NULL, 0}};
     const char *output = NULL, *format_name = NULL;
     kiln_parse_options popt;
-    kiln_render_options ropt = {0, NULL};
+    kiln_render_options ropt = {.max_bytes = 0};
     int as_json = 0, c;
 
     kiln_parse_options_init(&popt);

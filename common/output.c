@@ -257,7 +257,7 @@ kiln_status kiln_output_commit(kiln_output *out, uint64_t *final_bytes, kiln_err
     } else {
         /* Durable before visible: a crash after the rename must not expose
          * a file whose blocks never reached the disk. */
-        if (fsync(out->fd) != 0) {
+        if (!out->defer_sync && fsync(out->fd) != 0) {
             st = kiln_error_set(err, KILN_E_WRITE, NULL, "cannot write '%s': %s", out->target,
                                 strerror(errno));
             goto fail_abort;

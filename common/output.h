@@ -43,6 +43,10 @@ typedef struct kiln_output {
     char *temp_name; /* fallback only: the named temporary file, else NULL */
     int to_stdout;
     int borrowed; /* kiln_output_open_fd: fd is the caller's */
+    /* Commit links without an fsync first: the caller makes the file
+     * durable later, for many files at once (syncfs), before it tells anyone
+     * the file is there (the batch runner's journal). */
+    int defer_sync;
     uint64_t max_bytes;
     uint64_t written;  /* bytes written through kiln_output_write */
     char path[64];     /* "/proc/self/fd/N": a name a library can open */

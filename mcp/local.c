@@ -924,7 +924,7 @@ static kiln_status render(void *ctx, const char *tenant, const json_t *request, 
     kiln_render_result result;
     memset(&result, 0, sizeof result);
     if (st == KILN_E_OK) {
-        kiln_render_options ropt = {l->max_file_bytes, NULL};
+        kiln_render_options ropt = {.max_bytes = l->max_file_bytes};
         st = kiln_render(doc, format, path, &ropt, &result, err);
     }
     kiln_doc_free(doc);

@@ -22,6 +22,10 @@
  * cost nothing. A viewer never reads the embedded cmap of a CID font: it
  * maps codes to glyphs through the CIDToGIDMap.
  *
+ * The `name` table keeps only the names a font is known by (family,
+ * subfamily, unique, full, version and PostScript names, IDs 1 to 6): the
+ * rest, DejaVu's licence text above all, was a fifth of each embedded face.
+ *
  * Everything else is byte for byte the original, so metrics, glyph IDs and
  * outlines are unchanged (FreeType keeps reading the original file).
  */
@@ -96,6 +100,45 @@ static uint32_t checksum(const unsigned char *p, size_t len)
     return sum;
 }
 
+/* The name table with only its records of name IDs 1 to 6 (format 0), into
+ * out[cap]; its length, or 0 when the table is not one this understands
+ * (then the original is kept). */
+static uint32_t trim_names(const unsigned char *t, uint32_t len, unsigned char *out, size_t cap)
+{
+    if (len < 6 || be16(t) != 0)
+        return 0;
+    unsigned count = be16(t + 2), storage = be16(t + 4);
+    if (6 + 12 * (size_t)count > len || storage > len)
+        return 0;
+    unsigned kept = 0;
+    for (unsigned i = 0; i < count; i++) {
+        unsigned id = be16(t + 6 + 12 * i + 6);
+        kept += id >= 1 && id <= 6;
+    }
+    size_t head = 6 + 12 * (size_t)kept, at = head;
+    if (head > cap)
+        return 0;
+    unsigned k = 0;
+    for (unsigned i = 0; i < count; i++) {
+        const unsigned char *rec = t + 6 + 12 * i;
+        unsigned id = be16(rec + 6), n = be16(rec + 8), off = be16(rec + 10);
+        if (id < 1 || id > 6)
+            continue;
+        if ((size_t)storage + off + n > len || at + n > cap)
+            return 0;
+        unsigned char *r = out + 6 + 12 * k++;
+        memcpy(r, rec, 8);
+        put16(r + 8, (uint16_t)n);
+        put16(r + 10, (uint16_t)(at - head));
+        memcpy(out + at, t + storage + off, n);
+        at += n;
+    }
+    put16(out, 0);
+    put16(out + 2, (uint16_t)kept);
+    put16(out + 4, (uint16_t)head);
+    return (uint32_t)at;
+}
+
 typedef struct table_ref {
     char tag[4];
     const unsigned char *data;
@@ -112,6 +155,7 @@ static unsigned char *build_trimmed(const unsigned char *file, size_t size, int 
     unsigned num_tables;
     unsigned char *out, *head = NULL;
     unsigned char post3[32];
+    unsigned char names[8192];
 
     if (size < 12)
         return NULL;
@@ -141,6 +185,13 @@ static unsigned char *build_trimmed(const unsigned char *file, size_t size, int 
         memcpy(tables[count].tag, rec, 4);
         tables[count].data = file + off;
         tables[count].len = len;
+        if (memcmp(rec, "name", 4) == 0) {
+            uint32_t n = trim_names(file + off, len, names, sizeof names);
+            if (n > 0) {
+                tables[count].data = names;
+                tables[count].len = n;
+            }
+        }
         if (memcmp(rec, "cmap", 4) == 0) {
             tables[count].data = empty_cmap;
             tables[count].len = sizeof empty_cmap;

@@ -276,7 +276,7 @@ static void test_render_to_output(void **state)
                                "\"blocks\": [{\"type\": \"heading\", \"text\": \"T\"}]}";
     kiln_doc *doc;
     assert_int_equal(kiln_doc_parse(spec, strlen(spec), NULL, &doc, NULL), KILN_E_OK);
-    kiln_render_options ro = {0, dir};
+    kiln_render_options ro = {.max_bytes = 0, .tmp_dir = dir};
     kiln_render_result res;
     kiln_error err;
     assert_int_equal(kiln_render(doc, KILN_FORMAT_DOCX, path_in("a.docx"), &ro, &res, &err),

@@ -32,6 +32,7 @@
 
 #include FT_ADVANCES_H
 #include FT_TRUETYPE_TABLES_H
+#include FT_SFNT_NAMES_H
 #include "common/banned.h"
 
 #define DEJAVU_SANS "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"
@@ -1320,6 +1321,15 @@ static void check_trim(const char *path, int index, size_t original_size)
         assert_int_equal(FT_Load_Glyph(b, gb, FT_LOAD_NO_SCALE), 0);
     }
     assert_true(FT_Get_Char_Index(a, 'A') != 0);
+    /* the names a font is known by stay, the rest (a licence) goes */
+    assert_string_equal(FT_Get_Postscript_Name(b), FT_Get_Postscript_Name(a));
+    assert_true(FT_Get_Sfnt_Name_Count(b) > 0);
+    for (FT_UInt i = 0; i < FT_Get_Sfnt_Name_Count(b); i++) {
+        FT_SfntName name;
+        assert_int_equal(FT_Get_Sfnt_Name(b, i, &name), 0);
+        if (name.name_id < 1 || name.name_id > 6)
+            fail_msg("name id %u kept", name.name_id);
+    }
     /* the glyph data is the original's, byte for byte */
     static const char *const same[] = {"glyf", "loca", "hmtx", "maxp"};
     for (size_t i = 0; i < sizeof same / sizeof same[0]; i++) {
