@@ -275,7 +275,7 @@ def test_a_torn_last_line_is_cut(tmp_path):
 
 
 def test_kill_9_mid_batch_loses_nothing_and_redoes_nothing(tmp_path):
-    n = 240
+    n = 1500
     jobs = [{"id": "d%03d" % i, "render": {"format": "docx", "spec": {"blocks": [
         {"type": "paragraph", "text": "document %d " % i * 40}]}}} for i in range(n)]
     path = write_jobs(tmp_path / "jobs.jsonl", jobs)
