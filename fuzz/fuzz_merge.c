@@ -56,9 +56,10 @@ static int has_open(const json_t *v)
     return 0;
 }
 
-static void check_merge(const json_t *tmpl, const json_t *row, kiln_merge_missing missing)
+static void check_merge(const json_t *tmpl, const json_t *row, kiln_merge_missing missing,
+                        int csv)
 {
-    kiln_merge_options opt = {missing, 7};
+    kiln_merge_options opt = {missing, 7, csv};
     kiln_errors_init(&errs);
     json_t *out = kiln_merge_spec(tmpl, row, &opt, &errs);
     if ((out != NULL) != (errs.count == 0 && errs.dropped == 0))
@@ -89,7 +90,7 @@ static void check_merge(const json_t *tmpl, const json_t *row, kiln_merge_missin
 
 static void check_text(const char *tmpl, const json_t *row)
 {
-    kiln_merge_options opt = {KILN_MERGE_MISSING_ERROR, 1};
+    kiln_merge_options opt = {KILN_MERGE_MISSING_ERROR, 1, 0};
     kiln_error err;
     memset(&err, 0, sizeof err);
     char *out = kiln_merge_text(tmpl, row, &opt, "--name", &err);
@@ -144,7 +145,8 @@ static void check_rows(const uint8_t *data, size_t size, const char *name, const
         if (!json_is_object(row))
             abort();
         if (tmpl && merged++ < MERGED_ROWS)
-            check_merge(tmpl, row, KILN_MERGE_MISSING_ERROR);
+            check_merge(tmpl, row, KILN_MERGE_MISSING_ERROR,
+                        kiln_data_rows_format(r) == KILN_DATA_CSV);
         json_decref(row);
     }
     kiln_data_rows_free(r);
@@ -161,8 +163,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                       : json_object();
     if (row) {
         if (tmpl) {
-            check_merge(tmpl, row, KILN_MERGE_MISSING_ERROR);
-            check_merge(tmpl, row, KILN_MERGE_MISSING_EMPTY);
+            check_merge(tmpl, row, KILN_MERGE_MISSING_ERROR, 0);
+            check_merge(tmpl, row, KILN_MERGE_MISSING_EMPTY, 1);
         }
         char *text = malloc(tlen + 1);
         if (!text)
