@@ -12,6 +12,8 @@ size_t kiln_cli_limit_help(char *text, size_t cap);
 
 /* `kiln session` (cli/session.c). */
 int kiln_session_main(int argc, char **argv);
+/* `kiln batch` (cli/batch.c). */
+int kiln_batch_main(int argc, char **argv);
 /* `kiln mcp` (cli/mcp.c). */
 int kiln_mcp_main(int argc, char **argv);
 /* `kiln zygote SOCKET` (cli/session.c). */

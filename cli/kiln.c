@@ -43,6 +43,8 @@ static const char usage_main[] =
     "  render SPEC -o OUT     render SPEC to OUT (.xlsx, .docx, .pdf or .pptx)\n"
     "  validate SPEC          check SPEC and report every error\n"
     "  run [FILE]             run Python or bash code in the sandbox (docs/run.md)\n"
+    "  batch JOBS.jsonl -o DIR  make many documents at once, resumably; or one per\n"
+    "                         data row with --template and --data (docs/batch.md)\n"
     "  serve [OPTIONS]        run the HTTP service (docs/serve.md)\n"
     "  session [OPTIONS]      a live sandboxed interpreter over JSON lines on stdin and\n"
     "                         stdout (docs/session.md)\n"
@@ -709,13 +711,7 @@ static int job_from_request(run_cli *r, int *status)
         *status = report_errors(&errs, 0);
         return -1;
     }
-    r->opt.language = rq.language;
-    r->opt.code = rq.code;
-    r->opt.code_len = rq.code_len;
-    r->opt.render = rq.render ? &kiln_render_step : NULL;
-    r->opt.limits = rq.limits;
-    size_t argn = json_array_size(rq.args);
-    r->args = calloc(argn + 1, sizeof *r->args);
+    r->args = calloc(json_array_size(rq.args) + 1, sizeof *r->args);
     free(r->inputs);
     r->inputs = calloc(json_array_size(rq.inputs) + 1, sizeof *r->inputs);
     if (!r->args || !r->inputs) {
@@ -723,16 +719,7 @@ static int job_from_request(run_cli *r, int *status)
         *status = kiln_status_exit(KILN_E_NOMEM);
         return -1;
     }
-    for (size_t i = 0; i < argn; i++)
-        r->args[i] = json_string_value(json_array_get(rq.args, i));
-    r->opt.args = r->args;
-    for (size_t i = 0; i < json_array_size(rq.inputs); i++) {
-        const json_t *in = json_array_get(rq.inputs, i);
-        r->inputs[i].host_path = json_string_value(json_object_get(in, "path"));
-        r->inputs[i].name = json_string_value(json_object_get(in, "name"));
-    }
-    r->opt.inputs = r->inputs;
-    r->opt.input_count = json_array_size(rq.inputs);
+    kiln_job_run_options(&rq, &r->opt, r->inputs, r->args);
     return 0;
 }
 
@@ -876,6 +863,9 @@ static int cmd_help(int argc, char **argv)
     } else if (strcmp(argv[1], "session") == 0) {
         char *help_argv[] = {"session", "--help", NULL};
         return kiln_session_main(2, help_argv);
+    } else if (strcmp(argv[1], "batch") == 0) {
+        char *help_argv[] = {"batch", "--help", NULL};
+        return kiln_batch_main(2, help_argv);
     } else if (strcmp(argv[1], "mcp") == 0) {
         char *help_argv[] = {"mcp", "--help", NULL};
         return kiln_mcp_main(2, help_argv);
@@ -901,8 +891,11 @@ static int run(int argc, char **argv);
 
 int main(int argc, char **argv)
 {
+    /* -j is --json for render and validate only (kiln batch's -j is --jobs). */
+    int short_json = argc > 1 &&
+                     (strcmp(argv[1], "render") == 0 || strcmp(argv[1], "validate") == 0);
     for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
-        if (strcmp(argv[i], "--json") == 0 || strcmp(argv[i], "-j") == 0)
+        if (strcmp(argv[i], "--json") == 0 || (short_json && strcmp(argv[i], "-j") == 0))
             json_requested = 1;
     return finish(run(argc, argv));
 }
@@ -931,6 +924,8 @@ static int run(int argc, char **argv)
         return kiln_session_main(argc - 1, argv + 1);
     if (strcmp(cmd, "mcp") == 0)
         return kiln_mcp_main(argc - 1, argv + 1);
+    if (strcmp(cmd, "batch") == 0)
+        return kiln_batch_main(argc - 1, argv + 1);
     if (strcmp(cmd, "zygote") == 0)
         return kiln_zygote_command(argc - 1, argv + 1);
     if (strcmp(cmd, "help") == 0)

@@ -12,4 +12,9 @@
  * 0, or -1 with errno (ENAMETOOLONG past PATH_MAX). */
 int kiln_mkdir_p(const char *path, mode_t parents_mode, mode_t mode);
 
+/* Remove path and, when it is a directory, everything under it, never
+ * following a symbolic link (a link is removed, not what it names). 0, or
+ * -1 with errno of the first failure (the rest is still tried). */
+int kiln_remove_tree(const char *path);
+
 #endif

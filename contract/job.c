@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "limits.h"
+#include "render_step.h"
 #include "../common/pointer.h"
 #include "../common/utf8.h"
 #include "../common/banned.h"
@@ -430,4 +431,27 @@ json_t *kiln_session_request_json(const kiln_session_request *rq, const char *co
     if (rq->lifetime_seconds > 0)
         json_object_set_new(doc, "lifetime", json_real(rq->lifetime_seconds));
     return doc;
+}
+
+void kiln_job_run_options(const kiln_job_request *rq, kiln_run_options *opt,
+                          kiln_run_input *inputs, const char **args)
+{
+    opt->language = rq->language;
+    opt->code = rq->code;
+    opt->code_len = rq->code_len;
+    opt->render = rq->render ? &kiln_render_step : NULL;
+    opt->limits = rq->limits;
+    size_t argn = json_array_size(rq->args);
+    for (size_t i = 0; i < argn; i++)
+        args[i] = json_string_value(json_array_get(rq->args, i));
+    args[argn] = NULL;
+    opt->args = args;
+    size_t n = json_array_size(rq->inputs);
+    for (size_t i = 0; i < n; i++) {
+        const json_t *in = json_array_get(rq->inputs, i);
+        inputs[i].host_path = json_string_value(json_object_get(in, "path"));
+        inputs[i].name = json_string_value(json_object_get(in, "name"));
+    }
+    opt->inputs = inputs;
+    opt->input_count = n;
 }

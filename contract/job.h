@@ -82,6 +82,14 @@ int kiln_job_check_input_names(const char *const *names, const char *const *memb
 json_t *kiln_job_request_json(const kiln_job_request *rq, const char *const *paths,
                               const char *const *names, size_t input_count);
 
+/* The runner's options for rq (inputs in path form): its language, code,
+ * args, limits, render step (contract/render_step.h, when rq->render) and
+ * inputs, everything else of *opt left as it was. inputs and args are the
+ * caller's arrays of json_array_size(rq->inputs) and
+ * json_array_size(rq->args) + 1 entries; they and *opt borrow rq's strings. */
+void kiln_job_run_options(const kiln_job_request *rq, kiln_run_options *opt,
+                          kiln_run_input *inputs, const char **args);
+
 /*
  * A session request: what a session runs under. The body of POST
  * /v1/sessions and the document `kiln session --request FILE` reads

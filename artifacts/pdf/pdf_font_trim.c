@@ -11,6 +11,17 @@
  * libharu embeds, with `post` cut to its version 3 header (no names). A face
  * inside a collection (.ttc) becomes a stand-alone font on the way.
  *
+ * The `cmap` goes too, for one that maps nothing. libharu builds the
+ * CIDToGIDMap and /W array of a UTF-8 font by looking up every one of the
+ * 65,536 CIDs in the font's cmap with a linear search over its segments
+ * (HPDF_TTFontDef_GetGlyphid), which made that one step half of the time of
+ * a one-page PDF (a batch of invoices spent 46% of its CPU there). Kiln
+ * writes both of those tables again itself from FreeType, for the
+ * characters drawn (pdf_fonts.c, compact_cid_tables), and marks the glyphs
+ * to embed from FreeType too, so libharu's lookups have nothing to find and
+ * cost nothing. A viewer never reads the embedded cmap of a CID font: it
+ * maps codes to glyphs through the CIDToGIDMap.
+ *
  * Everything else is byte for byte the original, so metrics, glyph IDs and
  * outlines are unchanged (FreeType keeps reading the original file).
  */
@@ -32,6 +43,20 @@ static const char *const kept_tables[] = {"OS/2", "cmap", "cvt ", "fpgm", "glyf"
                                           "hmtx", "loca", "maxp", "name", "post", "prep"};
 
 #define MAX_TABLES 64
+
+/* A cmap with one (3,1) format 4 subtable whose only segment is the
+ * required 0xFFFF terminator: every character maps to glyph 0. */
+static const unsigned char empty_cmap[36] = {
+    0,    0,    0, 1, /* version 0, one encoding record */
+    0,    3,    0, 1,  0, 0,
+    0,    12,                /* Windows, Unicode BMP, at offset 12 */
+    0,    4,    0, 24, 0, 0, /* format 4, length 24, language 0 */
+    0,    2,    0, 2,  0, 0,
+    0,    0,          /* segCountX2 2, searchRange 2, entrySelector 0, rangeShift 0 */
+    0xFF, 0xFF, 0, 0, /* endCount[0], reservedPad */
+    0xFF, 0xFF, 0, 1, /* startCount[0], idDelta[0] */
+    0,    0           /* idRangeOffset[0] */
+};
 
 static uint32_t be32(const unsigned char *p)
 {
@@ -116,6 +141,10 @@ static unsigned char *build_trimmed(const unsigned char *file, size_t size, int 
         memcpy(tables[count].tag, rec, 4);
         tables[count].data = file + off;
         tables[count].len = len;
+        if (memcmp(rec, "cmap", 4) == 0) {
+            tables[count].data = empty_cmap;
+            tables[count].len = sizeof empty_cmap;
+        }
         if (memcmp(rec, "post", 4) == 0 && len >= 32) {
             /* version 3.0: the same header, no glyph names */
             memcpy(post3, file + off, 32);

@@ -26,10 +26,12 @@
 #include <hpdf_fontdef.h>
 #include FT_ADVANCES_H
 #include <hpdf_streams.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include "../../common/banned.h"
 
@@ -106,6 +108,68 @@ void pdf_fonts_release(pdf_fonts *fonts)
     memset(fonts, 0, sizeof *fonts);
 }
 
+/*
+ * The trimmed copies of the font files (pdf_font_trim.c), made once per
+ * process and kept: a batch worker or the service renders thousands of
+ * documents with the same four faces, and copying 600 KB of font per face
+ * per document cost more than laying out a one-page invoice. A copy is
+ * keyed by the file's identity (device, inode, size, mtime), so a font
+ * replaced on disk is copied again. Shared by the service's render threads,
+ * hence the lock.
+ */
+#define TRIMMED_CACHE_MAX 32
+
+typedef struct trimmed_font {
+    char path[512];
+    int index, fd;
+    dev_t dev;
+    ino_t ino;
+    off_t size;
+    struct timespec mtime;
+} trimmed_font;
+
+static trimmed_font trimmed_cache[TRIMMED_CACHE_MAX];
+static size_t trimmed_count;
+static pthread_mutex_t trimmed_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* The trimmed copy of face index of path, named in out ("/proc/self/fd/N").
+ * Returns its descriptor, *owned 1 when the caller must close it (the cache
+ * was full), or -1 when there is no copy (pdf_font_trim refused). */
+static int trimmed_copy(const char *path, int index, char *out, size_t cap, int *owned)
+{
+    struct stat st;
+    *owned = 0;
+    if (stat(path, &st) != 0 || strlen(path) >= sizeof trimmed_cache[0].path)
+        return -1;
+    pthread_mutex_lock(&trimmed_lock);
+    int fd = -1;
+    for (size_t i = 0; i < trimmed_count && fd < 0; i++) {
+        trimmed_font *t = &trimmed_cache[i];
+        if (t->index == index && t->dev == st.st_dev && t->ino == st.st_ino &&
+            t->size == st.st_size && t->mtime.tv_sec == st.st_mtim.tv_sec &&
+            t->mtime.tv_nsec == st.st_mtim.tv_nsec && strcmp(t->path, path) == 0)
+            fd = t->fd;
+    }
+    if (fd >= 0) {
+        snprintf(out, cap, "/proc/self/fd/%d", fd);
+    } else if ((fd = pdf_font_trim(path, index, out, cap)) >= 0) {
+        if (trimmed_count < TRIMMED_CACHE_MAX) {
+            trimmed_font *t = &trimmed_cache[trimmed_count++];
+            snprintf(t->path, sizeof t->path, "%s", path);
+            t->index = index;
+            t->fd = fd;
+            t->dev = st.st_dev;
+            t->ino = st.st_ino;
+            t->size = st.st_size;
+            t->mtime = st.st_mtim;
+        } else {
+            *owned = 1;
+        }
+    }
+    pthread_mutex_unlock(&trimmed_lock);
+    return fd;
+}
+
 /* Load one font file (index: the face inside a .ttc) into both libharu and
  * FreeType. NULL with err set on failure. */
 static pdf_face *face_load(pdf_fonts *fonts, const char *path, int index, kiln_error *err)
@@ -148,10 +212,12 @@ static pdf_face *face_load(pdf_fonts *fonts, const char *path, int index, kiln_e
 
     {
         char trimmed[64];
-        int fd = pdf_font_trim(path, index, trimmed, sizeof trimmed);
+        int owned;
+        int fd = trimmed_copy(path, index, trimmed, sizeof trimmed, &owned);
         if (fd >= 0) {
             name = HPDF_LoadTTFontFromFile(fonts->pdf, trimmed, HPDF_TRUE);
-            close(fd); /* libharu holds its own handle on the memory file */
+            if (owned)
+                close(fd); /* libharu holds its own handle on the memory file */
         } else {
             name = index > 0 || strstr(path, ".ttc")
                        ? HPDF_LoadTTFontFromFile2(fonts->pdf, path, (HPDF_UINT)index, HPDF_TRUE)
@@ -410,6 +476,11 @@ void pdf_draw_text(pdf_ctx *ctx, HPDF_Page page, pdf_face *face, double size, in
  * With the UTF-8 encoder a character's code is its BMP code point, so the
  * right ToUnicode map is the identity: rewrite the stream as that.
  */
+static int was_drawn(const pdf_face *face, uint32_t cp)
+{
+    return (face->drawn[cp >> 3] >> (cp & 7)) & 1;
+}
+
 /* Mark the components of composite glyph gid as used, at any depth. */
 static void mark_components(FT_Face ft, HPDF_TTFontDefAttr tt, FT_UInt gid, int depth)
 {
@@ -453,14 +524,18 @@ static void complete_composites(pdf_face *face)
     tt = (HPDF_TTFontDefAttr)attr->fontdef->attr;
     if (!tt || !tt->glyph_tbl.flgs)
         return;
+    /* The glyphs of the characters drawn: libharu reads an empty cmap
+     * (pdf_font_trim.c says why), so it marks none itself. */
+    for (uint32_t cp = 1; cp <= 0xFFFF; cp++) {
+        if (!was_drawn(face, cp))
+            continue;
+        FT_UInt gid = FT_Get_Char_Index(face->ft, cp);
+        if (gid > 0 && gid < tt->num_glyphs)
+            tt->glyph_tbl.flgs[gid] = 1;
+    }
     for (FT_UInt gid = 1; gid < tt->num_glyphs && gid < face->ft->num_glyphs; gid++)
         if (tt->glyph_tbl.flgs[gid])
             mark_components(face->ft, tt, gid, 0);
-}
-
-static int was_drawn(const pdf_face *face, uint32_t cp)
-{
-    return (face->drawn[cp >> 3] >> (cp & 7)) & 1;
 }
 
 /*

@@ -496,6 +496,18 @@ struct json_t; /* jansson's json_t: writers need not include jansson.h */
 kiln_status kiln_doc_parse_json(const struct json_t *spec, const kiln_parse_options *opt,
                                 kiln_doc **out, kiln_errors *errs);
 
+/* --base-dir's rule, for every relative path a spec or a batch names. */
+/*
+ * Check a spec path (no absolute path, no ".." component, not empty) and
+ * open it relative to base_dir without following a symbolic link in any
+ * component. Returns an fd (O_RDONLY, O_CLOEXEC) for a regular file, or -1
+ * with a reason in why. *is_input is set to 1 when the path was acceptable but
+ * the file could not be opened (KILN_E_INPUT), 0 when the path itself is
+ * refused (KILN_E_INVALID_SPEC).
+ */
+int kiln_open_beneath(const char *base_dir, const char *rel, char *why, size_t why_cap,
+                      int *is_input);
+
 /* Read path ("-" = standard input, bounded by limits.spec_bytes) and parse it. */
 kiln_status kiln_doc_load(const char *path, const kiln_parse_options *opt, kiln_doc **out,
                           kiln_errors *errs);

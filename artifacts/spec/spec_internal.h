@@ -214,16 +214,7 @@ int kiln_iso_parse_zone(const char *iso, int *y, int *mo, int *d, int *h, int *m
 int64_t kiln_days_from_civil(int64_t y, unsigned m, unsigned d);
 
 /* ---- files and images (image.c) ---- */
-/*
- * Check a spec path (no absolute path, no ".." component, not empty) and
- * open it relative to base_dir without following a symbolic link in any
- * component. Returns an fd (O_RDONLY, O_CLOEXEC) for a regular file, or -1
- * with a reason in why. *is_input is set to 1 when the path was acceptable but
- * the file could not be opened (KILN_E_INPUT), 0 when the path itself is
- * refused (KILN_E_INVALID_SPEC).
- */
-int kiln_open_beneath(const char *base_dir, const char *rel, char *why, size_t why_cap,
-                      int *is_input);
+/* kiln_open_beneath: spec.h (the batch runner opens its spec files with it too). */
 
 /* Recognise PNG/JPEG bytes and read their size and resolution. 0 / -1 (why). */
 int kiln_image_probe(const unsigned char *data, size_t size, kiln_image *img, char *why,

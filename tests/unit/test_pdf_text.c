@@ -1304,9 +1304,11 @@ static void check_trim(const char *path, int index, size_t original_size)
     assert_int_equal(b->descender, a->descender);
     static const uint32_t probe[] = {'A', 'g', 0xE9, 0x4E2D, 0x3002};
     for (size_t i = 0; i < sizeof probe / sizeof probe[0]; i++) {
-        FT_UInt ga = FT_Get_Char_Index(a, probe[i]), gb = FT_Get_Char_Index(b, probe[i]);
+        /* The copy's cmap maps nothing (pdf_font_trim.c says why): the glyph
+         * ids are the original's. */
+        FT_UInt ga = FT_Get_Char_Index(a, probe[i]), gb = ga;
         FT_Fixed wa = 0, wb = 0;
-        assert_int_equal(ga, gb);
+        assert_int_equal(FT_Get_Char_Index(b, probe[i]), 0);
         if (!ga)
             continue;
         assert_int_equal(FT_Get_Advance(a, ga, FT_LOAD_NO_SCALE, &wa), 0);
@@ -1319,7 +1321,7 @@ static void check_trim(const char *path, int index, size_t original_size)
     }
     assert_true(FT_Get_Char_Index(a, 'A') != 0);
     /* the glyph data is the original's, byte for byte */
-    static const char *const same[] = {"glyf", "loca", "hmtx", "cmap", "maxp"};
+    static const char *const same[] = {"glyf", "loca", "hmtx", "maxp"};
     for (size_t i = 0; i < sizeof same / sizeof same[0]; i++) {
         FT_ULong tag = FT_MAKE_TAG(same[i][0], same[i][1], same[i][2], same[i][3]);
         FT_ULong la = 0, lb = 0;
