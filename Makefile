@@ -310,7 +310,7 @@ bench/node_modules: bench/package.json
 	npm ci --prefix bench --no-audit --no-fund
 	@touch $@
 
-# BENCH=xlsx|docx|pdf|pptx|run|serve|scale|session|mcp runs one benchmark (bench/run.py); the default
+# BENCH=xlsx|docx|pdf|pptx|run|serve|scale|session|mcp|batch runs one benchmark (bench/run.py); the default
 # runs them all (run only as root; serve starts `kiln serve` and nginx under wrk).
 bench: $(BIN) samples bench/node_modules
 	KILN_BIN=$(BIN) KILN_LIB=$(BUILD)/libkiln.a $(PYTHON) bench/run.py $(BENCH)

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Kiln's benchmarks (`make bench`; see bench/README.md).
 
-    /usr/bin/python3 bench/run.py [xlsx|docx|pdf|pptx|all|run|serve|scale] [--rows N] [--small-rows N]
+    /usr/bin/python3 bench/run.py [xlsx|docx|pdf|pptx|all|run|serve|scale|batch] [--rows N] [--small-rows N]
                                   [--sections N] [--slides N] [--repeat N] [--kiln PATH]
                                   [--no-python] [--no-node] [--kiln-lib PATH]
                                   [--runs-pass N] [--runs-pandas N]
@@ -11,7 +11,9 @@ described below. `run` (not part of all: it needs root and bwrap) times `kiln ru
 sandbox against bare python3 and bubblewrap: see bench/sandbox_run.py. `serve` (part of
 all) drives `kiln serve` with wrk beside nginx: see bench/serve_bench.py. `scale` (not part
 of all: it takes minutes) gives what a spec of a million paragraphs, and one of a million
-inline rows, costs in time and memory in each format: see bench/scale.py.
+inline rows, costs in time and memory in each format: see bench/scale.py. `batch` (not
+part of all: it takes a few minutes) makes 10,000 invoices by mail merge with `kiln batch`
+beside ReportLab, docxtemplater and Carbone: see bench/batch_bench.py.
 
 xlsx:
 1. Generates a deterministic ROWS x 10 mixed-type dataset into bench/out/
@@ -968,15 +970,18 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("workload", nargs="?",
                     choices=("xlsx", "docx", "pdf", "pptx", "all", "run", "serve", "scale",
-                             "session", "mcp"),
+                             "session", "mcp", "batch"),
                     default="all",
                     help="which benchmark to run (default: all, the four document formats; "
                          "run: the sandbox of `kiln run` against bare python3 and bubblewrap, "
                          "needs root; serve: `kiln serve` under wrk beside nginx; scale: a "
                          "million paragraphs and a million inline rows in each format; session: "
                          "kiln session beside a Jupyter kernel, needs root; mcp: a cell's round "
-                         "trip through MCP beside the same without it, needs root)")
-    ap.add_argument("--rows", type=int, default=200_000, help="xlsx: rows of the big dataset")
+                         "trip through MCP beside the same without it, needs root; batch: 10,000 invoices "
+                         "by mail merge, kiln batch beside ReportLab, docxtemplater and Carbone)")
+    ap.add_argument("--rows", type=int, default=None,
+                    help="xlsx: rows of the big dataset (default 200,000); batch: invoices "
+                         "(default 10,000)")
     ap.add_argument("--small-rows", type=int, default=50_000, help="xlsx: rows of the small one")
     ap.add_argument("--sections", type=int, default=60,
                     help="docx and pdf: sections of the report")
@@ -1015,7 +1020,17 @@ def main():
                     help="mcp: round trips before those, not timed")
     ap.add_argument("--mcp-cpu-cells", type=int, default=1000,
                     help="mcp: round trips over which the servers' CPU time per call is taken")
+    ap.add_argument("--batch-small", type=int, default=1_000,
+                    help="batch: invoices of kiln's second run, to show memory against N")
+    ap.add_argument("--batch-jobs", type=int, default=0,
+                    help="batch: kiln batch -j (default: the number of cores)")
+    ap.add_argument("--carbone-rows", type=int, default=2_000,
+                    help="batch: Carbone's subset of the invoices (it makes about 30 a second)")
+    ap.add_argument("--batch-samples", type=int, default=20,
+                    help="batch: outputs per tool read back and checked")
     args = ap.parse_args()
+    if args.rows is None:
+        args.rows = 10_000 if args.workload == "batch" else 200_000
     if args.workload in ("xlsx", "all") and not 0 < args.small_rows < args.rows:
         ap.error("need 0 < --small-rows < --rows")
     if args.sections < 1 or args.repeat < 1 or args.slides < 1:
@@ -1035,6 +1050,13 @@ def main():
     if args.workload == "mcp":
         from mcp_bench import run_mcp
         return run_mcp(args)
+    if args.workload == "batch":
+        if not 0 < args.batch_small <= args.rows or args.carbone_rows < 1 \
+                or args.batch_samples < 1:
+            ap.error("need 0 < --batch-small <= --rows, --carbone-rows >= 1, "
+                     "--batch-samples >= 1")
+        from batch_bench import run_batch
+        return run_batch(args)
     status = 0
     if args.workload in ("xlsx", "all"):
         status |= run_xlsx(args)
