@@ -65,7 +65,7 @@ static inline void test_same_render(kiln_doc *a, kiln_doc *b, kiln_format f, con
     const char *ext = kiln_writer_for(f)->extension;
     snprintf(pa, sizeof pa, "%s/from-text%s", dir, ext);
     snprintf(pb, sizeof pb, "%s/from-tree%s", dir, ext);
-    kiln_render_options ro = {0, dir};
+    kiln_render_options ro = {.max_bytes = 0, .tmp_dir = dir};
     kiln_error ea, eb;
     memset(&ea, 0, sizeof ea);
     memset(&eb, 0, sizeof eb);
