@@ -246,6 +246,21 @@ static int move_into_place(const char *out_dir, const char *staging, const char 
     return sync_path(AT_FDCWD, out_dir, 1);
 }
 
+/* A stream of a run's report ({"text", "bytes", "truncated"}) with its text
+ * cut to KILN_BATCH_STREAM_TEXT bytes, never inside a character. */
+static void trim_stream(json_t *stream)
+{
+    const char *text = json_string_value(json_object_get(stream, "text"));
+    size_t len = json_string_length(json_object_get(stream, "text"));
+    if (!text || len <= KILN_BATCH_STREAM_TEXT)
+        return;
+    size_t cut = KILN_BATCH_STREAM_TEXT;
+    while (cut > 0 && ((unsigned char)text[cut] & 0xC0) == 0x80)
+        cut--;
+    json_object_set_new(stream, "text", json_stringn(text, cut));
+    json_object_set_new(stream, "truncated", json_true());
+}
+
 static json_t *do_run(const json_t *task)
 {
     const char *id = json_string_value(json_object_get(task, "id"));
@@ -312,7 +327,11 @@ static json_t *do_run(const json_t *task)
             json_array_append_new(errors, copy);
         }
     }
-    /* The run's own report, but for what the journal says itself. */
+    /* The run's own report, but for what the journal says itself, and with
+     * its streams cut to what a journal line should hold (the whole of them
+     * is the run's to save as files). */
+    trim_stream(json_object_get(result, "stdout"));
+    trim_stream(json_object_get(result, "stderr"));
     json_object_del(result, "files");
     json_object_del(result, "documents");
     json_object_del(result, "out_dir");

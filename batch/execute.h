@@ -27,6 +27,10 @@
 
 #include <jansson.h>
 
+/* What a journal line keeps of a run's stdout, and of its stderr: the start
+ * (the run's result says how many bytes there were; "truncated" when cut). */
+#define KILN_BATCH_STREAM_TEXT (16u << 10)
+
 /* The staging area under the output directory (never a job's name: names
  * cannot start with '.'). */
 #define KILN_BATCH_STAGING ".kiln-batch"

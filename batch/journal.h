@@ -52,6 +52,8 @@ typedef struct kiln_journal_entry {
     unsigned char input_sha256[32];
     size_t file_count;
     kiln_journal_file *files;
+    int timed_out;      /* failed past the batch's job timeout (errors[0].code "timeout") */
+    double job_timeout; /* the job timeout it ran under (0: none) */
 } kiln_journal_entry;
 
 typedef struct kiln_journal kiln_journal;

@@ -99,7 +99,7 @@ static void worker_main(int fd, kiln_pool_work_fn fn, void *arg)
         char *text = malloc(len ? len : 1);
         if (!text || read_full(fd, text, len) != 0)
             _exit(3);
-        json_t *task = json_loadb(text, len, 0, NULL);
+        json_t *task = json_loadb(text, len, JSON_ALLOW_NUL, NULL);
         free(text);
         if (!task)
             _exit(3);
@@ -318,7 +318,7 @@ static int settle(kiln_pool *p, worker *w, kiln_pool_event *ev, kiln_error *err)
         return 0;
     if (r == 1) {
         finish(w, KILN_POOL_DONE, ev);
-        ev->result = json_loadb(w->body, w->body_len, 0, NULL);
+        ev->result = json_loadb(w->body, w->body_len, JSON_ALLOW_NUL, NULL);
         free(w->body);
         w->body = NULL;
         w->header_got = w->body_got = w->body_len = 0;

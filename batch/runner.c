@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -94,8 +95,12 @@ static int already_done(const batch *b, const kiln_batch_item *item, int *ok)
     if (!e || !e->has_input_sha256 || memcmp(e->input_sha256, item->input_sha256, 32) != 0)
         return 0;
     if (!e->ok) {
+        /* A job killed past the job timeout gets another go under a longer one. */
+        double now_limit = b->opt->job_timeout, then_limit = e->job_timeout;
+        int longer = e->timed_out &&
+                     (now_limit <= 0 || (then_limit > 0 && now_limit > then_limit));
         *ok = 0;
-        return !b->opt->retry_failed;
+        return !b->opt->retry_failed && !longer;
     }
     for (size_t i = 0; i < e->file_count; i++)
         if (!file_intact(b, &e->files[i]))
@@ -125,7 +130,8 @@ static void iso_now(char out[64])
 
 /* The journal line of a finished job: who it was, then what it did (the
  * worker's result members, or an error saying how it ended). */
-static json_t *entry_for(const kiln_batch_item *item, const json_t *outcome, double wall)
+static json_t *entry_for(const kiln_batch_item *item, const json_t *outcome, double wall,
+                         double job_timeout)
 {
     char hex[65], when[64];
     kiln_sha256_hex(item->input_sha256, hex);
@@ -149,6 +155,7 @@ static json_t *entry_for(const kiln_batch_item *item, const json_t *outcome, dou
     if (!json_object_get(e, "errors"))
         json_object_set_new(e, "errors", json_array());
     json_object_set_new(e, "wall_seconds", json_real((double)(long long)(wall * 1e6) / 1e6));
+    json_object_set_new(e, "job_timeout", json_real(job_timeout));
     json_object_set_new(e, "finished_at", json_string(when));
     return e;
 }
@@ -191,7 +198,7 @@ static kiln_status flush_due(batch *b, kiln_error *err)
 static kiln_status record(batch *b, const kiln_batch_item *item, const json_t *outcome,
                           double wall, kiln_error *err)
 {
-    json_t *e = entry_for(item, outcome, wall);
+    json_t *e = entry_for(item, outcome, wall, b->opt->job_timeout);
     if (!e)
         return kiln_error_set(err, KILN_E_NOMEM, NULL, "out of memory");
     if (json_array_size(b->pending) == 0)
@@ -261,7 +268,13 @@ static kiln_status take(batch *b, kiln_batch_item *item, kiln_error *err)
             b->sum.progress.ok++;
         else
             b->sum.progress.failed++;
-        progress(b, NULL);
+        /* The front end hears of it too: {"id", "status", "line", "skipped": true} */
+        json_t *e = json_pack("{s:s, s:s, s:b}", "id", item->id, "status", ok ? "ok" : "failed",
+                              "skipped", 1);
+        if (e && item->line)
+            json_object_set_new(e, "line", json_integer((json_int_t)item->line));
+        progress(b, e);
+        json_decref(e);
         kiln_batch_item_release(item);
         return KILN_E_OK;
     }
@@ -316,13 +329,24 @@ kiln_status kiln_batch_run(const kiln_batch_options *opt, kiln_batch_source *src
     b.opt = opt;
     b.sum.progress.total = opt->total;
     b.started = b.last_tick = now_seconds();
-    kiln_status st = prepare_staging(opt->out_dir, err);
-    if (st != KILN_E_OK)
-        return st;
     b.out_fd = open(opt->out_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (b.out_fd < 0)
         return kiln_error_set(err, KILN_E_WRITE, NULL, "cannot open %s: %s", opt->out_dir,
                               strerror(errno));
+    /* One batch per output directory at a time: a second would empty the
+     * first's staging area and compact its journal from under it. The lock
+     * goes with the descriptor, so a killed batch leaves none behind. */
+    kiln_status st;
+    if (flock(b.out_fd, LOCK_EX | LOCK_NB) != 0) {
+        st = kiln_error_set(err, KILN_E_WRITE, NULL,
+                            errno == EWOULDBLOCK
+                                ? "another kiln batch is using %s: wait for it to end"
+                                : "cannot lock %s: %s",
+                            opt->out_dir, strerror(errno));
+        goto close_out;
+    }
+    if ((st = prepare_staging(opt->out_dir, err)) != KILN_E_OK)
+        goto close_out;
     if (!(b.pending = json_array())) {
         st = kiln_error_set(err, KILN_E_NOMEM, NULL, "out of memory");
         goto close_out;
@@ -368,7 +392,9 @@ kiln_status kiln_batch_run(const kiln_batch_options *opt, kiln_batch_source *src
             fatal.code = KILN_E_INTERNAL;
         if (now_seconds() - b.last_tick >= interval_ms / 1000.0)
             progress(&b, NULL);
-        if (flush_due(&b, &fatal) != KILN_E_OK)
+        /* fdatasync'd about every second while lines come (journal.h) */
+        if (flush_due(&b, &fatal) != KILN_E_OK ||
+            kiln_journal_sync(b.journal, 0, &fatal) != KILN_E_OK)
             break;
     }
     kiln_error sync_err;

@@ -62,8 +62,9 @@ typedef struct kiln_batch_options {
     int retry_failed;    /* run failed jobs again */
     double job_timeout;  /* seconds a job may take before its worker is killed; 0 = none */
     size_t total;        /* the number of jobs the source yields (the caller counted them) */
-    /* After each job ends or is skipped (entry: its journal line, borrowed),
-     * and about every interval seconds (entry NULL). */
+    /* After each job ends (entry: its journal line, borrowed) or is skipped
+     * (entry: {"id", "status", "line", "skipped": true}), and about every
+     * interval seconds (entry NULL). */
     void (*on_progress)(void *arg, const kiln_batch_progress *p, const json_t *entry);
     void *progress_arg;
     double progress_interval;

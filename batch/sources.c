@@ -243,8 +243,8 @@ static int next_job_line(line_source *r, const char *path, json_t **doc, kiln_er
         size_t len;
         int got = lines_next(r, &text, &len);
         if (got < 0) {
-            kiln_error_set(err, KILN_E_INPUT, NULL, "%s: line %llu: %s", path,
-                           (unsigned long long)r->line + 1,
+            kiln_error_set(err, errno == EFBIG ? KILN_E_INVALID_JOB : KILN_E_INPUT, NULL,
+                           "%s: line %llu: %s", path, (unsigned long long)r->line + 1,
                            errno == EFBIG ? "longer than the most a job line may be"
                                           : strerror(errno));
             return -1;
@@ -267,11 +267,14 @@ static int next_job_line(line_source *r, const char *path, json_t **doc, kiln_er
 
 /* The hash of one job: its canonical line and the files it names. */
 static int job_hash(const kiln_batch_job *job, const json_t *doc, const char *base_dir,
-                    unsigned char out[32], kiln_error *err)
+                    uint64_t max_bytes, unsigned char out[32], kiln_error *err)
 {
     struct sha256_ctx md;
     sha256_init(&md);
     hash_json(&md, doc);
+    /* The ceiling decides whether a render is too_large: a new one, a new try. */
+    if (job->kind == KILN_BATCH_RENDER)
+        sha256_update(&md, sizeof max_bytes, (const uint8_t *)&max_bytes);
     char why[256];
     kiln_status code;
     if (job->kind == KILN_BATCH_RENDER && job->spec_file &&
@@ -409,7 +412,7 @@ kiln_status kiln_batch_jobs_check(const kiln_batch_jobs_file *f, int validate_sp
         kiln_batch_job job;
         if (kiln_batch_job_parse(doc, &jopt, &job, &found) == KILN_E_OK) {
             unsigned char sha[32];
-            if (job_hash(&job, doc, f->base_dir, sha, &e) != 0)
+            if (job_hash(&job, doc, f->base_dir, f->max_bytes, sha, &e) != 0)
                 kiln_errors_add(&found, &e);
             int fresh = set_add(&ids, job.id);
             int free_name = set_add(&names, job_output_name(&job));
@@ -465,7 +468,7 @@ static int jobs_next(void *arg, kiln_batch_item *item, kiln_error *err)
     } else if (kiln_batch_job_parse(doc, &s->jopt, &job, &found) == KILN_E_OK) {
         item->kind = job.kind == KILN_BATCH_RUN ? "run" : "render";
         item->id = strdup(job.id);
-        if (job_hash(&job, doc, s->f.base_dir, item->input_sha256, &e) != 0)
+        if (job_hash(&job, doc, s->f.base_dir, s->f.max_bytes, item->input_sha256, &e) != 0)
             kiln_errors_add(&found, &e);
         else
             item->task = job_task(&job, &s->f);
@@ -801,6 +804,7 @@ static int merge_next(void *arg, kiln_batch_item *item, kiln_error *err)
     sha256_update(&md, 1,
                   (const uint8_t *)(s->m.missing == KILN_MERGE_MISSING_EMPTY ? "e" : "r"));
     hash_json(&md, row);
+    sha256_update(&md, sizeof s->m.max_bytes, (const uint8_t *)&s->m.max_bytes);
     sha256_digest(&md, SHA256_DIGEST_SIZE, item->input_sha256);
 
     item->id = row_name(&s->m, row, line, s->csv, &e);

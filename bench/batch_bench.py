@@ -472,7 +472,7 @@ def run_batch(args):
         t0 = time.monotonic()
         p = subprocess.run(cmd, capture_output=True, text=True)
         dt = time.monotonic() - t0
-        done = "%s ok (%s done before, skipped)" % (n, n)
+        done = "%s ok, 0 failed (%s of them done before, skipped)" % (n, n)
         if p.returncode != 0 or done not in p.stderr:
             failed_resume = "resume of the finished %s batch: exit %d: %s" % (
                 fmt, p.returncode, p.stderr[-500:])

@@ -33,6 +33,7 @@
 #include "batch/sources.h"
 #include "cli/cli.h"
 #include "common/dirs.h"
+#include "common/output.h"
 #include "common/units.h"
 #include "../common/banned.h"
 
@@ -69,9 +70,10 @@ static const char usage[] =
     "SIGINT or SIGTERM: no new jobs start and the running ones finish; a second\n"
     "signal kills them. The next run resumes.\n"
     "exit status: 0 every job ok; 1 some jobs failed (results.jsonl says which);\n"
-    "2 usage error; 3 a job, the template or the data is invalid (nothing was run);\n"
-    "5 an input cannot be read; 6 the output directory cannot be written; 7 out of\n"
-    "memory; 70 internal error; 128+N stopped by signal N (130 SIGINT, 143 SIGTERM).\n";
+    "2 usage error; 3 a job, the template or a row's file name is invalid (nothing was\n"
+    "run); 5 an input cannot be read, or the data file is not valid CSV or JSON Lines;\n"
+    "6 the output directory cannot be written (or another batch is using it); 7 out\n"
+    "of memory; 70 internal error; 128+N stopped by signal N (130 SIGINT, 143 SIGTERM).\n";
 
 typedef enum { PROGRESS_AUTO, PROGRESS_BAR, PROGRESS_LINES, PROGRESS_JSON, PROGRESS_NONE } mode;
 
@@ -110,6 +112,7 @@ static int catch_signals(void)
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;
+    sa.sa_flags = SA_RESTART; /* a progress line is never cut by a signal; poll still wakes */
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
@@ -252,7 +255,9 @@ static double mono(void)
 static void on_progress(void *arg, const kiln_batch_progress *p, const json_t *entry)
 {
     display *d = arg;
-    int failed = entry && strcmp(json_string_value(json_object_get(entry, "status")), "ok") != 0;
+    int skipped = entry && json_is_true(json_object_get(entry, "skipped"));
+    int failed = entry && !skipped &&
+                 strcmp(json_string_value(json_object_get(entry, "status")), "ok") != 0;
     if (p->stopping && !d->told_stop && d->how != PROGRESS_NONE && d->how != PROGRESS_JSON) {
         d->told_stop = 1;
         end_bar(d);
@@ -264,10 +269,10 @@ static void on_progress(void *arg, const kiln_batch_progress *p, const json_t *e
     switch (d->how) {
     case PROGRESS_JSON:
         if (entry)
-            emit_json(json_pack("{s:s, s:O, s:O, s:O?}", "event", "job", "id",
+            emit_json(json_pack("{s:s, s:O, s:O, s:O?, s:b}", "event", "job", "id",
                                 json_object_get(entry, "id"), "status",
                                 json_object_get(entry, "status"), "line",
-                                json_object_get(entry, "line")));
+                                json_object_get(entry, "line"), "skipped", skipped));
         else if (mono() - d->last_draw >= 1.0 || p->stopping) {
             emit_json(progress_json("progress", p));
             d->last_draw = mono();
@@ -463,10 +468,14 @@ static int report_check(const kiln_errors *errs, const char *what)
 {
     for (size_t i = 0; i < errs->count; i++) {
         const kiln_error *e = &errs->items[i];
+        /* A message that names its file already (a data file's "FILE:LINE: ...") is
+         * not prefixed again. */
+        const char *prefix = strncmp(e->message, what, strlen(what)) == 0 ? "" : what;
+        const char *sep = *prefix ? ": " : "";
         if (e->pointer[0])
-            fprintf(stderr, "kiln: error: %s: %s (at %s)\n", what, e->message, e->pointer);
+            fprintf(stderr, "kiln: error: %s%s%s (at %s)\n", prefix, sep, e->message, e->pointer);
         else
-            fprintf(stderr, "kiln: error: %s: %s\n", what, e->message);
+            fprintf(stderr, "kiln: error: %s%s%s\n", prefix, sep, e->message);
     }
     if (errs->dropped)
         fprintf(stderr, "kiln: error: %zu more errors not shown\n", errs->dropped);
@@ -489,10 +498,10 @@ static void summary(const batch_cli *c, const kiln_batch_summary *s, mode how)
     }
     if (how == PROGRESS_NONE)
         return;
-    fprintf(stderr, "kiln batch: %zu jobs in %.1f s: %zu ok", p->total, p->elapsed, p->ok);
+    fprintf(stderr, "kiln batch: %zu jobs in %.1f s: %zu ok, %zu failed", p->total, p->elapsed,
+            p->ok, p->failed);
     if (p->skipped)
-        fprintf(stderr, " (%zu done before, skipped)", p->skipped);
-    fprintf(stderr, ", %zu failed", p->failed);
+        fprintf(stderr, " (%zu of them done before, skipped)", p->skipped);
     if (s->not_run)
         fprintf(stderr, ", %zu not run", s->not_run);
     if (s->killed)
@@ -511,6 +520,10 @@ int kiln_batch_main(int argc, char **argv)
     if (status || done)
         return status;
 
+    /* The ceiling is part of a render's input hash: the default spelled out or left
+     * out is the same ceiling. */
+    if (c.max_bytes == 0)
+        c.max_bytes = KILN_DEFAULT_MAX_BYTES;
     char base[PATH_MAX], out[PATH_MAX];
     const char *anchor = c.jobs_path ? c.jobs_path : c.template_path;
     if ((status = absolute_dir(c.base_dir, anchor, base)) != 0)

@@ -490,7 +490,7 @@ kiln_status kiln_run_job(const kiln_run_options *opt, json_t **result, kiln_erro
         len += (size_t)n;
     }
     close(pipefd[0]);
-    json_t *msg = text ? json_loadb(text, len, 0, NULL) : NULL;
+    json_t *msg = text ? json_loadb(text, len, JSON_ALLOW_NUL, NULL) : NULL;
     free(text);
     int status = 0;
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR)

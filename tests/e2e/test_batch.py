@@ -213,7 +213,7 @@ def test_resume_skips_done_jobs_and_reruns_changed_ones(tmp_path):
     # the same command again: nothing runs, the journal and files are untouched
     p = run_kiln("batch", path, "-o", out, "--progress", "lines")
     assert p.returncode == 0, describe(p)
-    assert "6 ok (6 done before, skipped)" in err_text(p), describe(p)
+    assert "6 ok, 0 failed (6 of them done before, skipped)" in err_text(p), describe(p)
     assert journal(out)[1] == lines
     assert {p.name: p.stat().st_mtime_ns for p in out.glob("*.xlsx")} == stamps
 
@@ -227,7 +227,7 @@ def test_resume_skips_done_jobs_and_reruns_changed_ones(tmp_path):
     os.utime(out / "j4.xlsx")  # touched, same bytes: hashed again, found the same, skipped
     p = run_kiln("batch", path, "-o", out, "--progress", "lines")
     assert p.returncode == 0, describe(p)
-    assert "3 done before, skipped" in err_text(p), describe(p)
+    assert "3 of them done before, skipped" in err_text(p), describe(p)
     entries, lines = journal(out)
     assert len(lines) == 6 + 3
     rerun = [json.loads(l)["id"] for l in lines[6:]]
@@ -251,7 +251,7 @@ def test_failed_jobs_stand_until_retry_failed(tmp_path):
     out = tmp_path / "out"
     assert batch(path, "-o", out).returncode == 1
     p = run_kiln("batch", path, "-o", out, "--progress", "lines")
-    assert p.returncode == 1 and "2 done before, skipped" in err_text(p), describe(p)
+    assert p.returncode == 1 and "2 of them done before, skipped" in err_text(p), describe(p)
     assert len(journal(out)[1]) == 2
     p = batch(path, "-o", out, "--retry-failed")
     assert p.returncode == 1 and len(journal(out)[1]) == 3
@@ -508,10 +508,10 @@ def test_merge_resume_follows_the_template_and_the_rows(tmp_path):
             "--name", "{{k}}.docx", "-o", tmp_path / "out", "--progress", "lines"]
     assert run_kiln("batch", *args).returncode == 0
     p = run_kiln("batch", *args)
-    assert "2 done before, skipped" in err_text(p), describe(p)
+    assert "2 of them done before, skipped" in err_text(p), describe(p)
     (tmp_path / "rows.csv").write_text("k,v\na,1\nb,3\n")
     p = run_kiln("batch", *args)
-    assert "1 done before, skipped" in err_text(p), describe(p)
+    assert "1 of them done before, skipped" in err_text(p), describe(p)
     template["blocks"].append({"type": "paragraph", "text": "more"})
     (tmp_path / "t.json").write_text(json.dumps(template))
     p = run_kiln("batch", *args)
@@ -554,3 +554,26 @@ def test_a_thousand_rows_memory_is_flat(tmp_path):
         assert p.returncode == 0, p.stderr[-2000:]
         peaks.append(peak)
     assert peaks[1] < peaks[0] * 1.5 + (4 << 20), peaks
+
+
+def test_a_new_max_bytes_retries_too_large(tmp_path):
+    spec = {"sheets": [{"name": "S", "rows": [["row %d of many" % i, i] for i in range(3000)]}]}
+    path = write_jobs(tmp_path / "jobs.jsonl", [{"id": "big", "render": {"format": "xlsx",
+                                                                        "spec": spec}}])
+    out = tmp_path / "out"
+    p = batch(path, "-o", out, "--max-bytes", "10k")
+    assert p.returncode == 1 and journal(out)[0]["big"]["errors"][0]["code"] == "too_large"
+    p = batch(path, "-o", out)
+    assert p.returncode == 0, describe(p)
+    # the default ceiling written out is the same ceiling: nothing runs again
+    p = run_kiln("batch", path, "-o", out, "--max-bytes", "30M", "--progress", "lines")
+    assert p.returncode == 0 and "1 of them done before, skipped" in err_text(p), describe(p)
+
+
+def test_progress_json_reports_skipped_jobs(tmp_path):
+    path, _ = make_batch(tmp_path, 3)
+    out = tmp_path / "out"
+    assert batch(path, "-o", out).returncode == 0
+    p = run_kiln("batch", path, "-o", out, "--progress", "json")
+    jobs = [json.loads(l) for l in err_text(p).splitlines() if '"event":"job"' in l]
+    assert sorted(j["id"] for j in jobs) == ["j0", "j1", "j2"] and all(j["skipped"] for j in jobs)

@@ -131,7 +131,7 @@ def test_sigint_drains_then_resumes(tmp_path):
     # the two running finished and were journaled; nothing else started
     assert len(lines) == 2 and all(e["status"] == "ok" for e in entries.values()), lines
     p = run_kiln("batch", path, "-o", out, "-j", "2", "--progress", "lines", timeout=120)
-    assert p.returncode == 0 and "2 done before, skipped" in err_text(p), describe(p)
+    assert p.returncode == 0 and "2 of them done before, skipped" in err_text(p), describe(p)
     assert len(journal(out)[1]) == 5
 
 
@@ -171,3 +171,48 @@ def test_a_run_after_a_pdf_render_in_the_same_worker(tmp_path):
     assert (out / "run" / "r.pdf").read_bytes().startswith(b"%PDF")
     assert subprocess.run(["pdftotext", str(out / "after.pdf"), "-"], capture_output=True,
                           text=True).stdout.split() == ["after", "Page", "1", "of", "1"]
+
+
+def test_a_noisy_run_keeps_the_journal_readable(tmp_path):
+    """A run's streams are cut in its journal line: a megabyte of control characters (6 bytes
+    each escaped) made a line the next run refused, and a NUL in stdout failed the job."""
+    path = write_jobs(tmp_path / "jobs.jsonl", [
+        {"id": "noisy", "run": {"code": "import sys\nsys.stdout.write('\\x01' * 1000000)\n"}},
+        {"id": "nul", "run": {"code": "import sys\nsys.stdout.write('a\\x00b')\n"}}])
+    out = tmp_path / "out"
+    p = run_kiln("batch", path, "-o", out, "--progress", "none")
+    assert p.returncode == 0, describe(p) + (out / "results.jsonl").read_text()[:2000]
+    lines = (out / "results.jsonl").read_bytes().splitlines()
+    assert max(len(l) for l in lines) < 200_000, [len(l) for l in lines]
+    entries, _ = journal(out)
+    s = entries["noisy"]["run"]["stdout"]
+    assert s["bytes"] == 1000000 and s["truncated"] is True and len(s["text"]) == 16384
+    assert entries["nul"]["run"]["stdout"]["text"] == "a\x00b"
+    p = run_kiln("batch", path, "-o", out, "--progress", "lines")
+    assert p.returncode == 0 and "2 of them done before, skipped" in err_text(p), describe(p)
+
+
+def test_one_batch_per_output_directory(tmp_path):
+    path = write_jobs(tmp_path / "jobs.jsonl", [{"id": "s", "run": {"code": SLEEP % 3}}])
+    out = tmp_path / "out"
+    proc = start(path, out, "--progress", "none")
+    wait_running(proc, out, 1)
+    other = write_jobs(tmp_path / "other.jsonl", [{"id": "r", "render": {
+        "format": "docx", "spec": {"blocks": [{"type": "paragraph", "text": "x"}]}}}])
+    p = run_kiln("batch", other, "-o", out, "--progress", "none")
+    assert p.returncode == 6 and "another kiln batch is using" in err_text(p), describe(p)
+    proc.wait(60)
+    assert proc.returncode == 0, proc.stderr.read()
+    assert journal(out)[0]["s"]["status"] == "ok"
+
+
+def test_a_timed_out_job_runs_again_under_a_longer_timeout(tmp_path):
+    path = write_jobs(tmp_path / "jobs.jsonl", [{"id": "slow", "run": {"code": SLEEP % 2}}])
+    out = tmp_path / "out"
+    p = run_kiln("batch", path, "-o", out, "--job-timeout", "0.5", "--progress", "none")
+    assert p.returncode == 1 and journal(out)[0]["slow"]["errors"][0]["code"] == "timeout"
+    p = run_kiln("batch", path, "-o", out, "--job-timeout", "0.5", "--progress", "lines")
+    assert p.returncode == 1 and "1 of them done before, skipped" in err_text(p), describe(p)
+    p = run_kiln("batch", path, "-o", out, "--job-timeout", "30", "--progress", "none")
+    assert p.returncode == 0, describe(p)
+    assert journal(out)[0]["slow"]["status"] == "ok"
