@@ -486,8 +486,10 @@ static void import_line(kiln_server *srv, svc_batch *b, const char *text, size_t
     }
     store_files(srv, b, entry);
     char *line = json_dumps(entry, JSON_COMPACT);
+    char job_id[KILN_BATCH_ID_MAX + 1];
+    snprintf(job_id, sizeof job_id, "%s", id);
     int ok = strcmp(status, "ok") == 0;
-    json_decref(entry);
+    json_decref(entry); /* id and status were the entry's */
     if (!line)
         return;
     struct kiln_batches *m = srv->batches;
@@ -501,7 +503,7 @@ static void import_line(kiln_server *srv, svc_batch *b, const char *text, size_t
     kiln_error err;
     memset(&err, 0, sizeof err);
     b->row.object = object;
-    kiln_store_result r = object ? kiln_store_batch_result_put(srv->store, &b->row, id, line,
+    kiln_store_result r = object ? kiln_store_batch_result_put(srv->store, &b->row, job_id, line,
                                                                &inserted, &err)
                                  : KILN_STORE_ERROR;
     b->row.object = NULL;
@@ -1371,6 +1373,7 @@ static enum MHD_Result batch_create(kiln_req *req, const json_t *body)
                  "This tenant has %u batches queued or running, the most it may have "
                  "(--batches-per-tenant): wait for one to end.",
                  mine);
+        req->retry_after = 10;
         return http_error(req, MHD_HTTP_TOO_MANY_REQUESTS, "too_many_batches", msg,
                           json_pack("{s:i}", "limit", (int)srv->opt.batches_per_tenant));
     }
