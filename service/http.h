@@ -9,6 +9,7 @@
  *   download.c     GET/HEAD /v1/files/{id}/content.
  *   job_requests.c POST /v1/render and /v1/runs through the job pool.
  *   sessions.c     /v1/sessions: `kiln session` children, their zygote and pool.
+ *   batches.c      /v1/batches: `kiln batch` children, their journals into the store.
  *   mcp_http.c     /mcp: the MCP server (mcp/) over Streamable HTTP; its
  *                  tools act through mcp_backend.c (mcp_api.h).
  *
