@@ -71,6 +71,11 @@ static const char usage_serve[] =
     "      --mcp-allow-read DIR    load_file reads below DIR only (repeatable; none)\n"
     "      --mcp-sessions-per-tenant N  MCP sessions open at once of one tenant (32)\n"
     "      --mcp-session-idle-timeout DURATION  an MCP session's idle timeout (30m)\n"
+    "      --batch-workers N       jobs at once in a batch (-j of its kiln batch; CPUs/2, at least 1)\n"
+    "      --batches-running N     batches running at once (1)\n"
+    "      --batches-per-tenant N  batches queued or running of one tenant (10)\n"
+    "      --batch-max-jobs N      jobs (or data rows) in one batch (100000)\n"
+    "      --batch-job-timeout DURATION  a batch job's longest time (600s)\n"
     "The most a POST /v1/runs or /v1/sessions may ask for, and what it gets when it asks for nothing\n"
     "(kiln run's limit flags with run- before them; defaults: kiln run's, docs/run.md):\n";
 static const char usage_serve_tail[] =
@@ -136,6 +141,11 @@ enum {
     S_MCP_ALLOW_READ,
     S_MCP_SESSIONS_TENANT,
     S_MCP_SESSION_IDLE,
+    S_BATCH_WORKERS,
+    S_BATCHES_RUNNING,
+    S_BATCHES_TENANT,
+    S_BATCH_MAX_JOBS,
+    S_BATCH_JOB_TIMEOUT,
     /* then a --run-FLAG per run limit, in the table's order */
     S_RUN_FIRST,
     S__COUNT = S_RUN_FIRST + KILN_JOB_LIMIT_COUNT
@@ -177,6 +187,12 @@ static struct setting settings[S__COUNT] = {
     [S_MCP_SESSION_IDLE] = {.name = "mcp-session-idle-timeout",
                             .kind = K_DURATION,
                             .max = 30 * 86400},
+    /* kiln batch's -j and --job-timeout bounds; a batch's jobs the runner's */
+    [S_BATCH_WORKERS] = {.name = "batch-workers", .kind = K_COUNT, .max = 256},
+    [S_BATCHES_RUNNING] = {.name = "batches-running", .kind = K_COUNT, .max = 64},
+    [S_BATCHES_TENANT] = {.name = "batches-per-tenant", .kind = K_COUNT, .max = 100000},
+    [S_BATCH_MAX_JOBS] = {.name = "batch-max-jobs", .kind = K_COUNT, .max = 10000000},
+    [S_BATCH_JOB_TIMEOUT] = {.name = "batch-job-timeout", .kind = K_DURATION, .max = 30 * 86400},
 };
 
 /* Append item to a newline-separated list (*list malloc'd): 0, or -1. */
@@ -884,6 +900,21 @@ static void apply_setting(int i, const struct setting *s, uint64_t v, kiln_serve
         break;
     case S_MCP_SESSION_IDLE:
         opt->mcp_session_idle = (unsigned)v;
+        break;
+    case S_BATCH_WORKERS:
+        opt->batch_workers = (unsigned)v;
+        break;
+    case S_BATCHES_RUNNING:
+        opt->batches_running = (unsigned)v;
+        break;
+    case S_BATCHES_TENANT:
+        opt->batches_per_tenant = (unsigned)v;
+        break;
+    case S_BATCH_MAX_JOBS:
+        opt->batch_max_jobs = (unsigned)v;
+        break;
+    case S_BATCH_JOB_TIMEOUT:
+        opt->batch_job_timeout = (unsigned)v;
         break;
     default:
         break;

@@ -172,6 +172,14 @@ void kiln_metrics_cell(kiln_metrics *m, const char *outcome, double seconds);
  * ones, "other") and what came of it ("ok", "error", "notification",
  * "cancelled", or the transport's refusal: "header_mismatch", ...). */
 void kiln_metrics_mcp(kiln_metrics *m, const char *method, const char *outcome);
+/* One job of a batch finished: "ok" or "failed". */
+void kiln_metrics_batch_job(kiln_metrics *m, const char *outcome);
+/* One batch ended: its status ("completed", "failed", "cancelled"). */
+void kiln_metrics_batch(kiln_metrics *m, const char *status);
+/* The batch gauges, set before each exposition: batches queued and
+ * running, and the jobs of those not finished yet. */
+void kiln_metrics_batch_gauges(kiln_metrics *m, unsigned queued, unsigned running,
+                               uint64_t jobs_left);
 /* The exposition text (new, malloc'd, NUL-terminated): the counters and
  * histograms above plus the gauges passed in. */
 char *kiln_metrics_text(kiln_metrics *m, uint64_t bytes_stored, unsigned jobs_running,

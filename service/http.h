@@ -9,6 +9,7 @@
  *   download.c     GET/HEAD /v1/files/{id}/content.
  *   job_requests.c POST /v1/render and /v1/runs through the job pool.
  *   sessions.c     /v1/sessions: `kiln session` children, their zygote and pool.
+ *   batches.c      /v1/batches: `kiln batch` children, their journals into the store.
  *   mcp_http.c     /mcp: the MCP server (mcp/) over Streamable HTTP; its
  *                  tools act through mcp_backend.c (mcp_api.h).
  *
@@ -69,6 +70,7 @@ struct kiln_server {
 
     struct kiln_sessions *sessions; /* sessions.c; NULL when they are off */
     struct kiln_mcp_http *mcp;      /* mcp_http.c; NULL when /mcp is off */
+    struct kiln_batches *batches;   /* batches.c */
 
     pthread_mutex_t jobs_lock; /* guards jobs: NULL once shutdown began */
     kiln_jobs *jobs;
@@ -93,6 +95,10 @@ typedef enum {
     ROUTE_SESSION_CELLS,     /* /v1/sessions/{id}/cells */
     ROUTE_SESSION_INTERRUPT, /* /v1/sessions/{id}/interrupt */
     ROUTE_SESSION_FILES,     /* /v1/sessions/{id}/files */
+    ROUTE_BATCHES,           /* /v1/batches */
+    ROUTE_BATCH,             /* /v1/batches/{id} */
+    ROUTE_BATCH_RESULTS,     /* /v1/batches/{id}/results */
+    ROUTE_BATCH_CANCEL,      /* /v1/batches/{id}/cancel */
     ROUTE_HEALTHZ,
     ROUTE_METRICS,
     ROUTE_MCP, /* /mcp */
@@ -316,6 +322,18 @@ void jobs_cancel(void *arg);
 /* Every /v1/sessions route, on its last call; a request that waits on a
  * session is suspended and, once answered, queued from req->reply. */
 enum MHD_Result sessions_request(kiln_req *req);
+
+/* ---- batches.c ---- */
+/* Start the batch manager: batches a previous server left queued or
+ * running are taken up again (their children resume from the journal). */
+kiln_status batches_start(kiln_server *srv, kiln_error *err);
+/* Stop the children (they resume at the next start), join the manager. */
+void batches_stop(kiln_server *srv);
+void batches_free(kiln_server *srv);
+/* Every /v1/batches route, on its last call. */
+enum MHD_Result batches_request(kiln_req *req);
+/* Batches queued and running, and their jobs not yet finished (/metrics). */
+void batches_counts(kiln_server *srv, unsigned *queued, unsigned *running, uint64_t *jobs_left);
 
 /* ---- mcp_http.c ---- */
 /* Start /mcp (nothing when it is off): the MCP server, its workers and the

@@ -45,12 +45,16 @@ struct family {
 
 struct kiln_metrics {
     pthread_mutex_t lock;
-    struct family requests; /* method, route, status */
-    struct family bytes;    /* route */
-    struct family runs;     /* outcome */
-    struct family renders;  /* format, result */
-    struct family cells;    /* outcome */
-    struct family mcp;      /* method, outcome */
+    struct family requests;   /* method, route, status */
+    struct family bytes;      /* route */
+    struct family runs;       /* outcome */
+    struct family renders;    /* format, result */
+    struct family cells;      /* outcome */
+    struct family mcp;        /* method, outcome */
+    struct family batch_jobs; /* outcome */
+    struct family batches;    /* status */
+    unsigned batches_queued, batches_running;
+    uint64_t batch_jobs_left;
     struct histogram cell_latency;
     struct histogram *hist;
     size_t n_hist, cap_hist;
@@ -79,6 +83,8 @@ void kiln_metrics_free(kiln_metrics *m)
     free(m->renders.items);
     free(m->cells.items);
     free(m->mcp.items);
+    free(m->batch_jobs.items);
+    free(m->batches.items);
     free(m->hist);
     pthread_mutex_destroy(&m->lock);
     free(m);
@@ -229,6 +235,34 @@ void kiln_metrics_cell(kiln_metrics *m, const char *outcome, double seconds)
     }
     h->count++;
     h->sum += seconds;
+    pthread_mutex_unlock(&m->lock);
+}
+
+void kiln_metrics_batch_job(kiln_metrics *m, const char *outcome)
+{
+    pthread_mutex_lock(&m->lock);
+    struct counter *c = counter_get(m, &m->batch_jobs, outcome, NULL, NULL);
+    if (c)
+        c->value++;
+    pthread_mutex_unlock(&m->lock);
+}
+
+void kiln_metrics_batch(kiln_metrics *m, const char *status)
+{
+    pthread_mutex_lock(&m->lock);
+    struct counter *c = counter_get(m, &m->batches, status, NULL, NULL);
+    if (c)
+        c->value++;
+    pthread_mutex_unlock(&m->lock);
+}
+
+void kiln_metrics_batch_gauges(kiln_metrics *m, unsigned queued, unsigned running,
+                               uint64_t jobs_left)
+{
+    pthread_mutex_lock(&m->lock);
+    m->batches_queued = queued;
+    m->batches_running = running;
+    m->batch_jobs_left = jobs_left;
     pthread_mutex_unlock(&m->lock);
 }
 
@@ -401,6 +435,27 @@ char *kiln_metrics_text(kiln_metrics *m, uint64_t bytes_stored, unsigned jobs_ru
         put_label(&t, "outcome", m->mcp.items[i].b, 0);
         put(&t, "} %llu\n", (unsigned long long)m->mcp.items[i].value);
     }
+
+    put_header(&t, "kiln_batch_jobs_total", "counter",
+               "Jobs of batches finished (their results stored), by outcome.");
+    for (size_t i = 0; i < m->batch_jobs.n; i++) {
+        put(&t, "kiln_batch_jobs_total{");
+        put_label(&t, "outcome", m->batch_jobs.items[i].a, 1);
+        put(&t, "} %llu\n", (unsigned long long)m->batch_jobs.items[i].value);
+    }
+    put_header(&t, "kiln_batches_total", "counter",
+               "Batches ended, by their final status (completed, failed, cancelled).");
+    for (size_t i = 0; i < m->batches.n; i++) {
+        put(&t, "kiln_batches_total{");
+        put_label(&t, "status", m->batches.items[i].a, 1);
+        put(&t, "} %llu\n", (unsigned long long)m->batches.items[i].value);
+    }
+    put_header(&t, "kiln_batches", "gauge", "Batches queued and running now.");
+    put(&t, "kiln_batches{status=\"queued\"} %u\n", m->batches_queued);
+    put(&t, "kiln_batches{status=\"running\"} %u\n", m->batches_running);
+    put_header(&t, "kiln_batch_queue_depth", "gauge",
+               "Jobs of queued and running batches not finished yet.");
+    put(&t, "kiln_batch_queue_depth %llu\n", (unsigned long long)m->batch_jobs_left);
 
     put_header(&t, "kiln_metrics_dropped_total", "counter",
                "Metric updates dropped because a family reached its series limit.");

@@ -87,6 +87,14 @@ static const char *route_name(kiln_route r)
         return "/v1/sessions/{id}/interrupt";
     case ROUTE_SESSION_FILES:
         return "/v1/sessions/{id}/files";
+    case ROUTE_BATCHES:
+        return "/v1/batches";
+    case ROUTE_BATCH:
+        return "/v1/batches/{id}";
+    case ROUTE_BATCH_RESULTS:
+        return "/v1/batches/{id}/results";
+    case ROUTE_BATCH_CANCEL:
+        return "/v1/batches/{id}/cancel";
     case ROUTE_HEALTHZ:
         return "/healthz";
     case ROUTE_METRICS:
@@ -122,6 +130,13 @@ const char *http_route_allow(kiln_route r)
         return "POST";
     case ROUTE_SESSION_FILES:
         return "GET, POST";
+    case ROUTE_BATCHES:
+        return "GET, POST";
+    case ROUTE_BATCH:
+    case ROUTE_BATCH_RESULTS:
+        return "GET";
+    case ROUTE_BATCH_CANCEL:
+        return "POST";
     case ROUTE_HEALTHZ:
         return "GET, HEAD";
     case ROUTE_METRICS:
@@ -169,6 +184,8 @@ kiln_route http_route_of(const char *url, char *id_seg, size_t cap)
         return ROUTE_FILES;
     if (strcmp(url, "/v1/sessions") == 0)
         return ROUTE_SESSIONS;
+    if (strcmp(url, "/v1/batches") == 0)
+        return ROUTE_BATCHES;
     static const struct {
         const char *prefix, *rest;
         kiln_route route;
@@ -180,6 +197,9 @@ kiln_route http_route_of(const char *url, char *id_seg, size_t cap)
         {"/v1/sessions/", "/cells", ROUTE_SESSION_CELLS},
         {"/v1/sessions/", "/interrupt", ROUTE_SESSION_INTERRUPT},
         {"/v1/sessions/", "/files", ROUTE_SESSION_FILES},
+        {"/v1/batches/", "", ROUTE_BATCH},
+        {"/v1/batches/", "/results", ROUTE_BATCH_RESULTS},
+        {"/v1/batches/", "/cancel", ROUTE_BATCH_CANCEL},
     };
     /* PREFIX{id}REST: the id segment is whatever lies between. */
     for (size_t i = 0; i < sizeof below / sizeof below[0]; i++) {
@@ -523,6 +543,10 @@ static enum MHD_Result reply_metrics(kiln_req *req)
     unsigned open = 0, pool = 0, mcp_sessions = 0;
     kiln_sessions_counts(srv, &open, &pool);
     mcp_http_counts(srv, &mcp_sessions);
+    unsigned b_queued = 0, b_running = 0;
+    uint64_t b_left = 0;
+    batches_counts(srv, &b_queued, &b_running, &b_left);
+    kiln_metrics_batch_gauges(srv->metrics, b_queued, b_running, b_left);
     size_t len = 0;
     char *text = kiln_metrics_text(srv->metrics, kiln_store_bytes(srv->store), running, queued,
                                    open, pool, mcp_sessions, &len);
@@ -591,8 +615,10 @@ static enum MHD_Result begin(kiln_req *req)
         return MHD_YES;
 
     int session_route = req->route >= ROUTE_SESSIONS && req->route <= ROUTE_SESSION_FILES;
+    int batch_route = req->route >= ROUTE_BATCHES && req->route <= ROUTE_BATCH_CANCEL;
     int has_id = req->route == ROUTE_FILE || req->route == ROUTE_CONTENT ||
-                 req->route == ROUTE_LINK || (session_route && req->route != ROUTE_SESSIONS);
+                 req->route == ROUTE_LINK || (session_route && req->route != ROUTE_SESSIONS) ||
+                 (batch_route && req->route != ROUTE_BATCHES);
     int id_ok = has_id && kiln_api_valid_id(seg);
     /* A valid id is exactly KILN_STORE_ID_LEN characters; the precision
      * only tells the compiler so. */
@@ -626,6 +652,21 @@ static enum MHD_Result begin(kiln_req *req)
     case ROUTE_SESSION_CELLS:
     case ROUTE_SESSION_INTERRUPT:
     case ROUTE_SESSION_FILES:
+        if (strcmp(req->method, "POST") != 0)
+            break;
+        if (atomic_load(&srv->stopping))
+            return http_error(req, MHD_HTTP_SERVICE_UNAVAILABLE, "unavailable",
+                              "The server is shutting down.", NULL);
+        if (request_has_body(req) && !http_content_type_is(req, "application/json"))
+            return http_error(req, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type",
+                              "The body must be JSON (Content-Type: application/json).", NULL);
+        req->body = BODY_BUFFER;
+        req->limit = srv->opt.max_request_bytes;
+        if (http_content_length(req, &clen) && clen > req->limit)
+            return http_too_large(req, req->limit);
+        break;
+    case ROUTE_BATCHES:
+    case ROUTE_BATCH_CANCEL:
         if (strcmp(req->method, "POST") != 0)
             break;
         if (atomic_load(&srv->stopping))
@@ -718,6 +759,11 @@ static enum MHD_Result finish(kiln_req *req)
     case ROUTE_SESSION_INTERRUPT:
     case ROUTE_SESSION_FILES:
         return sessions_request(req);
+    case ROUTE_BATCHES:
+    case ROUTE_BATCH:
+    case ROUTE_BATCH_RESULTS:
+    case ROUTE_BATCH_CANCEL:
+        return batches_request(req);
     default:
         return http_not_found(req);
     }
@@ -998,6 +1044,18 @@ static void apply_defaults(kiln_server_options *o)
         o->mcp_sessions_per_tenant = KILN_SERVER_DEFAULT_MCP_SESSIONS_PER_TENANT;
     if (!o->mcp_session_idle)
         o->mcp_session_idle = KILN_SERVER_DEFAULT_MCP_SESSION_IDLE;
+    if (!o->batch_workers)
+        o->batch_workers = cpus / 2 ? cpus / 2 : 1;
+    if (o->batch_workers > 256) /* kiln batch's -j at most */
+        o->batch_workers = 256;
+    if (!o->batches_running)
+        o->batches_running = KILN_SERVER_DEFAULT_BATCHES_RUNNING;
+    if (!o->batches_per_tenant)
+        o->batches_per_tenant = KILN_SERVER_DEFAULT_BATCHES_PER_TENANT;
+    if (!o->batch_max_jobs)
+        o->batch_max_jobs = KILN_SERVER_DEFAULT_BATCH_MAX_JOBS;
+    if (!o->batch_job_timeout)
+        o->batch_job_timeout = KILN_SERVER_DEFAULT_BATCH_JOB_TIMEOUT;
 }
 
 static void server_free(kiln_server *srv)
@@ -1010,6 +1068,7 @@ static void server_free(kiln_server *srv)
         pthread_join(srv->sweeper, NULL);
     }
     mcp_http_free(srv);
+    batches_free(srv);
     kiln_sessions_free(srv);
     reaper_free(srv);
     if (srv->jobs)
@@ -1111,6 +1170,8 @@ kiln_status kiln_server_start(kiln_server **out, const kiln_server_options *opt,
     if ((st = kiln_sessions_start(srv, err)) != KILN_E_OK)
         goto free_server;
     if ((st = mcp_http_start(srv, err)) != KILN_E_OK)
+        goto free_server;
+    if ((st = batches_start(srv, err)) != KILN_E_OK)
         goto free_server;
 
     struct sockaddr_storage ss;
@@ -1239,6 +1300,7 @@ void kiln_server_stop(kiln_server *srv)
      * streams closed, every child and the zygote killed; then the MCP
      * requests waiting on them end, and the workers are joined. */
     mcp_http_quiesce(srv);
+    batches_stop(srv);
     kiln_sessions_stop(srv);
     mcp_http_stop(srv);
 

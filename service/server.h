@@ -42,6 +42,10 @@
 #define KILN_SERVER_DEFAULT_SESSION_LIFETIME (12 * 3600)
 #define KILN_SERVER_DEFAULT_MCP_SESSIONS_PER_TENANT 32
 #define KILN_SERVER_DEFAULT_MCP_SESSION_IDLE (30 * 60)
+#define KILN_SERVER_DEFAULT_BATCHES_RUNNING 1
+#define KILN_SERVER_DEFAULT_BATCHES_PER_TENANT 10
+#define KILN_SERVER_DEFAULT_BATCH_MAX_JOBS 100000
+#define KILN_SERVER_DEFAULT_BATCH_JOB_TIMEOUT 600
 
 /* One line (a JSON object, no newline) for the log. Called from any of the
  * server's threads, possibly at once: the callback serialises. */
@@ -93,7 +97,14 @@ typedef struct kiln_server_options {
     size_t n_mcp_allow_read;
     unsigned mcp_sessions_per_tenant; /* MCP sessions (Mcp-Session-Id) open at once; 0 = 32 */
     unsigned mcp_session_idle;        /* seconds without a request before one ends; 0 = 30 min */
-    kiln_server_log_fn log;           /* may be NULL: nothing is logged */
+    /* /v1/batches (docs/serve.md, "Batches"): each batch a `kiln batch`
+     * child at nice 10. */
+    unsigned batch_workers;      /* its -j; 0 = max(1, CPUs / 2) */
+    unsigned batches_running;    /* children at once; 0 = 1 */
+    unsigned batches_per_tenant; /* queued + running of one tenant; 0 = 10 */
+    unsigned batch_max_jobs;     /* jobs (rows) in one batch; 0 = 100000 */
+    unsigned batch_job_timeout;  /* seconds, its --job-timeout; 0 = 600 */
+    kiln_server_log_fn log;      /* may be NULL: nothing is logged */
     void *log_arg;
     /* Called once the data directory is this server's (its lock taken),
      * before the keys are read, so a front end can make a first key there

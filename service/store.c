@@ -133,10 +133,32 @@ static const char SCHEMA[] =
     "  created_at INTEGER NOT NULL,"
     "  ended INTEGER NOT NULL DEFAULT 0,"
     "  object TEXT NOT NULL);"
-    "CREATE INDEX IF NOT EXISTS sessions_tenant ON sessions (tenant, created_at);";
+    "CREATE INDEX IF NOT EXISTS sessions_tenant ON sessions (tenant, created_at);"
+    /* A batch (batches.c): its object as JSON, its status for the manager's
+     * start-up, and the `kiln batch` child last started for it, so a server
+     * started after a crash can end that child before starting another on
+     * the same journal. */
+    "CREATE TABLE IF NOT EXISTS batches ("
+    "  id TEXT NOT NULL UNIQUE,"
+    "  tenant TEXT NOT NULL,"
+    "  created_at INTEGER NOT NULL,"
+    "  status TEXT NOT NULL,"
+    "  child_pid INTEGER NOT NULL DEFAULT 0,"
+    "  child_start INTEGER NOT NULL DEFAULT 0,"
+    "  object TEXT NOT NULL);"
+    "CREATE INDEX IF NOT EXISTS batches_tenant ON batches (tenant, created_at);"
+    /* One finished job of a batch: its journal line with the stored files'
+     * ids. seq keeps the order the journal had. */
+    "CREATE TABLE IF NOT EXISTS batch_results ("
+    "  seq INTEGER PRIMARY KEY AUTOINCREMENT,"
+    "  batch_id TEXT NOT NULL,"
+    "  job_id TEXT NOT NULL,"
+    "  line TEXT NOT NULL,"
+    "  UNIQUE (batch_id, job_id));";
 /* user_version 1 had no source column; 2 adds it (NULL in the rows of 1:
- * nobody knows any more how those came to be). */
-#define SCHEMA_VERSION 2
+ * nobody knows any more how those came to be); 3 adds the batches tables
+ * (made by SCHEMA's CREATE IF NOT EXISTS). */
+#define SCHEMA_VERSION 3
 
 /* The columns every lookup reads, in the order row_to_file expects. */
 #define FILE_COLUMNS \
@@ -1462,6 +1484,261 @@ kiln_store_result kiln_store_session_list(kiln_store *store, const char *tenant,
            (const char *)sqlite3_column_text(st, 2), arg);
     if (rc != SQLITE_DONE)
         r = db_fail(store->wdb, err, "sessions");
+    sqlite3_finalize(st);
+cleanup_unlock:
+    pthread_mutex_unlock(&store->wlock);
+    return r;
+}
+
+/* ---- batches ---- */
+
+kiln_store_result kiln_store_batch_put(kiln_store *store, const kiln_store_batch *b,
+                                       kiln_error *err)
+{
+    if (!valid_id(b->id) || !valid_tenant(b->tenant))
+        return KILN_STORE_NOT_FOUND;
+    kiln_store_result r = KILN_STORE_OK;
+    pthread_mutex_lock(&store->wlock);
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(store->wdb,
+                           "INSERT INTO batches (id, tenant, created_at, status, child_pid, "
+                           "child_start, object) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) "
+                           "DO UPDATE SET status = excluded.status, child_pid = "
+                           "excluded.child_pid, child_start = excluded.child_start, object = "
+                           "excluded.object",
+                           -1, &st, NULL) != SQLITE_OK) {
+        r = db_fail(store->wdb, err, "batch");
+        goto cleanup_unlock;
+    }
+    sqlite3_bind_text(st, 1, b->id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, b->tenant, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 3, b->created_at);
+    sqlite3_bind_text(st, 4, b->status, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 5, b->child_pid);
+    sqlite3_bind_int64(st, 6, b->child_start);
+    sqlite3_bind_text(st, 7, b->object, -1, SQLITE_STATIC);
+    if (sqlite3_step(st) != SQLITE_DONE)
+        r = db_fail(store->wdb, err, "batch");
+    sqlite3_finalize(st);
+cleanup_unlock:
+    pthread_mutex_unlock(&store->wlock);
+    return r;
+}
+
+/* The batch row a statement is on, into *b (object malloc'd). 0, or -1. */
+static int row_to_batch(sqlite3_stmt *st, kiln_store_batch *b)
+{
+    memset(b, 0, sizeof *b);
+    copy_text(b->id, sizeof b->id, sqlite3_column_text(st, 0));
+    copy_text(b->tenant, sizeof b->tenant, sqlite3_column_text(st, 1));
+    b->created_at = sqlite3_column_int64(st, 2);
+    copy_text(b->status, sizeof b->status, sqlite3_column_text(st, 3));
+    b->child_pid = sqlite3_column_int64(st, 4);
+    b->child_start = sqlite3_column_int64(st, 5);
+    const unsigned char *text = sqlite3_column_text(st, 6);
+    b->object = strdup(text ? (const char *)text : "{}");
+    return b->object ? 0 : -1;
+}
+
+#define BATCH_COLUMNS "id, tenant, created_at, status, child_pid, child_start, object"
+
+kiln_store_result kiln_store_batch_get(kiln_store *store, const char *tenant, const char *id,
+                                       kiln_store_batch *b, kiln_error *err)
+{
+    memset(b, 0, sizeof *b);
+    if (!valid_id(id) || (tenant && !valid_tenant(tenant)))
+        return KILN_STORE_NOT_FOUND;
+    kiln_store_result r = KILN_STORE_NOT_FOUND;
+    pthread_mutex_lock(&store->wlock);
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(store->wdb,
+                           "SELECT " BATCH_COLUMNS
+                           " FROM batches WHERE id = ?1 AND (?2 IS NULL OR tenant = ?2)",
+                           -1, &st, NULL) != SQLITE_OK) {
+        r = db_fail(store->wdb, err, "batch");
+        goto cleanup_unlock;
+    }
+    sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+    if (tenant)
+        sqlite3_bind_text(st, 2, tenant, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW)
+        r = row_to_batch(st, b) == 0 ? KILN_STORE_OK : db_fail(store->wdb, err, "out of memory");
+    else if (rc != SQLITE_DONE)
+        r = db_fail(store->wdb, err, "batch");
+    sqlite3_finalize(st);
+cleanup_unlock:
+    pthread_mutex_unlock(&store->wlock);
+    return r;
+}
+
+void kiln_store_batch_release(kiln_store_batch *b)
+{
+    free(b->object);
+    b->object = NULL;
+}
+
+kiln_store_result kiln_store_batch_list(kiln_store *store, const char *tenant, int active_only,
+                                        int64_t offset, int64_t limit,
+                                        void (*fn)(const kiln_store_batch *b, void *arg),
+                                        void *arg, int64_t *total, kiln_error *err)
+{
+    if (total)
+        *total = 0;
+    if (tenant && !valid_tenant(tenant))
+        return KILN_STORE_OK;
+    kiln_store_result r = KILN_STORE_OK;
+    pthread_mutex_lock(&store->wlock);
+    sqlite3_stmt *st = NULL;
+    /* Active ones oldest first (the order they start in), the rest newest
+     * first (the listing). */
+    const char *sql = active_only
+                          ? "SELECT " BATCH_COLUMNS " FROM batches WHERE (?1 IS NULL OR tenant = "
+                            "?1) AND status IN ('queued', 'running') ORDER BY created_at, rowid "
+                            "LIMIT ?3 OFFSET ?2"
+                          : "SELECT " BATCH_COLUMNS " FROM batches WHERE (?1 IS NULL OR tenant = "
+                            "?1) ORDER BY created_at DESC, rowid DESC LIMIT ?3 OFFSET ?2";
+    if (sqlite3_prepare_v2(store->wdb, sql, -1, &st, NULL) != SQLITE_OK) {
+        r = db_fail(store->wdb, err, "batches");
+        goto cleanup_unlock;
+    }
+    if (tenant)
+        sqlite3_bind_text(st, 1, tenant, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 2, offset);
+    sqlite3_bind_int64(st, 3, limit);
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        kiln_store_batch b;
+        if (row_to_batch(st, &b) != 0) {
+            r = db_fail(store->wdb, err, "out of memory");
+            break;
+        }
+        fn(&b, arg);
+        kiln_store_batch_release(&b);
+    }
+    if (r == KILN_STORE_OK && rc != SQLITE_DONE)
+        r = db_fail(store->wdb, err, "batches");
+    sqlite3_finalize(st);
+    if (r == KILN_STORE_OK && total) {
+        sqlite3_stmt *q = NULL;
+        if (sqlite3_prepare_v2(store->wdb,
+                               active_only ? "SELECT count(*) FROM batches WHERE (?1 IS NULL OR "
+                                             "tenant = ?1) AND status IN ('queued', 'running')"
+                                           : "SELECT count(*) FROM batches WHERE (?1 IS NULL OR "
+                                             "tenant = ?1)",
+                               -1, &q, NULL) == SQLITE_OK) {
+            if (tenant)
+                sqlite3_bind_text(q, 1, tenant, -1, SQLITE_STATIC);
+            if (sqlite3_step(q) == SQLITE_ROW)
+                *total = sqlite3_column_int64(q, 0);
+        }
+        sqlite3_finalize(q);
+    }
+cleanup_unlock:
+    pthread_mutex_unlock(&store->wlock);
+    return r;
+}
+
+int kiln_store_batch_result_has(kiln_store *store, const char *batch_id, const char *job_id)
+{
+    int found = -1;
+    pthread_mutex_lock(&store->wlock);
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(store->wdb,
+                           "SELECT 1 FROM batch_results WHERE batch_id = ? AND job_id = ?", -1,
+                           &st, NULL) == SQLITE_OK) {
+        sqlite3_bind_text(st, 1, batch_id, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 2, job_id, -1, SQLITE_STATIC);
+        int rc = sqlite3_step(st);
+        found = rc == SQLITE_ROW ? 1 : rc == SQLITE_DONE ? 0 : -1;
+    }
+    sqlite3_finalize(st);
+    pthread_mutex_unlock(&store->wlock);
+    return found;
+}
+
+kiln_store_result kiln_store_batch_result_put(kiln_store *store, const kiln_store_batch *b,
+                                              const char *job_id, const char *line, int *inserted,
+                                              kiln_error *err)
+{
+    *inserted = 0;
+    if (!valid_id(b->id) || !valid_tenant(b->tenant))
+        return KILN_STORE_NOT_FOUND;
+    kiln_store_result r = KILN_STORE_OK;
+    pthread_mutex_lock(&store->wlock);
+    sqlite3_stmt *ins = NULL, *upd = NULL;
+    if (sqlite3_exec(store->wdb, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK) {
+        r = db_fail(store->wdb, err, "batch result");
+        goto cleanup_unlock;
+    }
+    if (sqlite3_prepare_v2(store->wdb,
+                           "INSERT OR IGNORE INTO batch_results (batch_id, job_id, line) "
+                           "VALUES (?, ?, ?)",
+                           -1, &ins, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(store->wdb,
+                           "UPDATE batches SET status = ?, object = ? WHERE id = ? AND "
+                           "tenant = ?",
+                           -1, &upd, NULL) != SQLITE_OK) {
+        r = db_fail(store->wdb, err, "batch result");
+        goto rollback;
+    }
+    sqlite3_bind_text(ins, 1, b->id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(ins, 2, job_id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(ins, 3, line, -1, SQLITE_STATIC);
+    if (sqlite3_step(ins) != SQLITE_DONE) {
+        r = db_fail(store->wdb, err, "batch result");
+        goto rollback;
+    }
+    *inserted = sqlite3_changes(store->wdb) > 0;
+    if (*inserted) {
+        sqlite3_bind_text(upd, 1, b->status, -1, SQLITE_STATIC);
+        sqlite3_bind_text(upd, 2, b->object, -1, SQLITE_STATIC);
+        sqlite3_bind_text(upd, 3, b->id, -1, SQLITE_STATIC);
+        sqlite3_bind_text(upd, 4, b->tenant, -1, SQLITE_STATIC);
+        if (sqlite3_step(upd) != SQLITE_DONE) {
+            r = db_fail(store->wdb, err, "batch result");
+            goto rollback;
+        }
+    }
+    if (sqlite3_exec(store->wdb, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
+        r = db_fail(store->wdb, err, "batch result");
+        goto rollback;
+    }
+    goto finalize;
+rollback:
+    *inserted = 0;
+    sqlite3_exec(store->wdb, "ROLLBACK", NULL, NULL, NULL);
+finalize:
+    sqlite3_finalize(ins);
+    sqlite3_finalize(upd);
+cleanup_unlock:
+    pthread_mutex_unlock(&store->wlock);
+    return r;
+}
+
+kiln_store_result kiln_store_batch_results(kiln_store *store, const char *batch_id, int64_t after,
+                                           int64_t limit,
+                                           void (*fn)(int64_t seq, const char *line, void *arg),
+                                           void *arg, kiln_error *err)
+{
+    kiln_store_result r = KILN_STORE_OK;
+    pthread_mutex_lock(&store->wlock);
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(store->wdb,
+                           "SELECT seq, line FROM batch_results WHERE batch_id = ? AND seq > ? "
+                           "ORDER BY seq LIMIT ?",
+                           -1, &st, NULL) != SQLITE_OK) {
+        r = db_fail(store->wdb, err, "batch results");
+        goto cleanup_unlock;
+    }
+    sqlite3_bind_text(st, 1, batch_id, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 2, after);
+    sqlite3_bind_int64(st, 3, limit);
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+        fn(sqlite3_column_int64(st, 0), (const char *)sqlite3_column_text(st, 1), arg);
+    if (rc != SQLITE_DONE)
+        r = db_fail(store->wdb, err, "batch results");
     sqlite3_finalize(st);
 cleanup_unlock:
     pthread_mutex_unlock(&store->wlock);

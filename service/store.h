@@ -185,4 +185,50 @@ kiln_store_result kiln_store_session_list(kiln_store *store, const char *tenant,
                                                      const char *object, void *arg),
                                           void *arg, kiln_error *err);
 
+/* ---- batches (the service's, batches.c) ----
+ * A batch's object (JSON text), its status ("queued", "running",
+ * "completed", "cancelled", "failed") and the `kiln batch` child last
+ * started for it (pid and its start time in clock ticks, /proc's field 22:
+ * a pid alone may have been reused), by id and tenant; and its results,
+ * one journal line per finished job. Another tenant's batch is NOT_FOUND. */
+typedef struct kiln_store_batch {
+    char id[KILN_STORE_ID_LEN + 1];
+    char tenant[KILN_STORE_TENANT_MAX + 1];
+    int64_t created_at;
+    char status[16];
+    int64_t child_pid, child_start; /* 0: none */
+    char *object;                   /* the caller's (put: borrowed; get: malloc'd) */
+} kiln_store_batch;
+
+/* Insert or replace the row (created_at and tenant are kept from the first). */
+kiln_store_result kiln_store_batch_put(kiln_store *store, const kiln_store_batch *b,
+                                       kiln_error *err);
+/* The row of id (tenant NULL: whoever's): OK or NOT_FOUND; b->object is
+ * malloc'd: kiln_store_batch_release. */
+kiln_store_result kiln_store_batch_get(kiln_store *store, const char *tenant, const char *id,
+                                       kiln_store_batch *b, kiln_error *err);
+void kiln_store_batch_release(kiln_store_batch *b);
+/* fn for each batch of tenant (NULL: every tenant's), at most limit after
+ * offset: newest first; active_only: only "queued" and "running", oldest
+ * first. *total (may be NULL) the count of all that match. b is borrowed
+ * for the call; fn must not call the store. */
+kiln_store_result kiln_store_batch_list(kiln_store *store, const char *tenant, int active_only,
+                                        int64_t offset, int64_t limit,
+                                        void (*fn)(const kiln_store_batch *b, void *arg),
+                                        void *arg, int64_t *total, kiln_error *err);
+/* 1 when the batch has a result for job_id, 0 when not, -1 on an error. */
+int kiln_store_batch_result_has(kiln_store *store, const char *batch_id, const char *job_id);
+/* In one transaction: the job's result line (unless it has one already:
+ * *inserted 0, nothing changed) and b's status and object (b->object
+ * borrowed), so the counts in the object never disagree with the rows. */
+kiln_store_result kiln_store_batch_result_put(kiln_store *store, const kiln_store_batch *b,
+                                              const char *job_id, const char *line, int *inserted,
+                                              kiln_error *err);
+/* fn for at most limit results of a batch with seq > after, in the order
+ * they were put. line is borrowed for the call; fn must not call the store. */
+kiln_store_result kiln_store_batch_results(kiln_store *store, const char *batch_id, int64_t after,
+                                           int64_t limit,
+                                           void (*fn)(int64_t seq, const char *line, void *arg),
+                                           void *arg, kiln_error *err);
+
 #endif

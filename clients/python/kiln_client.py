@@ -50,10 +50,10 @@ __version__ = "1.0"
 
 __all__ = [
     "Client", "Session", "KilnError", "ConnectionFailed", "InvalidRequest", "InvalidJSON",
-    "InvalidSpec", "InvalidRun", "InvalidSession", "InvalidCell", "Unauthorized", "Forbidden",
+    "InvalidSpec", "InvalidRun", "InvalidSession", "InvalidBatch", "InvalidCell", "Unauthorized", "Forbidden",
     "InvalidSignature", "LinkExpired", "NotFound", "MethodNotAllowed", "Conflict", "FileInUse",
     "SessionBusy", "Gone", "SessionGone", "TooLarge", "UnsupportedMediaType",
-    "RangeNotSatisfiable", "RateLimited", "TooManySessions", "ServerError", "InternalError",
+    "RangeNotSatisfiable", "RateLimited", "TooManySessions", "TooManyBatches", "ServerError", "InternalError",
     "Unavailable", "SandboxUnavailable", "SessionsDisabled", "SessionUnavailable",
     "ERROR_CLASSES", "error_from_body",
 ]
@@ -140,6 +140,11 @@ class InvalidRun(InvalidRequest):
 
 class InvalidSession(InvalidRequest):
     """invalid_session (422): a session request is wrong; .errors by pointer."""
+
+
+class InvalidBatch(InvalidRequest):
+    """invalid_batch (422): a batch's jobs (or its merge) refused before it was queued;
+    .errors has each error with its pointer into the request (/jobs/3/render/format)."""
 
 
 class InvalidCell(InvalidRequest):
@@ -238,6 +243,10 @@ class TooManySessions(RateLimited):
     """too_many_sessions (429): the server's or the tenant's sessions are all open."""
 
 
+class TooManyBatches(RateLimited):
+    """too_many_batches (429): the tenant's batches queued and running are at the limit."""
+
+
 class ServerError(KilnError):
     """5xx: the server's trouble (InternalError, Unavailable and its children)."""
 
@@ -270,6 +279,7 @@ ERROR_CLASSES = {
     "invalid_run": InvalidRun,
     "invalid_session": InvalidSession,
     "invalid_cell": InvalidCell,
+    "invalid_batch": InvalidBatch,
     "unauthorized": Unauthorized,
     "invalid_signature": InvalidSignature,
     "link_expired": LinkExpired,
@@ -284,6 +294,7 @@ ERROR_CLASSES = {
     "range_not_satisfiable": RangeNotSatisfiable,
     "too_many_requests": RateLimited,
     "too_many_sessions": TooManySessions,
+    "too_many_batches": TooManyBatches,
     "internal": InternalError,
     "unavailable": Unavailable,
     "sandbox_unavailable": SandboxUnavailable,

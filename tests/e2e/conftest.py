@@ -45,7 +45,8 @@ SANITIZED = "ASAN_OPTIONS" in os.environ
 # outlives it, and its timing-bound cases, never meet another test's sandbox.
 SANDBOX_FILES = {"test_sandbox.py", "test_run_cli.py", "test_run_samples.py", "test_kiln_py.py",
                  "test_serve_runs.py", "test_serve_files.py", "test_serve_demo.py",
-                 "test_docs_commands.py", "test_batch_runs.py"}
+                 "test_docs_commands.py", "test_batch_runs.py",
+                 "test_serve_batches.py"}
 # Fixtures that mount something on the host (a small tmpfs for a full disk): a test using
 # one runs with the sandbox files, whose host checks would see its mount as the sandbox's.
 HOST_MOUNT_FIXTURES = {"small_disk"}

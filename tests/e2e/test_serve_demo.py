@@ -338,6 +338,10 @@ def test_documented_commands_work(demo_root):
         assert sorted(ids) == ["images/kiln_logo.png", "images/regional_trend.jpg",
                                "tables/headcount_2026.csv"], ids
         requests = [e for e in srv.log() if "request_id" in e]
-        assert len(requests) >= 10 and all(e["status"] in (200, 201, 204) for e in requests), requests
+        assert len(requests) >= 10 and all(e["status"] in (200, 201, 202, 204) for e in requests), requests
+        # the batch at the walk-through's end: its PDF downloaded from its results
+        assert (demo_root / "hello.pdf").read_bytes().startswith(b"%PDF-")
+        lines = (demo_root / "results.jsonl").read_text().splitlines()
+        assert sorted(json.loads(l)["id"] for l in lines) == ["hello", "rows"], lines
     finally:
         srv.stop()

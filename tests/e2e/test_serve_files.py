@@ -56,7 +56,9 @@ def test_openapi_document():
                 ("/v1/sessions", "post"), ("/v1/sessions", "get"), ("/v1/sessions/{id}", "get"),
                 ("/v1/sessions/{id}", "delete"), ("/v1/sessions/{id}/cells", "post"),
                 ("/v1/sessions/{id}/interrupt", "post"), ("/v1/sessions/{id}/files", "post"),
-                ("/v1/sessions/{id}/files", "get"), ("/healthz", "get"), ("/healthz", "head"),
+                ("/v1/sessions/{id}/files", "get"), ("/v1/batches", "post"), ("/v1/batches", "get"),
+                ("/v1/batches/{id}", "get"), ("/v1/batches/{id}/results", "get"),
+                ("/v1/batches/{id}/cancel", "post"), ("/healthz", "get"), ("/healthz", "head"),
                 ("/metrics", "get"), ("/metrics", "head"), ("/mcp", "post"), ("/mcp", "get"),
                 ("/mcp", "delete"), ("/mcp", "options")}
     have = {(p, m) for p, ops in doc["paths"].items() for m in ops if m != "parameters"}

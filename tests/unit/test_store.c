@@ -937,14 +937,15 @@ static void test_schema_upgrade(void **state)
     assert_int_equal(upload(store, "acme", "new.txt", "x", 1, &f), KILN_STORE_OK);
     assert_int_equal(f.source, KILN_STORE_SOURCE_INPUT);
     kiln_store_close(store);
-    assert_int_equal(db_int("PRAGMA user_version"), 2);
+    assert_int_equal(db_int("PRAGMA user_version"), 3);
+    assert_int_equal(db_int("SELECT count(*) FROM batches"), 0); /* 3's tables made */
     assert_int_equal(db_int("SELECT count(*) FROM files WHERE source IS NULL"), 1);
     assert_int_equal(db_int("SELECT count(*) FROM files WHERE source = 'input'"), 1);
     /* Opened again: nothing more to do. */
     store = open_store(0);
     kiln_store_close(store);
 
-    db_exec("PRAGMA user_version = 3");
+    db_exec("PRAGMA user_version = 4");
     kiln_store_options opt = {.dir = dir};
     store = NULL;
     assert_int_equal(kiln_store_open(&store, &opt, &err), KILN_E_INTERNAL);
