@@ -44,6 +44,7 @@ import json
 import os
 import ssl
 import tempfile
+import time
 import urllib.parse
 
 __version__ = "1.0"
@@ -673,6 +674,60 @@ class Client:
         if wall is None and isinstance(limits, dict):
             wall = limits.get("wall_seconds")
         return self.timeout if not wall else max(self.timeout, float(wall) + 30)
+
+    # ---------------------------------------------------------------- batches
+
+    def create_batch(self, jobs=None, input_file_id=None, template=None, data_file_id=None,
+                     format=None, name=None, missing=None):
+        """Start a batch (docs/serve.md, "Batches"; docs/batch.md for the jobs): give jobs
+        (a list of {"id", "render": {...}} / {"id", "run": {...}}, a run's inputs as file
+        ids), or input_file_id (an uploaded JSON Lines of them), or a mail merge: template
+        (a spec with {{field}}s), data_file_id (an uploaded CSV or JSON Lines), name (the
+        file name pattern), format and missing ("error" or "empty"). Returns the batch
+        object {id, status, counts, ...} (202); InvalidBatch with every pointer when a job
+        is wrong, TooManyBatches when the tenant has as many as it may."""
+        body = _drop_none({"jobs": jobs, "input_file_id": _file_id(input_file_id)
+                           if input_file_id else None, "template": template,
+                           "data_file_id": _file_id(data_file_id) if data_file_id else None,
+                           "format": format, "name": name, "missing": missing})
+        return self._json("POST", "/v1/batches", body)
+
+    def get_batch(self, batch_id):
+        """The batch object: {id, status (queued, running, completed, cancelled, failed),
+        counts {total, ok, failed}, created_at, ...}."""
+        return self._json("GET", "/v1/batches/" + self._q(batch_id))
+
+    def list_batches(self, limit=None, offset=None):
+        """The tenant's batches, newest first: {"batches": [batch...], "total", "limit",
+        "offset"}."""
+        query = "&".join("%s=%d" % (k, v) for k, v in (("limit", limit), ("offset", offset))
+                         if v is not None)
+        return self._json("GET", "/v1/batches" + ("?" + query if query else ""))
+
+    def cancel_batch(self, batch_id):
+        """Stop a batch: no new jobs, running ones killed, finished results kept."""
+        return self._json("POST", "/v1/batches/%s/cancel" % self._q(batch_id), {})
+
+    def batch_results(self, batch_id):
+        """The results of the jobs finished so far: a list of journal entries (docs/batch.md,
+        "The results journal"), each file with its stored file object as "file"."""
+        reply = self._request("GET", "/v1/batches/%s/results" % self._q(batch_id))
+        return [json.loads(line) for line in reply.body.decode("utf-8").splitlines()
+                if line.strip()]
+
+    def wait_batch(self, batch_id, timeout=600, interval=0.5):
+        """Poll until the batch has ended (completed, cancelled or failed); its object.
+        TimeoutError when it has not ended within timeout seconds."""
+        deadline = time.monotonic() + timeout
+        while True:
+            batch = self.get_batch(batch_id)
+            if batch["status"] in ("completed", "cancelled", "failed") and \
+                    batch.get("finished_at"):
+                return batch
+            if time.monotonic() > deadline:
+                raise TimeoutError("batch %s still %s after %ss" % (batch_id, batch["status"],
+                                                                    timeout))
+            time.sleep(interval)
 
     def health(self):
         """GET /healthz: {"status": "ok"} (Unavailable while the server stops)."""

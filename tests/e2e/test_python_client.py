@@ -732,3 +732,26 @@ def test_recorded_turns_fit_the_tools():
         assert kiln_form == want, (name, kiln_form)
     tools = {t["name"] for t in kiln_tools.load("anthropic")}
     assert set(anthropic) <= tools
+
+
+def test_batches_create_wait_results_download(kiln, tmp_path):
+    """Batches through the client: a render and a mail merge, their results' files
+    downloaded, a bad job as InvalidBatch with its pointer."""
+    b = kiln.create_batch(jobs=[{"id": "one", "render": {"format": "docx", "spec": {
+        "blocks": [{"type": "paragraph", "text": "from a batch"}]}}}])
+    assert b["status"] in ("queued", "running") and b["counts"]["total"] == 1, b
+    done = kiln.wait_batch(b["id"], timeout=120)
+    assert done["status"] == "completed" and done["counts"]["ok"] == 1, done
+    [r] = kiln.batch_results(b["id"])
+    [f] = r["files"]
+    data = kiln.download(f["file"]["id"])
+    assert data[:2] == b"PK" and hashlib.sha256(data).hexdigest() == f["sha256"]
+    assert any(x["id"] == b["id"] for x in kiln.list_batches()["batches"])
+    rows = kiln.upload(io.BytesIO(b"who,amount\nDana,12.50\n"), filename="rows.csv")
+    m = kiln.create_batch(template={"blocks": [{"type": "paragraph",
+                                                "text": "{{who}} owes {{amount}}"}]},
+                          data_file_id=rows, name="{{who}}.pdf")
+    assert kiln.wait_batch(m["id"], timeout=120)["counts"]["ok"] == 1
+    with pytest.raises(kiln_client.InvalidBatch) as e:
+        kiln.create_batch(jobs=[{"id": "x", "render": {"format": "odt", "spec": {}}}])
+    assert "/jobs/0/render/format" in e.value.pointers, e.value.pointers
