@@ -33,6 +33,7 @@ void kiln_batch_item_release(kiln_batch_item *item)
     free(item->id);
     json_decref(item->task);
     json_decref(item->failed);
+    json_decref(item->deferred);
     memset(item, 0, sizeof *item);
 }
 
@@ -259,7 +260,7 @@ static kiln_status settle(batch *b, kiln_pool_event *ev, kiln_error *err)
 }
 
 /* The next job: skipped, failed at once, or given to a worker. */
-static kiln_status take(batch *b, kiln_batch_item *item, kiln_error *err)
+static kiln_status take(batch *b, kiln_batch_source *src, kiln_batch_item *item, kiln_error *err)
 {
     int ok;
     if (already_done(b, item, &ok)) {
@@ -277,6 +278,10 @@ static kiln_status take(batch *b, kiln_batch_item *item, kiln_error *err)
         json_decref(e);
         kiln_batch_item_release(item);
         return KILN_E_OK;
+    }
+    if (item->deferred && src->build && src->build(src->arg, item, err) != 0) {
+        kiln_batch_item_release(item);
+        return err->code;
     }
     if (item->failed || !item->task) {
         json_t *outcome = item->failed ? json_deep_copy(item->failed) : json_object();
@@ -378,7 +383,8 @@ kiln_status kiln_batch_run(const kiln_batch_options *opt, kiln_batch_source *src
             int r = src->next(src->arg, &item, &fatal);
             if (r == 0)
                 exhausted = 1;
-            else if (r > 0 && take(&b, &item, &fatal) != KILN_E_OK && fatal.code == KILN_E_OK)
+            else if (r > 0 && take(&b, src, &item, &fatal) != KILN_E_OK &&
+                     fatal.code == KILN_E_OK)
                 fatal.code = KILN_E_INTERNAL;
             continue;
         }

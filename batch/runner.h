@@ -30,6 +30,7 @@ typedef struct kiln_batch_item {
     json_t *task;                   /* new: what the worker gets (execute.h); NULL when failed */
     json_t *failed;                 /* new: {"errors", "more_errors"}: the job failed before it
                                        could run (a mail merge error) */
+    json_t *deferred;               /* new, the source's: what build() makes the task from */
     const char *kind;               /* "render" / "run" (static) */
 } kiln_batch_item;
 
@@ -37,6 +38,9 @@ typedef struct kiln_batch_source {
     /* The next job: 1 with *item, 0 at the end, -1 with err (the batch
      * cannot go on: an input that became unreadable). */
     int (*next)(void *arg, kiln_batch_item *item, kiln_error *err);
+    /* NULL, or: make the task (or the failure) of an item next() left
+     * deferred, once the journal says it has to run. 0, or -1 with err. */
+    int (*build)(void *arg, kiln_batch_item *item, kiln_error *err);
     void *arg;
 } kiln_batch_source;
 

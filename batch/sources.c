@@ -814,28 +814,48 @@ static int merge_next(void *arg, kiln_batch_item *item, kiln_error *err)
         char fallback[48];
         snprintf(fallback, sizeof fallback, "data-line-%llu", (unsigned long long)line);
         item->id = strdup(fallback);
-    } else {
-        kiln_merge_options mo = {.missing = s->m.missing, .line = line, .csv_fields = s->csv};
-        kiln_doc *doc = NULL;
-        /* Parsed here once to settle each value's type; the worker parses the
-         * spec it is given again (a doc does not cross processes). */
-        json_t *spec = merge_row(s->tmpl, row, &mo, s->m.base_dir, &doc, &found);
-        kiln_doc_free(doc);
-        if (spec)
-            item->task = json_pack("{s:s, s:s, s:s, s:s, s:s, s:I, s:o}", "kind", "render",
-                                   "format", fmt, "base_dir", s->m.base_dir, "out_dir",
-                                   s->m.out_dir, "filename", item->id, "max_bytes",
-                                   (json_int_t)s->m.max_bytes, "spec", spec);
-    }
-    if (found.count)
         item->failed = kiln_errors_json(&found);
-    json_decref(row);
-    if (!item->id || (!item->task && !item->failed)) {
+        json_decref(row);
+    } else {
+        /* Merged only if it has to run (merge_build): a resumed batch skips most
+         * rows, and merging and parsing each was most of what re-running a
+         * finished one cost. */
+        item->deferred = row;
+    }
+    if (!item->id || (!item->deferred && !item->failed)) {
         kiln_batch_item_release(item);
         kiln_error_set(err, KILN_E_NOMEM, NULL, "out of memory");
         return -1;
     }
     return 1;
+}
+
+/* The row's task (or its failure), for a job that has to run. */
+static int merge_build(void *arg, kiln_batch_item *item, kiln_error *err)
+{
+    merge_source *s = arg;
+    kiln_errors found;
+    kiln_errors_init(&found);
+    kiln_merge_options mo = {.missing = s->m.missing, .line = item->line, .csv_fields = s->csv};
+    kiln_doc *doc = NULL;
+    /* Parsed here once to settle each value's type; the worker parses the
+     * spec it is given again (a doc does not cross processes). */
+    json_t *spec = merge_row(s->tmpl, item->deferred, &mo, s->m.base_dir, &doc, &found);
+    kiln_doc_free(doc);
+    if (spec)
+        item->task = json_pack("{s:s, s:s, s:s, s:s, s:s, s:I, s:o}", "kind", "render", "format",
+                               kiln_writer_for(s->m.format)->name, "base_dir", s->m.base_dir,
+                               "out_dir", s->m.out_dir, "filename", item->id, "max_bytes",
+                               (json_int_t)s->m.max_bytes, "spec", spec);
+    if (found.count)
+        item->failed = kiln_errors_json(&found);
+    json_decref(item->deferred);
+    item->deferred = NULL;
+    if (!item->task && !item->failed) {
+        kiln_error_set(err, KILN_E_NOMEM, NULL, "out of memory");
+        return -1;
+    }
+    return 0;
 }
 
 kiln_status kiln_batch_merge_source(const kiln_batch_merge *m, kiln_batch_source *src,
@@ -853,6 +873,7 @@ kiln_status kiln_batch_merge_source(const kiln_batch_merge *m, kiln_batch_source
     }
     s->csv = kiln_data_rows_format(s->rows) == KILN_DATA_CSV;
     src->next = merge_next;
+    src->build = merge_build;
     src->arg = s;
     return KILN_E_OK;
 }
