@@ -473,6 +473,14 @@ static void store_files(kiln_server *srv, svc_batch *b, json_t *entry)
     }
 }
 
+/* counts.done: the jobs finished, ok or failed (the issue's {total, done, failed}). */
+static void set_done(json_t *counts)
+{
+    json_object_set_new(counts, "done",
+                        json_integer(json_integer_value(json_object_get(counts, "ok")) +
+                                     json_integer_value(json_object_get(counts, "failed"))));
+}
+
 /* One journal line: unless its job has a result row already, its files
  * stored and its row and the batch's counts written. */
 static void import_line(kiln_server *srv, svc_batch *b, const char *text, size_t len)
@@ -498,6 +506,7 @@ static void import_line(kiln_server *srv, svc_batch *b, const char *text, size_t
     const char *which = ok ? "ok" : "failed";
     json_object_set_new(counts, which,
                         json_integer(json_integer_value(json_object_get(counts, which)) + 1));
+    set_done(counts);
     char *object = json_dumps(b->object, JSON_COMPACT);
     int inserted = 0;
     kiln_error err;
@@ -510,6 +519,7 @@ static void import_line(kiln_server *srv, svc_batch *b, const char *text, size_t
     if (!inserted) /* the counts stay as the rows say */
         json_object_set_new(counts, which,
                             json_integer(json_integer_value(json_object_get(counts, which)) - 1));
+    set_done(counts);
     pthread_mutex_unlock(&m->lock);
     if (r != KILN_STORE_OK)
         http_event(srv, "batch_store_failed",
@@ -1464,9 +1474,9 @@ static enum MHD_Result batch_create(kiln_req *req, const json_t *body)
     int64_t now = (int64_t)time(NULL);
     row.created_at = now;
     snprintf(row.status, sizeof row.status, "queued");
-    json_t *object = json_pack("{s:s, s:s, s:s, s:{s:I, s:i, s:i}, s:o, s:n, s:n}", "id", row.id,
-                               "kind", kind, "status", "queued", "counts", "total",
-                               (json_int_t)b.count, "ok", 0, "failed", 0, "created_at",
+    json_t *object = json_pack("{s:s, s:s, s:s, s:{s:I, s:i, s:i, s:i}, s:o, s:n, s:n}", "id",
+                               row.id, "kind", kind, "status", "queued", "counts", "total",
+                               (json_int_t)b.count, "done", 0, "ok", 0, "failed", 0, "created_at",
                                time_json(now), "started_at", "finished_at");
     if (object && merge)
         json_object_set(object, "merge", merge);

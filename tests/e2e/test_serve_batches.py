@@ -98,9 +98,9 @@ def test_inline_render_and_run_with_an_input(bsrv):
                                    "filename": "s.xlsx"}},
         {"id": "count", "run": {"code": code, "language": "python", "inputs": [csv["id"]]}},
     ]})
-    assert b["kind"] == "jobs" and b["counts"] == {"total": 3, "ok": 0, "failed": 0}, b
+    assert b["kind"] == "jobs" and b["counts"] == {"total": 3, "done": 0, "ok": 0, "failed": 0}, b
     done = wait_done(bsrv, b["id"])
-    assert done["status"] == "completed" and done["counts"] == {"total": 3, "ok": 3, "failed": 0}, done
+    assert done["status"] == "completed" and done["counts"] == {"total": 3, "done": 3, "ok": 3, "failed": 0}, done
     assert done["started_at"] and done["finished_at"], done
     res = by_id(results(bsrv, b["id"]))
     assert set(res) == {"hello", "sheet", "count"}, res
@@ -141,7 +141,7 @@ def test_mail_merge(bsrv):
                       "missing": "error"})
     assert b["kind"] == "merge" and b["counts"]["total"] == 3, b
     done = wait_done(bsrv, b["id"])
-    assert done["status"] == "completed" and done["counts"] == {"total": 3, "ok": 3, "failed": 0}, done
+    assert done["status"] == "completed" and done["counts"] == {"total": 3, "done": 3, "ok": 3, "failed": 0}, done
     assert done["merge"]["format"] == "docx", done
     res = by_id(results(bsrv, b["id"]))
     assert sorted(res) == ["c1.docx", "c2.docx", "c3.docx"]
@@ -262,7 +262,7 @@ def test_kill_9_mid_batch_then_restart(serve_factory, tmp_path):
 
     again = serve_factory("--batch-workers", "1", data_dir=data)
     done = wait_done(again, b["id"])
-    assert done["status"] == "completed" and done["counts"] == {"total": n, "ok": n, "failed": 0}, done
+    assert done["status"] == "completed" and done["counts"] == {"total": n, "done": n, "ok": n, "failed": 0}, done
     res = by_id(results(again, b["id"]))                  # one result per job
     assert sorted(res) == sorted("r%d" % i for i in range(n))
     after = journal(bdir)
