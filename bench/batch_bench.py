@@ -488,6 +488,15 @@ def run_batch(args):
                   % (fmt, mib(group[1]["tree_peak"]), "{:,}".format(small),
                      mib(group[0]["tree_peak"]), "{:,}".format(n),
                      mib(group[1]["proc_peak"]), mib(group[0]["proc_peak"])))
+    if not no_batch and not args.no_batch_service:
+        import batch_service
+        rows = carbone_n if carbone_n < n else small
+        print("\nbench: batch on kiln serve: POST /v1/render latency, idle and while a "
+              "%s-invoice batch runs ..." % "{:,}".format(rows), flush=True)
+        try:
+            batch_service.report(batch_service.run(kiln, fs[rows]["template"], fs[rows]["jsonl"]))
+        except Exception as e:  # noqa: BLE001 (reported as a failure below)
+            results.append({"tool": "kiln serve batch", "error": str(e)})
     if no_batch:
         print("bench: batch: Kiln not measured: %s" % no_batch)
     failed = [r for r in results if "error" in r]

@@ -1024,6 +1024,8 @@ def main():
                     help="batch: invoices of kiln's second run, to show memory against N")
     ap.add_argument("--batch-jobs", type=int, default=0,
                     help="batch: kiln batch -j (default: the number of cores)")
+    ap.add_argument("--no-batch-service", action="store_true",
+                    help="batch: leave out the render latency on kiln serve while a batch runs")
     ap.add_argument("--carbone-rows", type=int, default=2_000,
                     help="batch: Carbone's subset of the invoices (it makes about 30 a second)")
     ap.add_argument("--batch-samples", type=int, default=20,
