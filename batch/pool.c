@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../common/fdio.h"
 #include "../common/banned.h"
 
 typedef struct worker {
@@ -63,19 +64,6 @@ static int read_full(int fd, void *buf, size_t len)
     return 0;
 }
 
-static int write_full(int fd, const void *buf, size_t len)
-{
-    for (size_t done = 0; done < len;) {
-        ssize_t n = write(fd, (const char *)buf + done, len - done);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return -1;
-        done += (size_t)n;
-    }
-    return 0;
-}
-
 static int send_frame(int fd, const json_t *doc)
 {
     char *text = json_dumps(doc, JSON_COMPACT);
@@ -84,7 +72,8 @@ static int send_frame(int fd, const json_t *doc)
     uint64_t len = strlen(text);
     int rc = len > KILN_POOL_FRAME_MAX ? -1 : 0;
     if (rc == 0)
-        rc = write_full(fd, &len, sizeof len) == 0 && write_full(fd, text, len) == 0 ? 0 : -1;
+        rc = kiln_write_all(fd, &len, sizeof len) == 0 && kiln_write_all(fd, text, len) == 0 ? 0
+                                                                                             : -1;
     free(text);
     return rc;
 }
