@@ -632,8 +632,12 @@ static void child_ended(kiln_server *srv, svc_batch *b, int status)
     }
     persist(srv, b);
     pthread_mutex_unlock(&m->lock);
-    if (ended)
+    if (ended) {
         kiln_metrics_batch(srv->metrics, ended);
+        /* Over: its results and files are in the store; the directory was for
+         * resuming, and held a second copy of every file. */
+        kiln_api_rmtree(b->dir);
+    }
     http_event(srv, "batch_child_ended",
                json_pack("{s:s, s:s, s:i}", "batch", b->row.id, "status",
                          ended ? ended : "running", "exit",
@@ -702,6 +706,8 @@ static void start_and_prune(kiln_server *srv)
         svc_batch *b = *p;
         if (!b->pid && (!is_active(b->row.status) || m->quit)) {
             *p = b->next;
+            if (!is_active(b->row.status))
+                kiln_api_rmtree(b->dir); /* a batch cancelled before it started */
             batch_free(b);
         } else {
             p = &b->next;
@@ -817,8 +823,11 @@ static void remove_orphan_dirs(kiln_server *srv)
         kiln_error err;
         memset(&err, 0, sizeof err);
         kiln_store_result r = kiln_store_batch_get(srv->store, NULL, de->d_name, &row, &err);
+        /* ... and so is one of a batch that ended (the server died before it
+         * removed it). */
+        int over = r == KILN_STORE_OK && !is_active(row.status);
         kiln_store_batch_release(&row);
-        if (r == KILN_STORE_NOT_FOUND) {
+        if (r == KILN_STORE_NOT_FOUND || over) {
             char path[PATH_MAX * 2];
             snprintf(path, sizeof path, "%s/%s", m->root, de->d_name);
             kiln_api_rmtree(path);
