@@ -94,16 +94,16 @@ def tree_rss(root):
         # the command name may hold spaces and ')': the fields after the last ')'
         fields = stat[stat.rfind(b")") + 2:].split()
         children.setdefault(int(fields[1]), []).append(int(name))
-    total, hwm, todo = 0, 0, [root]
-    while todo:
-        pid = todo.pop()
+    total, hwm, pending = 0, 0, [root]
+    while pending:
+        pid = pending.pop()
         try:
             with open("/proc/%d/statm" % pid, "rb") as f:
                 total += int(f.read().split()[1]) * PAGE
         except (OSError, IndexError, ValueError):
             pass
         hwm = max(hwm, vm_hwm(pid))
-        todo.extend(children.get(pid, ()))
+        pending.extend(children.get(pid, ()))
     return total, hwm
 
 

@@ -66,6 +66,12 @@ void kiln_api_rmtree(const char *path);
  */
 const char *kiln_api_check_filename(const char *s, size_t len);
 
+/* A name a runner's result gives (a run's, a batch journal's) is relative to
+ * its output directory and stays below it: no leading '/', no empty, "." or
+ * ".." component, no trailing '/'. (The runners list only names they
+ * collected that way; this keeps a surprise from reaching the store.) 1 / 0. */
+int kiln_api_name_beneath(const char *name);
+
 /* ---- children (runs_api.c) ----
  * Every `kiln run` and `kiln session` child is the kiln executable with a
  * filtered environment, in a process group of its own, its descriptors

@@ -415,23 +415,6 @@ static int read_events(svc_batch *b)
 
 /* ---- the journal into the store ---- */
 
-/* A journal name stays below out/ (the runner writes only such names; this
- * keeps a surprise from reaching the store). */
-static int name_beneath(const char *name)
-{
-    if (!name || !name[0] || name[0] == '/')
-        return 0;
-    for (const char *p = name; *p;) {
-        size_t n = strcspn(p, "/");
-        if (n == 0 || (n == 1 && p[0] == '.') || (n == 2 && p[0] == '.' && p[1] == '.'))
-            return 0;
-        p += n;
-        if (*p == '/')
-            p++;
-    }
-    return 1;
-}
-
 /* Store the files of one journal entry (borrowed, changed: each file gets
  * "file", the stored file object, or null and "file_error"; mtime_ns and
  * inode, the batch's own bookkeeping, go). */
@@ -445,7 +428,7 @@ static void store_files(kiln_server *srv, svc_batch *b, json_t *entry)
         json_object_del(f, "mtime_ns");
         json_object_del(f, "inode");
         const char *name = json_string_value(json_object_get(f, "name"));
-        if (!name_beneath(name)) {
+        if (!kiln_api_name_beneath(name)) {
             json_object_set_new(f, "file", json_null());
             continue;
         }
@@ -1546,15 +1529,10 @@ static void list_one(const kiln_store_batch *row, void *arg)
 
 static enum MHD_Result batch_list(kiln_req *req)
 {
-    int64_t limit = 100, offset = 0;
-    if (http_query_int(http_arg(req, "limit"), 1000, &limit) < 0 || limit < 1)
-        return http_error(req, MHD_HTTP_BAD_REQUEST, "invalid_request",
-                          "limit must be a whole number from 1 to 1000.",
-                          json_pack("{s:s}", "parameter", "limit"));
-    if (http_query_int(http_arg(req, "offset"), INT64_MAX / 16, &offset) < 0)
-        return http_error(req, MHD_HTTP_BAD_REQUEST, "invalid_request",
-                          "offset must be a whole number, 0 or more.",
-                          json_pack("{s:s}", "parameter", "offset"));
+    int64_t limit, offset;
+    enum MHD_Result bad;
+    if (http_list_page(req, &limit, &offset, &bad) != 0)
+        return bad;
     json_t *list = json_array();
     int64_t total = 0;
     kiln_error err;

@@ -495,17 +495,31 @@ static void list_one(const kiln_store_file *file, void *arg)
     json_array_append_new(arg, kiln_api_file_json(file));
 }
 
+int http_list_page(kiln_req *req, int64_t *limit, int64_t *offset, enum MHD_Result *reply)
+{
+    *limit = 100;
+    *offset = 0;
+    if (http_query_int(http_arg(req, "limit"), 1000, limit) < 0 || *limit < 1) {
+        *reply = http_error(req, MHD_HTTP_BAD_REQUEST, "invalid_request",
+                            "limit must be a whole number from 1 to 1000.",
+                            json_pack("{s:s}", "parameter", "limit"));
+        return -1;
+    }
+    if (http_query_int(http_arg(req, "offset"), INT64_MAX / 16, offset) < 0) {
+        *reply = http_error(req, MHD_HTTP_BAD_REQUEST, "invalid_request",
+                            "offset must be a whole number, 0 or more.",
+                            json_pack("{s:s}", "parameter", "offset"));
+        return -1;
+    }
+    return 0;
+}
+
 enum MHD_Result files_list(kiln_req *req)
 {
-    int64_t limit = 100, offset = 0;
-    if (http_query_int(http_arg(req, "limit"), 1000, &limit) < 0 || limit < 1)
-        return http_error(req, MHD_HTTP_BAD_REQUEST, "invalid_request",
-                          "limit must be a whole number from 1 to 1000.",
-                          json_pack("{s:s}", "parameter", "limit"));
-    if (http_query_int(http_arg(req, "offset"), INT64_MAX / 16, &offset) < 0)
-        return http_error(req, MHD_HTTP_BAD_REQUEST, "invalid_request",
-                          "offset must be a whole number, 0 or more.",
-                          json_pack("{s:s}", "parameter", "offset"));
+    int64_t limit, offset;
+    enum MHD_Result bad;
+    if (http_list_page(req, &limit, &offset, &bad) != 0)
+        return bad;
     json_t *files = json_array();
     int64_t total = 0;
     kiln_error err;

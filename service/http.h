@@ -263,6 +263,10 @@ int http_disposition_filename(const char *h, char *out, size_t cap);
 /* A non-negative decimal query value s (NULL: absent): 1 and *out when it
  * is all digits and <= max, 0 when absent, -1 otherwise. */
 int http_query_int(const char *s, int64_t max, int64_t *out);
+/* (files_api.c) A list route's ?limit= (1 to 1000, default 100) and ?offset= (0 or more,
+ * default 0) into *limit and *offset: 0, or -1 with the 400 naming the
+ * parameter queued in *reply. */
+int http_list_page(kiln_req *req, int64_t *limit, int64_t *offset, enum MHD_Result *reply);
 
 /* ---- download.c: the response's headers and the conditional ones ---- */
 /* The worst case of http_disposition, for a KILN_STORE_FILENAME_MAX-byte

@@ -256,11 +256,8 @@ static void stderr_message(const buffer *b, char *out, size_t cap)
     snprintf(out, cap, "%.*s", (int)len, line);
 }
 
-/* A name from the runner's result is relative to out_dir and stays below
- * it: no leading '/', no empty, "." or ".." component. (The runner only
- * lists names it collected that way; this keeps a surprise from reaching
- * the store.) */
-static int name_beneath(const char *name)
+/* api_internal.h */
+int kiln_api_name_beneath(const char *name)
 {
     if (!name || !name[0] || name[0] == '/')
         return 0;
@@ -304,7 +301,7 @@ static int store_outputs(const kiln_api_ctx *ctx, const char *tenant, const char
     json_array_foreach(list, i, entry) {
         const char *name = json_string_value(json_object_get(entry, "name"));
         const char *media = json_string_value(json_object_get(entry, "media_type"));
-        if (!name_beneath(name)) {
+        if (!kiln_api_name_beneath(name)) {
             json_object_set_new(entry, "file", json_null());
             continue;
         }

@@ -652,19 +652,6 @@ static enum MHD_Result begin(kiln_req *req)
     case ROUTE_SESSION_CELLS:
     case ROUTE_SESSION_INTERRUPT:
     case ROUTE_SESSION_FILES:
-        if (strcmp(req->method, "POST") != 0)
-            break;
-        if (atomic_load(&srv->stopping))
-            return http_error(req, MHD_HTTP_SERVICE_UNAVAILABLE, "unavailable",
-                              "The server is shutting down.", NULL);
-        if (request_has_body(req) && !http_content_type_is(req, "application/json"))
-            return http_error(req, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type",
-                              "The body must be JSON (Content-Type: application/json).", NULL);
-        req->body = BODY_BUFFER;
-        req->limit = srv->opt.max_request_bytes;
-        if (http_content_length(req, &clen) && clen > req->limit)
-            return http_too_large(req, req->limit);
-        break;
     case ROUTE_BATCHES:
     case ROUTE_BATCH_CANCEL:
         if (strcmp(req->method, "POST") != 0)
